@@ -1,0 +1,160 @@
+"""Configuration: one typed object, built once at start-up.
+
+Sources, later ones winning: built-in defaults, a TOML file (``--config``
+or ``ZQ_CONFIG``), ``ZQ_*`` environment variables, command-line flags.
+Each field is addressed as ``section.name`` in the file and as
+``ZQ_SECTION_NAME`` in the environment (``limits.max_message_ttl`` is
+``[limits] max_message_ttl`` and ``ZQ_LIMITS_MAX_MESSAGE_TTL``); the storage
+URI is also ``ZQ_STORAGE``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """The configuration file or environment holds something unusable."""
+
+
+def default_data_dir() -> Path:
+    """Where the embedded SQLite database lives when no storage is given."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "zq"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every limit of the Zaqar v2 API (Zaqar's defaults)."""
+
+    max_queues_per_page: int = 20
+    max_messages_per_page: int = 20
+    max_messages_per_claim_or_pop: int = 20
+    default_page_size: int = 10
+    max_queue_metadata: int = 65536
+    max_messages_post_size: int = 262144
+    max_project_id_length: int = 256
+    max_queue_name_length: int = 64
+    min_message_ttl: int = 60
+    max_message_ttl: int = 1209600
+    default_message_ttl: int = 3600
+    max_message_delay: int = 900
+    default_message_delay: int = 0
+    min_claim_ttl: int = 60
+    max_claim_ttl: int = 43200
+    default_claim_ttl: int = 300
+    min_claim_grace: int = 60
+    max_claim_grace: int = 43200
+    default_claim_grace: int = 60
+    max_ids_per_request: int = 20
+    max_request_body: int = 1048576
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8888
+    workers: int = 2
+    threads: int = 4
+    timeout: int = 30
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    uri: str = ""  # empty: SQLite file in the default data directory
+
+    def resolved_uri(self) -> str:
+        """The URI to open: the configured one, or the embedded default."""
+        if self.uri:
+            return self.uri
+        return f"sqlite:///{default_data_dir() / 'zq.sqlite3'}"
+
+
+@dataclass(frozen=True)
+class GcConfig:
+    interval: float = 30.0  # seconds between collections inside the server; 0 disables
+
+
+@dataclass(frozen=True)
+class Config:
+    server: ServerConfig = field(default_factory=ServerConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    limits: Limits = field(default_factory=Limits)
+    gc: GcConfig = field(default_factory=GcConfig)
+
+    def with_overrides(self, **sections: Mapping[str, Any]) -> Config:
+        """A copy with some fields replaced: ``with_overrides(server={"port": 1})``."""
+        return _merge(self, {k: dict(v) for k, v in sections.items()}, source="overrides")
+
+
+def load_config(path: str | os.PathLike[str] | None = None,
+                environ: Mapping[str, str] | None = None) -> Config:
+    """Build the configuration from defaults, file and environment."""
+    environ = os.environ if environ is None else environ
+    path = path or environ.get("ZQ_CONFIG")
+    config = Config()
+    if path:
+        try:
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        except FileNotFoundError as exc:
+            raise ConfigError(f"Configuration file {path} does not exist.") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"Configuration file {path} is not valid TOML: {exc}") from exc
+        config = _merge(config, data, source=str(path))
+    return _merge(config, _from_environ(config, environ), source="environment")
+
+
+def _from_environ(config: Config, environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    found: dict[str, dict[str, str]] = {}
+    if "ZQ_STORAGE" in environ:
+        found.setdefault("storage", {})["uri"] = environ["ZQ_STORAGE"]
+    for section in dataclasses.fields(config):
+        for item in dataclasses.fields(getattr(config, section.name)):
+            key = f"ZQ_{section.name}_{item.name}".upper()
+            if key in environ:
+                found.setdefault(section.name, {})[item.name] = environ[key]
+    return found
+
+
+def _merge(config: Config, data: Mapping[str, Any], *, source: str) -> Config:
+    sections: dict[str, Any] = {}
+    known = {f.name for f in dataclasses.fields(config)}
+    for name, values in data.items():
+        if name not in known:
+            raise ConfigError(f"{source}: unknown section [{name}]; known: {sorted(known)}.")
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{source}: [{name}] must be a table of settings.")
+        current = getattr(config, name)
+        types = {f.name: f.type for f in dataclasses.fields(current)}
+        changes = {}
+        for key, value in values.items():
+            if key not in types:
+                raise ConfigError(
+                    f"{source}: unknown setting {name}.{key}; known: {sorted(types)}."
+                )
+            changes[key] = _coerce(value, types[key], f"{source}: {name}.{key}")
+        sections[name] = dataclasses.replace(current, **changes)
+    return dataclasses.replace(config, **sections)
+
+
+def _coerce(value: Any, type_name: Any, where: str) -> Any:
+    # Field types are strings under ``from __future__ import annotations``.
+    kind = {"int": int, "float": float, "str": str}.get(str(type_name))
+    if kind is None:
+        raise ConfigError(f"{where}: unsupported setting type {type_name}.")
+    if isinstance(value, bool) or (kind is str and not isinstance(value, str)):
+        raise ConfigError(f"{where}: expected {kind.__name__}, got {value!r}.")
+    try:
+        result = kind(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: expected {kind.__name__}, got {value!r}.") from exc
+    if kind in (int, float) and result < 0:
+        raise ConfigError(f"{where}: must not be negative, got {value!r}.")
+    return result

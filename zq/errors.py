@@ -1,0 +1,72 @@
+"""The errors zq raises below the HTTP layer.
+
+Each class carries a short ``title``; the HTTP layer maps classes to status
+codes in one table (zq.api.errors). Storage drivers raise these too, so no
+driver-specific exception ever reaches a client.
+"""
+
+from __future__ import annotations
+
+
+class ZqError(Exception):
+    """Base of every zq error; ``str(err)`` is the description shown to clients."""
+
+    title = "Error"
+
+    def __init__(self, description: str) -> None:
+        super().__init__(description)
+        self.description = description
+
+
+class InvalidRequest(ZqError):
+    """The request is malformed or breaks a limit (400)."""
+
+    title = "Invalid request"
+
+
+class NotFound(ZqError):
+    """The addressed resource does not exist (404)."""
+
+    title = "Not found"
+
+
+class QueueNotFound(NotFound):
+    title = "Queue not found"
+
+
+class MessageNotFound(NotFound):
+    title = "Message not found"
+
+
+class ClaimNotFound(NotFound):
+    title = "Claim not found"
+
+
+class MessageIsClaimed(ZqError):
+    """Deleting a claimed message without its claim id (403)."""
+
+    title = "Message is claimed"
+
+
+class ClaimMismatch(ZqError):
+    """A claim id was given that does not hold the message (400)."""
+
+    title = "Claim does not hold the message"
+
+
+class Conflict(ZqError):
+    """The change contradicts the current state (409)."""
+
+    title = "Conflict"
+
+
+class DeadLetterConflict(Conflict):
+    """A dead letter queue setting would form a cycle or cross pools (409)."""
+
+    title = "Invalid dead letter queue"
+
+
+class StorageUnavailable(ZqError):
+    """The backend cannot be reached or failed (503)."""
+
+    title = "Service unavailable"

@@ -1,0 +1,410 @@
+"""The storage contract: what every driver (SQL, Redis, MongoDB) implements.
+
+This module is the definition the contract test suite (tests/contract/)
+checks every driver against. Rules that all drivers share (validation,
+defaults, which metadata means what, how dead letter history is compacted)
+live above this layer; a driver receives already-validated values and only
+does what is specific to its backend.
+
+Conventions every driver follows:
+
+- Every operation is scoped by ``project`` (the tenant) and ``queue`` (its
+  name). Two projects never see each other's queues, messages, claims.
+- Times are POSIX seconds as floats, read from the ``Clock`` the driver was
+  built with, never from the system directly.
+- A message is *alive* while ``now < expires``; an expired message is
+  invisible to every read and write at once, before garbage collection
+  removes it. A claim is *live* while ``now < claim expires``; a message
+  held by an expired claim is free again.
+- A message is *free* when it is alive, not held by a live claim, and not
+  delayed (``now >= delay_until``).
+- Queue order is the order of posting, per queue (``MessageRecord.marker``
+  increases). A message moved into a dead letter queue keeps its marker.
+- Every state change writes its event(s) (see zq.events) in the same atomic
+  step as the change itself.
+- Message bodies are opaque JSON text: the driver stores and returns the
+  exact string it was given.
+- Queues are created implicitly by posting to them and by a dead letter
+  move into them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from zq.dead_letter import DeadLetterPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A message to post, validated and with defaults applied."""
+
+    body: str  # JSON text, stored verbatim
+    ttl: int  # seconds
+    delay: int  # seconds before it can be claimed
+    fingerprint: str  # zq.events.fingerprint(body), recorded in events
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """A stored message as a driver returns it.
+
+    ``history`` holds the raw dead letter entries appended by each move,
+    oldest first: ``{"queue": source, "reason": str, "time": float}``.
+    zq.dead_letter.compact_history turns them into what clients see.
+    """
+
+    id: str
+    queue: str
+    body: str
+    ttl: int  # the ttl it was posted with, or given by a dead letter move
+    created: float  # when it was posted, or moved into this queue
+    expires: float  # may be later than created + ttl: claims extend it
+    client_id: str | None  # the Client-ID that posted it
+    claim_id: str | None  # the live claim holding it, None when free
+    claim_count: int
+    history: list[dict[str, Any]] = field(default_factory=list)
+    marker: int = 0  # position in its queue's order
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRecord:
+    """A live claim and the alive messages it still holds."""
+
+    id: str
+    queue: str
+    ttl: int
+    grace: int
+    created: float
+    expires: float
+    messages: list[MessageRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageStamp:
+    """Id and post time of a message, for queue stats."""
+
+    id: str
+    created: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """Counts of alive messages in one queue."""
+
+    free: int  # alive and not held by a live claim (delayed ones included)
+    claimed: int
+    oldest: MessageStamp | None = None
+    newest: MessageStamp | None = None
+
+    @property
+    def total(self) -> int:
+        return self.free + self.claimed
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRecord:
+    name: str
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of a backend's event log.
+
+    ``cursor`` is the backend's own position of the event (an increasing
+    integer for SQL, a stream id for Redis, an ObjectId for MongoDB), as a
+    string; pass it back to ``EventLog.read(after=...)`` and ``trim``.
+    """
+
+    cursor: str
+    time: float
+    project: str
+    queue: str
+    kind: str  # one of zq.events.KINDS
+    message_id: str | None = None
+    claim_id: str | None = None
+    client_id: str | None = None
+    claim_count: int | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class QueueController(ABC):
+    """Queues and their metadata."""
+
+    @abstractmethod
+    def create(self, project: str, queue: str, metadata: dict[str, Any]) -> bool:
+        """Create the queue with ``metadata``; False (and no change) if it exists."""
+
+    @abstractmethod
+    def exists(self, project: str, queue: str) -> bool:
+        """Whether the queue exists."""
+
+    @abstractmethod
+    def get_metadata(self, project: str, queue: str) -> dict[str, Any]:
+        """The stored metadata; raises QueueNotFound."""
+
+    @abstractmethod
+    def set_metadata(self, project: str, queue: str, metadata: dict[str, Any]) -> None:
+        """Replace the whole metadata; raises QueueNotFound."""
+
+    @abstractmethod
+    def delete(self, project: str, queue: str) -> None:
+        """Remove the queue with its messages and claims; no error if absent.
+
+        Records one ``purged`` event (``detail={"messages": n, "queue_deleted":
+        True}``) when it removed any message.
+        """
+
+    @abstractmethod
+    def list(
+        self,
+        project: str,
+        *,
+        marker: str | None = None,
+        limit: int = 10,
+        name: str | None = None,
+    ) -> list[QueueRecord]:
+        """Queues ordered by name, strictly after ``marker``, at most ``limit``.
+
+        ``name``, when given, keeps only queues whose name contains it.
+        """
+
+    @abstractmethod
+    def count(self, project: str, *, name: str | None = None) -> int:
+        """How many queues ``list`` would return without paging."""
+
+    @abstractmethod
+    def stats(self, project: str, queue: str) -> QueueStats:
+        """Counts of alive messages; zeros for a missing queue.
+
+        ``oldest`` and ``newest`` are by marker and present when total > 0.
+        """
+
+    @abstractmethod
+    def purge(self, project: str, queue: str) -> None:
+        """Remove every message and claim of the queue, keep the queue.
+
+        Records one ``purged`` event (``detail={"messages": n}``) when it
+        removed any message.
+        """
+
+
+class MessageController(ABC):
+    """Posting, reading and deleting messages."""
+
+    @abstractmethod
+    def post(
+        self,
+        project: str,
+        queue: str,
+        messages: Sequence[NewMessage],
+        *,
+        client_id: str | None,
+    ) -> list[str]:
+        """Store the messages in order, creating the queue if needed.
+
+        Returns their new ids (unique across the backend) in the same order.
+        Records a ``posted`` event per message with ``detail={"ttl", "delay",
+        "fingerprint", "size"}`` (size: bytes of the body text).
+        """
+
+    @abstractmethod
+    def list(
+        self,
+        project: str,
+        queue: str,
+        *,
+        marker: int | None = None,
+        limit: int = 10,
+        echo: bool = False,
+        client_id: str | None = None,
+        include_claimed: bool = False,
+        include_delayed: bool = False,
+    ) -> list[MessageRecord]:
+        """Alive messages in queue order, with ``marker`` greater than ``marker``.
+
+        Without ``echo``, messages posted by ``client_id`` are left out.
+        Without ``include_claimed``, messages held by a live claim are left
+        out; without ``include_delayed``, delayed ones are.
+        """
+
+    @abstractmethod
+    def get(self, project: str, queue: str, message_id: str) -> MessageRecord:
+        """One alive message; raises MessageNotFound."""
+
+    @abstractmethod
+    def get_many(
+        self, project: str, queue: str, message_ids: Sequence[str]
+    ) -> list[MessageRecord]:
+        """The alive ones among ``message_ids``, in queue order; unknown ids skipped."""
+
+    @abstractmethod
+    def delete(
+        self,
+        project: str,
+        queue: str,
+        message_id: str,
+        *,
+        claim_id: str | None,
+        client_id: str | None,
+    ) -> None:
+        """Delete one message.
+
+        - missing or expired message: nothing happens, no error;
+        - held by a live claim and ``claim_id`` is None: MessageIsClaimed;
+        - ``claim_id`` given but the message is not held by that live claim
+          (free, expired claim, or another claim): ClaimMismatch;
+        - otherwise deleted, with a ``deleted`` event (claim id, client id,
+          claim count).
+        """
+
+    @abstractmethod
+    def delete_many(
+        self,
+        project: str,
+        queue: str,
+        message_ids: Sequence[str],
+        *,
+        claim_ids: Sequence[str] | None = None,
+        client_id: str | None,
+    ) -> list[str]:
+        """Delete several messages; returns the ids actually deleted.
+
+        Without ``claim_ids`` every alive listed message is deleted, claimed
+        or not (Zaqar's behaviour). With ``claim_ids``, only listed messages
+        held by one of those live claims are deleted; others stay untouched.
+        A ``deleted`` event per deleted message.
+        """
+
+    @abstractmethod
+    def pop(
+        self,
+        project: str,
+        queue: str,
+        *,
+        limit: int,
+        client_id: str | None,
+        dead_letter: DeadLetterPolicy | None,
+    ) -> list[MessageRecord]:
+        """Take and delete up to ``limit`` free messages in queue order.
+
+        Pop is a delivery: it follows exactly the candidate rules of
+        ``ClaimController.create`` (exhausted messages are dead lettered and
+        skipped, the batch is still filled), counts one more claim on each
+        returned message (the returned records show the new count), and
+        records a ``deleted`` event with ``detail={"pop": True}`` for each.
+        """
+
+
+class ClaimController(ABC):
+    """Claims: leases on batches of messages."""
+
+    @abstractmethod
+    def create(
+        self,
+        project: str,
+        queue: str,
+        *,
+        ttl: int,
+        grace: int,
+        limit: int,
+        client_id: str | None,
+        dead_letter: DeadLetterPolicy | None,
+    ) -> ClaimRecord | None:
+        """Claim up to ``limit`` free messages in queue order, atomically.
+
+        One atomic step (transaction / script) that walks free candidates in
+        queue order. A candidate that ``dead_letter.is_exhausted`` (only when
+        a policy is given) is not delivered: it is moved to
+        ``dead_letter.queue`` with ``dead_letter.moved(...)``'s values (same
+        id, body and claim_count, free, new ttl, created and expires restarted
+        at now, one history entry appended, queue created if missing) and a
+        ``dead_lettered`` event (``detail={"to": dlq, "reason",
+        "fingerprint", "sample"}``, sample: the first 1024 characters of the
+        body) is recorded; the walk then goes on so the batch still holds up
+        to ``limit`` deliverable messages.
+
+        Each delivered message: claim_count + 1, held by the new claim until
+        now + ttl, and its own expiry raised to at least now + ttl + grace. A
+        ``claimed`` event per message (new claim count).
+
+        Returns None (after committing any dead letter moves) when no
+        message was delivered. Two concurrent calls never deliver the same
+        message.
+        """
+
+    @abstractmethod
+    def get(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
+        """A live claim with its messages; raises ClaimNotFound."""
+
+    @abstractmethod
+    def renew(
+        self,
+        project: str,
+        queue: str,
+        claim_id: str,
+        *,
+        ttl: int,
+        grace: int,
+        client_id: str | None,
+    ) -> None:
+        """Extend a live claim to now + ttl; raises ClaimNotFound.
+
+        Its messages stay held until the new expiry and live at least until
+        now + ttl + grace. Claim counts do not change. A ``renewed`` event
+        per held message.
+        """
+
+    @abstractmethod
+    def release(
+        self, project: str, queue: str, claim_id: str, *, client_id: str | None
+    ) -> None:
+        """End a claim: its messages become free, counts unchanged.
+
+        No error when the claim does not exist or has expired. A ``released``
+        event per message it still held.
+        """
+
+
+class EventLog(ABC):
+    """The backend's append-only log of events, read by the exporter."""
+
+    @abstractmethod
+    def read(self, *, after: str | None = None, limit: int = 1000) -> list[Event]:
+        """Events in log order strictly after cursor ``after`` (all if None)."""
+
+    @abstractmethod
+    def trim(self, *, up_to: str) -> int:
+        """Remove events up to and including cursor ``up_to``; returns how many."""
+
+
+class Storage(ABC):
+    """One backend: the controllers plus backend-wide housekeeping."""
+
+    queues: QueueController
+    messages: MessageController
+    claims: ClaimController
+    events: EventLog
+
+    @abstractmethod
+    def ping(self) -> bool:
+        """Whether the backend answers; never raises."""
+
+    @abstractmethod
+    def gc(self) -> int:
+        """Remove expired messages and claims; returns messages removed.
+
+        Records an ``expired`` event per removed message (its claim count),
+        and one ``expired`` event per removed claim that still held messages
+        (``message_id`` None, claim id and the claimer's client id,
+        ``detail={"target": "claim", "messages": n}``). Safe to run from
+        several processes at once: no event is recorded twice.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections."""
