@@ -1,0 +1,152 @@
+"""The production HTTP server: gunicorn, several processes, threaded workers.
+
+The master process prepares the storage once (creates the default data
+directory, migrates an SQLite schema, checks that the backend answers) and
+then forks the workers. Each worker builds its own storage connections and
+falcon app after the fork, so no connection is ever shared between
+processes, and runs its own garbage collector thread (zq.housekeeping).
+Workers are ``gthread``: a few threads each, so one slow client holds one
+thread, not a whole worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from zq.commands.options import CommandError, ensure_default_data_dir, open_reachable_storage
+from zq.config import Config
+from zq.housekeeping import GarbageCollector
+from zq.storage import open_storage, scheme_of
+from zq.storage.base import Storage
+from zq.storage.uri import redact
+
+log = logging.getLogger("zq.server")
+
+LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
+LOG_DATE_FORMAT = "%Y-%m-%d %H:%M:%S %z"  # the same lines as gunicorn's own
+
+
+def bind_address(host: str, port: int) -> str:
+    """gunicorn's ``bind`` value; IPv6 literals need brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def gunicorn_settings(config: Config) -> dict[str, Any]:
+    """The gunicorn settings that follow from zq's configuration."""
+    server = config.server
+    return {
+        "bind": [bind_address(server.host, server.port)],
+        "workers": server.workers,
+        "worker_class": "gthread",
+        "threads": server.threads,
+        "timeout": server.timeout,
+        "graceful_timeout": server.timeout,
+        "proc_name": "zq",
+        # gunicorn reports only problems; zq logs its own start line.
+        "loglevel": "warning",
+        "accesslog": None,
+    }
+
+
+def check_server_config(config: Config) -> None:
+    """Refuse settings gunicorn would choke on, with a clear message."""
+    server = config.server
+    if not 0 <= server.port <= 65535:
+        raise CommandError(f"port must be 0..65535, got {server.port}.")
+    if server.workers < 1:
+        raise CommandError(f"workers must be at least 1, got {server.workers}.")
+    if server.threads < 1:
+        raise CommandError(f"threads must be at least 1, got {server.threads}.")
+
+
+def prepare_storage(config: Config) -> str:
+    """Make the storage ready before forking; returns the URI to serve from.
+
+    The default SQLite file gets its directory created, and any SQLite
+    database is migrated here, once, so workers never race on the schema.
+    Other backends are migrated by the admin with ``zq db upgrade``.
+    """
+    uri = config.storage.resolved_uri()
+    ensure_default_data_dir(config)
+    if scheme_of(uri) == "sqlite":
+        from zq.storage.sql.migrate import upgrade
+
+        upgrade(uri)
+    open_reachable_storage(uri).close()  # fail now, not in every worker
+    return uri
+
+
+class ZqServer(BaseApplication):
+    """gunicorn driven from Python: the settings come from a zq Config."""
+
+    def __init__(self, config: Config, storage_uri: str) -> None:
+        self.zq_config = config
+        self.storage_uri = storage_uri
+        self._storage: Storage | None = None
+        self._collector: GarbageCollector | None = None
+        super().__init__(prog="zq serve")
+
+    def load_config(self) -> None:
+        settings = {
+            **gunicorn_settings(self.zq_config),
+            "when_ready": self._when_ready,
+            "worker_exit": self._worker_exit,
+            "on_exit": self._on_exit,
+        }
+        for key, value in settings.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        """Build this worker's storage, collector and app (runs after the fork)."""
+        from zq.api.app import create_app
+
+        self._storage = open_storage(self.storage_uri)
+        interval = self.zq_config.gc.interval
+        if interval > 0:
+            self._collector = GarbageCollector(self._storage, interval)
+            self._collector.start()
+        return create_app(self.zq_config, storage=self._storage)
+
+    def close_worker(self) -> None:
+        """Stop this worker's collector and release its connections."""
+        if self._collector is not None:
+            self._collector.stop()
+        if self._storage is not None:
+            self._storage.close()
+
+    def _when_ready(self, arbiter: Any) -> None:
+        # After binding, so a port of 0 shows the port actually chosen.
+        urls = ", ".join(f"{listener}/v2" for listener in arbiter.LISTENERS)
+        server = self.zq_config.server
+        log.info(
+            "zq serving %s on storage %s with %d worker(s) x %d thread(s)",
+            urls, redact(self.storage_uri), server.workers, server.threads,
+        )
+
+    def _worker_exit(self, arbiter: Any, worker: Any) -> None:
+        worker.app.close_worker()
+
+    def _on_exit(self, arbiter: Any) -> None:
+        log.info("zq stopped")
+
+
+def configure_logging() -> None:
+    """Send zq's log lines to stderr, formatted like gunicorn's."""
+    logger = logging.getLogger("zq")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
+def serve(config: Config) -> None:
+    """Run the server until SIGTERM (graceful) or SIGINT (quick)."""
+    check_server_config(config)
+    configure_logging()
+    uri = prepare_storage(config)
+    ZqServer(config, uri).run()
