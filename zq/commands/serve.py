@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from zq.commands.options import add_config_arguments, config_from_args
+from zq.config import Config
 
 DESCRIPTION = """\
 Serve the Zaqar v2 API over HTTP on gunicorn: several worker processes, each
@@ -43,7 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> None:
     from zq.server import serve  # gunicorn and falcon load only for this command
 
-    config = config_from_args(
+    serve(config_for(args))
+
+
+def config_for(args: argparse.Namespace) -> Config:
+    """The configuration with this command's flags applied on top."""
+    return config_from_args(
         args, server={"host": args.host, "port": args.port, "workers": args.workers}
     )
-    serve(config)
