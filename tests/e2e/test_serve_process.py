@@ -38,6 +38,6 @@ def test_unreachable_storage_stops_serve_with_one_line(tmp_path) -> None:
     result = run_zq("serve", "--port", "0", "--storage",
                     "postgresql://zq:pw@127.0.0.1:1/zq", env=env)
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1].startswith(
-        "zq: error: storage postgresql://zq:***@127.0.0.1:1/zq")
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("zq: error: storage postgresql://zq:***@127.0.0.1:1/zq")
     assert "Traceback" not in result.stderr
