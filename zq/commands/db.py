@@ -55,12 +55,24 @@ def run_upgrade(args: argparse.Namespace) -> None:
     if scheme not in SQL_SCHEMES:
         print(f"{redact(uri)} is a {scheme} storage: it has no schema, nothing to migrate.")
         return
-    from zq.storage.sql.migrate import upgrade
+    from zq.storage.sql import migrate
 
     ensure_default_data_dir(config)
     try:
-        revision = upgrade(uri)
+        before = migrate.current_revision(uri)
+        migrate.upgrade(uri)
+        after = migrate.current_revision(uri)
     except Exception as exc:  # the driver's own message names the cause
-        raise CommandError(f"cannot migrate {redact(uri)}: {exc}") from exc
-    at = f" (revision {revision})" if isinstance(revision, str) else ""
-    print(f"Schema of {redact(uri)} is up to date{at}.")
+        raise CommandError(f"cannot migrate {redact(uri)}: {first_line(exc)}") from exc
+    if before == after:
+        print(f"{redact(uri)} is already at the latest schema revision {after}.")
+    elif before is None:
+        print(f"Created the zq schema in {redact(uri)} (revision {after}).")
+    else:
+        print(f"Upgraded {redact(uri)} from schema revision {before} to {after}.")
+
+
+def first_line(exc: Exception) -> str:
+    """A database error's first line (SQLAlchemy appends SQL and links below it)."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
