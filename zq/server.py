@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -25,6 +26,8 @@ from zq.storage.base import Storage
 from zq.storage.uri import redact
 
 log = logging.getLogger("zq.server")
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
 
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
 LOG_DATE_FORMAT = "%Y-%m-%d %H:%M:%S %z"  # the same lines as gunicorn's own
@@ -109,7 +112,8 @@ class ZqServer(BaseApplication):
         if interval > 0:
             self._collector = GarbageCollector(self._storage, interval)
             self._collector.start()
-        return create_app(self.zq_config, storage=self._storage)
+        app = create_app(self.zq_config, storage=self._storage)
+        return drain_unread_body(app, self.zq_config.limits.max_request_body)
 
     def close_worker(self) -> None:
         """Stop this worker's collector and release its connections."""
@@ -132,6 +136,31 @@ class ZqServer(BaseApplication):
 
     def _on_exit(self, arbiter: Any) -> None:
         log.info("zq stopped")
+
+
+def drain_unread_body(app: WSGIApp, limit: int) -> WSGIApp:
+    """Read what the app left unread of a request body of at most ``limit`` bytes.
+
+    An error answered before the body was read (a post over the size limit)
+    leaves the rest of the body on the socket. gunicorn drains at most 64 KiB
+    of it and otherwise drops the connection, so a keep-alive client's next
+    request on it would fail; reading the rest here keeps the connection
+    usable. Bodies above ``limit`` are left to gunicorn (the connection closes).
+    """
+
+    def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        result = app(environ, start_response)
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if 0 < length <= limit:
+            stream = environ["wsgi.input"]
+            while stream.read(65536):
+                pass
+        return result
+
+    return wrapped
 
 
 def configure_logging() -> None:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -74,8 +75,11 @@ class ServerProcess:
         return self
 
     def ping(self) -> bool:
+        headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": "e2e-ping"}
         try:
-            return httpx.get(f"{self.url}/v2/ping", timeout=2, trust_env=False).status_code == 204
+            response = httpx.get(f"{self.url}/v2/ping", headers=headers, timeout=2,
+                                 trust_env=False)
+            return response.status_code == 204
         except httpx.HTTPError:
             return False
 
