@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import falcon.testing
 import pytest
-from tests.backends import BACKENDS, StorageFactory
 
 from tests.api.helpers import Api
+from tests.backends import BACKENDS, StorageFactory
 from zq.api import create_app
 from zq.clock import ManualClock
 from zq.config import Config

@@ -7,6 +7,7 @@ from typing import Any
 
 import falcon
 import falcon.testing
+import orjson
 
 PATCH_TYPE = "application/openstack-messaging-v2.0-json-patch"
 
@@ -59,7 +60,7 @@ class Api:
 
     def patch_metadata(self, queue: str, ops: list[dict[str, Any]]) -> falcon.testing.Result:
         return self.patch(
-            f"/v2/queues/{queue}", json=ops,
+            f"/v2/queues/{queue}", body=orjson.dumps(ops),
             headers={"Content-Type": PATCH_TYPE},
         )
 
