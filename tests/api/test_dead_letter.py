@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from zaqarclient.queues.v2.message import Message
+
 from tests.api.helpers import assert_error
 
 POLICY = {"_max_claim_count": 2, "_dead_letter_queue": "dlq"}
@@ -32,7 +34,7 @@ def test_exhausted_message_moves_to_the_dead_letter_queue(api, clock):
     stats = api.get("/v2/queues/src/stats").json["messages"]
     assert (stats["free"], stats["claimed"], stats["total"]) == (0, 1, 1)
 
-    moved = api.get(f"/v2/queues/dlq/messages/{poison}")
+    moved = api.get(f"/v2/queues/dlq/messages/{poison}", params={"include_history": "true"})
     assert moved.status_code == 200
     assert moved.json == {
         "id": poison, "href": f"/v2/queues/dlq/messages/{poison}",
@@ -45,9 +47,34 @@ def test_exhausted_message_moves_to_the_dead_letter_queue(api, clock):
     dlq_stats = api.get("/v2/queues/dlq/stats").json["messages"]
     assert (dlq_stats["free"], dlq_stats["total"]) == (1, 1)
     # It is free in the dead letter queue, and shows its history when claimed there.
-    claimed = api.claim("dlq").json["messages"][0]
+    claim = api.post("/v2/queues/dlq/claims", params={"include_history": "true"}, json={})
+    claimed = claim.json["messages"][0]
     assert (claimed["id"], claimed["claim_count"]) == (poison, 3)
     assert claimed["history"][0]["queue"] == "src"
+    held = api.get(claim.headers["Location"], params={"include_history": "true"})
+    assert held.json["messages"][0]["history"] == claimed["history"]
+    listed = api.get("/v2/queues/dlq/messages",
+                     params={"include_claimed": "true", "include_history": "true",
+                             "echo": "true"})
+    assert listed.json["messages"][0]["history"] == claimed["history"]
+    assert "include_history=true" in listed.json["links"][0]["href"]
+
+
+def test_history_is_opt_in_so_zaqar_clients_keep_working(api):
+    api.put("/v2/queues/src", json={"_max_claim_count": 1, "_dead_letter_queue": "dlq"})
+    [mid] = api.post_messages("src", {"body": 1})
+    api.delete(api.claim("src").headers["Location"])
+    assert api.claim("src").status_code == 204  # moved, nothing delivered
+    shown = [
+        api.get(f"/v2/queues/dlq/messages/{mid}").json,
+        api.get("/v2/queues/dlq/messages", params={"echo": "true"}).json["messages"][0],
+        api.get("/v2/queues/dlq/messages", params={"ids": mid}).json["messages"][0],
+        api.claim("dlq").json["messages"][0],
+    ]
+    for message in shown:
+        assert "history" not in message
+        # python-zaqarclient builds its Message from exactly these keys.
+        assert Message(None, **message).claim_count >= 1
 
 
 def test_setting_a_dead_letter_queue_creates_it(api):
@@ -89,7 +116,7 @@ def test_a_queue_cannot_be_its_own_dead_letter_queue(api):
     api.put("/v2/queues/q")
     ops = [{"op": "add", "path": "/metadata/_dead_letter_queue", "value": "q"}]
     assert_error(api.patch_metadata("q", ops), 409, "own dead letter queue")
-    assert api.get("/v2/queues/q").json["_dead_letter_queue"] is None
+    assert "_dead_letter_queue" not in api.get("/v2/queues/q").json
 
 
 def test_dead_letter_cycles_are_refused(api):

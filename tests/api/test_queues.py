@@ -8,10 +8,6 @@ RESERVED_DEFAULTS = {
     "_default_message_ttl": 3600,
     "_default_message_delay": 0,
     "_max_messages_post_size": 262144,
-    "_max_claim_count": None,
-    "_dead_letter_queue": None,
-    "_dead_letter_queue_messages_ttl": None,
-    "_flavor": None,
 }
 
 
