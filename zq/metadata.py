@@ -108,15 +108,22 @@ def validate(metadata: Any, limits: Limits) -> dict[str, Any]:
 
 
 def with_defaults(metadata: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
-    """The metadata as GET shows it: every reserved key present.
+    """The metadata as GET shows it: unset reserved keys with a default filled in.
 
-    Unset reserved keys show their configured default, or null when they
-    have none.
+    Reserved keys without a configured default (``_max_claim_count``, the
+    dead letter keys, ``_flavor``) appear only when set. Showing them as
+    null would break python-zaqarclient: its ``Queue.metadata(new_meta=...)``
+    turns a null key into an ``add`` and then a ``remove`` of the same key,
+    so a dead letter policy could never be set through it.
     """
     shown = dict(metadata)
     for key, reserved in RESERVED.items():
         if shown.get(key) is None:
-            shown[key] = reserved.default(limits)
+            default = reserved.default(limits)
+            if default is None:
+                shown.pop(key, None)
+            else:
+                shown[key] = default
     return shown
 
 

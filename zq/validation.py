@@ -124,8 +124,8 @@ def object_document(document: Any, what: str) -> dict[str, Any]:
 
 
 def id_list(ids: list[str], limits: Limits, field: str = "ids") -> list[str]:
-    """A list of message or claim ids from a query parameter."""
-    cleaned = [i for i in (s.strip() for s in ids) if i]
+    """Message or claim ids from a query parameter (repeated or comma separated)."""
+    cleaned = [i for i in (part.strip() for s in ids for part in s.split(",")) if i]
     high = limits.max_ids_per_request
     if not 0 < len(cleaned) <= high:
         raise InvalidRequest(f"{field} must hold between 1 and {high} values.")

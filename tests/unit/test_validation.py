@@ -138,6 +138,7 @@ def test_metadata_patch_refuses(document, fragment):
 
 def test_id_list_bounds():
     assert validation.id_list(["a", " b ", ""], LIMITS) == ["a", "b"]
+    assert validation.id_list(["a,b", "c"], LIMITS) == ["a", "b", "c"]
     with pytest.raises(InvalidRequest, match="between 1 and 20"):
         validation.id_list([], LIMITS)
     with pytest.raises(InvalidRequest, match="claim_ids"):

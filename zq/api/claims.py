@@ -19,13 +19,9 @@ class ClaimCollection(Resource):
         if claim is None:
             resp.status = falcon.HTTP_204
             return
-        now = self.clock.now()
         resp.status = falcon.HTTP_201
         resp.location = representation.claim_href(queue_name, claim.id)
-        resp.media = {
-            "messages": [representation.message(m, now, claim_id=claim.id)
-                         for m in claim.messages]
-        }
+        resp.media = {"messages": self.show_messages(req, claim.messages, claim.id)}
 
 
 class ClaimItem(Resource):
@@ -33,7 +29,9 @@ class ClaimItem(Resource):
         self, req: falcon.Request, resp: falcon.Response, queue_name: str, claim_id: str
     ) -> None:
         claim = self.service.get_claim(req.context.project, queue_name, claim_id)
-        resp.media = representation.claim(claim, self.clock.now())
+        resp.media = representation.claim(
+            claim, self.clock.now(), history=req.context.include_history
+        )
 
     def on_patch(
         self, req: falcon.Request, resp: falcon.Response, queue_name: str, claim_id: str

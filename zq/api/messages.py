@@ -38,16 +38,16 @@ class MessageCollection(Resource):
             client_id=req.context.client_id, include_claimed=include_claimed,
             include_delayed=include_delayed,
         )
-        now = self.clock.now()
         links = []
         if records:
             links = representation.next_links(req.path, {
                 "marker": records[-1].marker, "limit": limit, "echo": echo or None,
                 "include_claimed": include_claimed or None,
                 "include_delayed": include_delayed or None,
+                "include_history": req.context.include_history or None,
             })
         resp.media = {
-            "messages": [representation.message(r, now) for r in records],
+            "messages": self.show_messages(req, records),
             "links": links,
         }
 
@@ -57,8 +57,7 @@ class MessageCollection(Resource):
         records = self.service.get_messages(req.context.project, queue_name, ids)
         if not records:
             raise MessageNotFound(f"None of the messages {ids} exist in queue {queue_name!r}.")
-        now = self.clock.now()
-        resp.media = {"messages": [representation.message(r, now) for r in records]}
+        resp.media = {"messages": self.show_messages(req, records)}
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
         ids = req.get_param_as_list("ids")
@@ -71,8 +70,7 @@ class MessageCollection(Resource):
             records = self.service.pop_messages(
                 req.context.project, queue_name, pop, client_id=req.context.client_id
             )
-            now = self.clock.now()
-            resp.media = {"messages": [representation.message(r, now) for r in records]}
+            resp.media = {"messages": self.show_messages(req, records)}
             return
         self.service.delete_messages(
             req.context.project, queue_name, ids,
@@ -87,7 +85,8 @@ class MessageItem(Resource):
         self, req: falcon.Request, resp: falcon.Response, queue_name: str, message_id: str
     ) -> None:
         record = self.service.get_message(req.context.project, queue_name, message_id)
-        resp.media = representation.message(record, self.clock.now())
+        [shown] = self.show_messages(req, [record])
+        resp.media = shown
 
     def on_delete(
         self, req: falcon.Request, resp: falcon.Response, queue_name: str, message_id: str

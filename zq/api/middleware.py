@@ -38,6 +38,7 @@ class RequestRules:
     Accept must allow JSON (406), form-encoded bodies are refused (400),
     bodies over ``limits.max_request_body`` are refused before being read
     (413), Client-ID must be a UUID and X-Project-ID present (400).
+    Also reads ``include_history``, zq's opt-in to show dead letter history.
     """
 
     def __init__(self, limits: Limits) -> None:
@@ -59,6 +60,9 @@ class RequestRules:
                 description=f"The request body is {length} bytes; at most "
                 f"{self.limits.max_request_body} are accepted."
             )
+        req.context.include_history = req.get_param_as_bool(
+            "include_history", default=False
+        )
         if req.path.startswith(API_PREFIX):
             req.context.client_id = validation.client_id(req.get_header("Client-ID"))
             req.context.project = validation.project_id(

@@ -2,6 +2,11 @@
 
 Message bodies are stored as JSON text and embedded with orjson.Fragment,
 so a read never decodes and re-encodes them.
+
+A dead lettered message's ``history`` is shown only when the request asks
+for it (``include_history=true``): python-zaqarclient builds its Message
+objects from every key of a message and fails on one it does not know, so
+by default a message carries only keys that client accepts.
 """
 
 from __future__ import annotations
@@ -40,8 +45,10 @@ def age(created: float, now: float) -> int:
     return max(0, int(now - created))
 
 
-def message(record: MessageRecord, now: float, *, claim_id: str | None = None) -> dict[str, Any]:
-    """A message as every response shows it (zq adds claim_count and history)."""
+def message(
+    record: MessageRecord, now: float, *, claim_id: str | None = None, history: bool = False
+) -> dict[str, Any]:
+    """A message as every response shows it (zq adds claim_count, and history if asked)."""
     shown: dict[str, Any] = {
         "id": record.id,
         "href": message_href(record.queue, record.id, claim_id),
@@ -50,18 +57,20 @@ def message(record: MessageRecord, now: float, *, claim_id: str | None = None) -
         "body": orjson.Fragment(record.body),
         "claim_count": record.claim_count,
     }
-    if record.history:
+    if history and record.history:
         shown["history"] = compact_history(record.history)
     return shown
 
 
-def claim(record: ClaimRecord, now: float) -> dict[str, Any]:
+def claim(record: ClaimRecord, now: float, *, history: bool = False) -> dict[str, Any]:
     """A claim with the messages it holds."""
     return {
         "age": age(record.created, now),
         "ttl": record.ttl,
         "href": claim_href(record.queue, record.id),
-        "messages": [message(m, now, claim_id=record.id) for m in record.messages],
+        "messages": [
+            message(m, now, claim_id=record.id, history=history) for m in record.messages
+        ],
     }
 
 
