@@ -19,11 +19,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    DateType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from zq import events as ev
-from zq.analytics.schema import event_date
+from zq.analytics.schema import PARTITION_KEY, SCHEMA, event_date
 
 MESSAGE = ["backend", "project", "message_id"]
 ORDER = ["time", "seq"]
@@ -44,7 +54,7 @@ class EventFilter:
 
 def read_events(spark: SparkSession, path: str, where: EventFilter | None = None) -> DataFrame:
     """The exported events at ``path`` with ``where`` applied and a ``ts`` timestamp."""
-    events = spark.read.parquet(path)
+    events = spark.read.schema(spark_schema()).parquet(path)
     where = where or EventFilter()
     if where.since is not None:
         events = events.where(F.col("date") >= F.lit(event_date(where.since)).cast("date"))
@@ -57,6 +67,18 @@ def read_events(spark: SparkSession, path: str, where: EventFilter | None = None
     if where.queue is not None:
         events = events.where(F.col("queue") == where.queue)
     return events.withColumn("ts", F.timestamp_seconds("time"))
+
+
+def spark_schema() -> StructType:
+    """zq.analytics.schema.SCHEMA for Spark, plus the ``date`` partition column.
+
+    Given explicitly so that Spark reads no footers to infer it and an
+    empty dataset is an empty DataFrame, not an error.
+    """
+    types = {pa.string(): StringType(), pa.int64(): LongType(),
+             pa.float64(): DoubleType(), pa.bool_(): BooleanType()}
+    fields = [StructField(f.name, types[f.type], True) for f in SCHEMA]
+    return StructType([*fields, StructField(PARTITION_KEY, DateType(), True)])
 
 
 def is_kind(kind: str) -> Column:
