@@ -1,7 +1,7 @@
 """The ``zq`` command line: one parser, subcommands from the modules that own them.
 
 Each module listed in COMMAND_MODULES has ``register(subparsers)``, which adds
-its subcommand(s) and binds ``func(args) -> int | None``. Exit status: 0 on
+its subcommand(s) and binds ``handler(args) -> int | None``. Exit status: 0 on
 success, 1 when the command fails (bad configuration, unreachable storage,
 ...), 2 for a bad command line. Errors are one line on stderr, never a
 traceback (``zq --traceback ...`` shows it when debugging zq itself).
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits with 2 on a bad command line
     try:
-        result = args.func(args)
+        result = args.handler(args)
     except (ConfigError, CommandError, ZqError) as exc:
         return fail(args, exc, str(exc))
     except KeyboardInterrupt:

@@ -2,5 +2,5 @@
 
 Each module here has a ``register(subparsers)`` function that adds its
 subcommand to the ``zq`` parser (see zq.cli) and binds a handler as
-``func``: ``handler(args) -> int | None`` (None means exit status 0).
+``handler``: ``handler(args) -> int | None`` (None means exit status 0).
 """

@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_config_arguments(upgrade)
-    upgrade.set_defaults(func=run_upgrade)
+    upgrade.set_defaults(handler=run_upgrade)
 
 
 def run_upgrade(args: argparse.Namespace) -> None:

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_config_arguments(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> None:

@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=int, metavar="N",
                         help="worker processes (default: 2)")
     add_config_arguments(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> None:
