@@ -1,0 +1,33 @@
+"""Ping and health."""
+
+from __future__ import annotations
+
+from tests.api.helpers import assert_error
+
+
+def test_ping(api):
+    assert api.get("/v2/ping").status_code == 204
+    assert api.head("/v2/ping").status_code == 204
+
+
+def test_ping_fails_when_storage_is_unreachable(api, storage, monkeypatch):
+    monkeypatch.setattr(storage, "ping", lambda: False)
+    assert_error(api.get("/v2/ping"), 503, "unreachable")
+    assert api.head("/v2/ping").status_code == 503
+
+
+def test_health_is_admin_only(api):
+    assert_error(api.get("/v2/health"), 403, "admin")
+    assert_error(api.get("/v2/health", headers={"X-Roles": "member"}), 403)
+
+
+def test_health_reports_storage(api, storage, monkeypatch):
+    result = api.get("/v2/health", headers={"X-Roles": "member,admin"})
+    assert result.status_code == 200
+    assert result.json["storage_reachable"] is True
+    status = result.json["operation_status"]
+    assert set(status) == {"list_queues", "queue_stats", "list_messages"}
+    assert all(op["succeeded"] for op in status.values())
+    monkeypatch.setattr(storage, "ping", lambda: False)
+    down = api.get("/v2/health", headers={"X-Roles": "admin"}).json
+    assert down == {"storage_reachable": False, "operation_status": {}}

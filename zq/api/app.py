@@ -1,0 +1,62 @@
+"""The falcon application: routes, middleware, JSON handling, errors."""
+
+from __future__ import annotations
+
+import falcon
+import falcon.media
+import orjson
+
+from zq.api import errors
+from zq.api.claims import ClaimCollection, ClaimItem
+from zq.api.health import Health, Home, Ping
+from zq.api.messages import MessageCollection, MessageItem
+from zq.api.middleware import RequestId, RequestRules
+from zq.api.queues import QueueCollection, QueueItem, QueuePurge, QueueStatsResource
+from zq.api.resource import Resource
+from zq.clock import Clock, SystemClock
+from zq.config import Config
+from zq.pooling import SingleBackend
+from zq.service import QueueService
+from zq.storage import open_storage
+from zq.storage.base import Storage
+
+ROUTES: list[tuple[str, type[Resource]]] = [
+    ("/v2", Home),
+    ("/v2/ping", Ping),
+    ("/v2/health", Health),
+    ("/v2/queues", QueueCollection),
+    ("/v2/queues/{queue_name}", QueueItem),
+    ("/v2/queues/{queue_name}/stats", QueueStatsResource),
+    ("/v2/queues/{queue_name}/purge", QueuePurge),
+    ("/v2/queues/{queue_name}/messages", MessageCollection),
+    ("/v2/queues/{queue_name}/messages/{message_id}", MessageItem),
+    ("/v2/queues/{queue_name}/claims", ClaimCollection),
+    ("/v2/queues/{queue_name}/claims/{claim_id}", ClaimItem),
+]
+
+
+def create_app(
+    config: Config, *, storage: Storage | None = None, clock: Clock | None = None
+) -> falcon.App:
+    """The WSGI app serving the Zaqar v2 API on one backend.
+
+    Without ``storage``, opens ``config.storage.resolved_uri()``.
+    """
+    clock = clock or SystemClock()
+    if storage is None:
+        storage = open_storage(config.storage.resolved_uri(), clock=clock)
+    service = QueueService(config.limits, SingleBackend(storage))
+    return build_app(service, clock, config)
+
+
+def build_app(service: QueueService, clock: Clock, config: Config) -> falcon.App:
+    """The app around an already built service (pooling passes its own)."""
+    app = falcon.App(middleware=[RequestId(), RequestRules(config.limits)])
+    app.req_options.strip_url_path_trailing_slash = True
+    json = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
+    app.req_options.media_handlers[falcon.MEDIA_JSON] = json
+    app.resp_options.media_handlers[falcon.MEDIA_JSON] = json
+    errors.install(app)
+    for template, resource in ROUTES:
+        app.add_route(template, resource(service, clock))
+    return app

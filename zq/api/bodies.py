@@ -1,0 +1,36 @@
+"""Reading JSON request bodies with a size cap."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import falcon
+import orjson
+
+from zq import validation
+from zq.errors import InvalidRequest
+
+
+@dataclass(frozen=True, slots=True)
+class JsonBody:
+    document: Any  # None when the body was empty
+    size: int  # bytes read
+
+
+def read_json(req: falcon.Request, cap: int, what: str) -> JsonBody:
+    """The request's JSON document, refusing more than ``cap`` bytes (400).
+
+    The declared Content-Length is checked before anything is read; a body
+    without one is read at most ``cap + 1`` bytes.
+    """
+    if req.content_length is not None:
+        validation.body_size(req.content_length, cap, what)
+    raw = req.bounded_stream.read(cap + 1)
+    validation.body_size(len(raw), cap, what)
+    if not raw.strip():
+        return JsonBody(None, 0)
+    try:
+        return JsonBody(orjson.loads(raw), len(raw))
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"{what} is not valid JSON: {exc}.") from None

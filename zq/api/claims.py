@@ -1,0 +1,54 @@
+"""Claims: ``/v2/queues/{q}/claims`` and ``/v2/queues/{q}/claims/{c}``."""
+
+from __future__ import annotations
+
+import falcon
+
+from zq.api import representation
+from zq.api.bodies import read_json
+from zq.api.resource import Resource
+
+
+class ClaimCollection(Resource):
+    def on_post(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
+        body = read_json(req, self.limits.max_request_body, "The claim body")
+        claim = self.service.claim(
+            req.context.project, queue_name, body.document,
+            limit=req.get_param_as_int("limit"), client_id=req.context.client_id,
+        )
+        if claim is None:
+            resp.status = falcon.HTTP_204
+            return
+        now = self.clock.now()
+        resp.status = falcon.HTTP_201
+        resp.location = representation.claim_href(queue_name, claim.id)
+        resp.media = {
+            "messages": [representation.message(m, now, claim_id=claim.id)
+                         for m in claim.messages]
+        }
+
+
+class ClaimItem(Resource):
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, queue_name: str, claim_id: str
+    ) -> None:
+        claim = self.service.get_claim(req.context.project, queue_name, claim_id)
+        resp.media = representation.claim(claim, self.clock.now())
+
+    def on_patch(
+        self, req: falcon.Request, resp: falcon.Response, queue_name: str, claim_id: str
+    ) -> None:
+        body = read_json(req, self.limits.max_request_body, "The claim body")
+        self.service.renew_claim(
+            req.context.project, queue_name, claim_id, body.document,
+            client_id=req.context.client_id,
+        )
+        resp.status = falcon.HTTP_204
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, queue_name: str, claim_id: str
+    ) -> None:
+        self.service.release_claim(
+            req.context.project, queue_name, claim_id, client_id=req.context.client_id
+        )
+        resp.status = falcon.HTTP_204

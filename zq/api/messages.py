@@ -1,0 +1,99 @@
+"""Messages: ``/v2/queues/{q}/messages`` and ``/v2/queues/{q}/messages/{id}``."""
+
+from __future__ import annotations
+
+import falcon
+
+from zq.api import representation
+from zq.api.bodies import read_json
+from zq.api.resource import Resource
+from zq.errors import InvalidRequest, MessageNotFound
+
+
+class MessageCollection(Resource):
+    def on_post(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
+        body = read_json(req, self.limits.max_messages_post_size, "The message post")
+        ids = self.service.post_messages(
+            req.context.project, queue_name, body.document,
+            client_id=req.context.client_id, body_size=body.size,
+        )
+        resp.status = falcon.HTTP_201
+        resp.location = representation.messages_href(queue_name, ids)
+        resp.media = {
+            "resources": [representation.message_href(queue_name, i) for i in ids]
+        }
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
+        ids = req.get_param_as_list("ids")
+        if ids is not None:
+            self._get_by_ids(req, resp, queue_name, ids)
+            return
+        marker = req.get_param("marker")
+        limit = req.get_param_as_int("limit")
+        echo = req.get_param_as_bool("echo", default=False)
+        include_claimed = req.get_param_as_bool("include_claimed", default=False)
+        include_delayed = req.get_param_as_bool("include_delayed", default=False)
+        records = self.service.list_messages(
+            req.context.project, queue_name, marker=marker, limit=limit, echo=echo,
+            client_id=req.context.client_id, include_claimed=include_claimed,
+            include_delayed=include_delayed,
+        )
+        now = self.clock.now()
+        links = []
+        if records:
+            links = representation.next_links(req.path, {
+                "marker": records[-1].marker, "limit": limit, "echo": echo or None,
+                "include_claimed": include_claimed or None,
+                "include_delayed": include_delayed or None,
+            })
+        resp.media = {
+            "messages": [representation.message(r, now) for r in records],
+            "links": links,
+        }
+
+    def _get_by_ids(
+        self, req: falcon.Request, resp: falcon.Response, queue_name: str, ids: list[str]
+    ) -> None:
+        records = self.service.get_messages(req.context.project, queue_name, ids)
+        if not records:
+            raise MessageNotFound(f"None of the messages {ids} exist in queue {queue_name!r}.")
+        now = self.clock.now()
+        resp.media = {"messages": [representation.message(r, now) for r in records]}
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
+        ids = req.get_param_as_list("ids")
+        pop = req.get_param_as_int("pop")
+        if (ids is None) == (pop is None):
+            raise InvalidRequest(
+                'Deleting messages takes exactly one of the "ids" or "pop" query parameters.'
+            )
+        if pop is not None:
+            records = self.service.pop_messages(
+                req.context.project, queue_name, pop, client_id=req.context.client_id
+            )
+            now = self.clock.now()
+            resp.media = {"messages": [representation.message(r, now) for r in records]}
+            return
+        self.service.delete_messages(
+            req.context.project, queue_name, ids,
+            claim_ids=req.get_param_as_list("claim_ids"),
+            client_id=req.context.client_id,
+        )
+        resp.status = falcon.HTTP_204
+
+
+class MessageItem(Resource):
+    def on_get(
+        self, req: falcon.Request, resp: falcon.Response, queue_name: str, message_id: str
+    ) -> None:
+        record = self.service.get_message(req.context.project, queue_name, message_id)
+        resp.media = representation.message(record, self.clock.now())
+
+    def on_delete(
+        self, req: falcon.Request, resp: falcon.Response, queue_name: str, message_id: str
+    ) -> None:
+        self.service.delete_message(
+            req.context.project, queue_name, message_id,
+            claim_id=req.get_param("claim_id"), client_id=req.context.client_id,
+        )
+        resp.status = falcon.HTTP_204

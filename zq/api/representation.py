@@ -1,0 +1,99 @@
+"""How resources look on the wire: hrefs, messages, claims, stats.
+
+Message bodies are stored as JSON text and embedded with orjson.Fragment,
+so a read never decodes and re-encodes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+
+from zq.dead_letter import compact_history, iso8601
+from zq.storage.base import ClaimRecord, MessageRecord, MessageStamp, QueueStats
+
+API_ROOT = "/v2"
+
+
+def queue_href(queue: str) -> str:
+    return f"{API_ROOT}/queues/{queue}"
+
+
+def message_href(queue: str, message_id: str, claim_id: str | None = None) -> str:
+    href = f"{queue_href(queue)}/messages/{message_id}"
+    return href if claim_id is None else f"{href}?claim_id={claim_id}"
+
+
+def messages_href(queue: str, message_ids: list[str]) -> str:
+    return f"{queue_href(queue)}/messages?ids={','.join(message_ids)}"
+
+
+def claim_href(queue: str, claim_id: str) -> str:
+    return f"{queue_href(queue)}/claims/{claim_id}"
+
+
+def age(created: float, now: float) -> int:
+    """Whole seconds since ``created``, never negative."""
+    return max(0, int(now - created))
+
+
+def message(record: MessageRecord, now: float, *, claim_id: str | None = None) -> dict[str, Any]:
+    """A message as every response shows it (zq adds claim_count and history)."""
+    shown: dict[str, Any] = {
+        "id": record.id,
+        "href": message_href(record.queue, record.id, claim_id),
+        "ttl": round(record.expires - record.created),
+        "age": age(record.created, now),
+        "body": orjson.Fragment(record.body),
+        "claim_count": record.claim_count,
+    }
+    if record.history:
+        shown["history"] = compact_history(record.history)
+    return shown
+
+
+def claim(record: ClaimRecord, now: float) -> dict[str, Any]:
+    """A claim with the messages it holds."""
+    return {
+        "age": age(record.created, now),
+        "ttl": record.ttl,
+        "href": claim_href(record.queue, record.id),
+        "messages": [message(m, now, claim_id=record.id) for m in record.messages],
+    }
+
+
+def stats(record: QueueStats, queue: str, now: float) -> dict[str, Any]:
+    """``{"messages": {"free", "claimed", "total"[, "oldest", "newest"]}}``."""
+    counts: dict[str, Any] = {
+        "free": record.free,
+        "claimed": record.claimed,
+        "total": record.total,
+    }
+    if record.total and record.oldest and record.newest:
+        counts["oldest"] = _stamp(record.oldest, queue, now)
+        counts["newest"] = _stamp(record.newest, queue, now)
+    return {"messages": counts}
+
+
+def _stamp(stamp: MessageStamp, queue: str, now: float) -> dict[str, Any]:
+    return {
+        "id": stamp.id,
+        "href": message_href(queue, stamp.id),
+        "age": age(stamp.created, now),
+        "created": iso8601(stamp.created),
+    }
+
+
+def next_links(path: str, params: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The ``links`` list of a page: where the next page starts."""
+    query = {k: _query_value(v) for k, v in params.items() if v is not None}
+    return [{"rel": "next", "href": f"{path}?{urlencode(query)}"}]
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

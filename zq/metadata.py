@@ -1,0 +1,126 @@
+"""Queue metadata: the reserved keys, their validation and their defaults.
+
+Keys starting with ``_`` that zq knows are *reserved*: they change how the
+queue behaves. Any other key (including unknown ``_`` keys, as in Zaqar) is
+the user's own and stored untouched. This module is the one place that
+says what each reserved key accepts and what GET shows when it is unset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from zq import dead_letter, validation
+from zq.config import Limits
+from zq.errors import InvalidRequest
+
+DEFAULT_MESSAGE_TTL = "_default_message_ttl"
+DEFAULT_MESSAGE_DELAY = "_default_message_delay"
+MAX_MESSAGES_POST_SIZE = "_max_messages_post_size"
+MAX_CLAIM_COUNT = dead_letter.MAX_CLAIM_COUNT
+DEAD_LETTER_QUEUE = dead_letter.DEAD_LETTER_QUEUE
+DEAD_LETTER_TTL = dead_letter.DEAD_LETTER_TTL
+FLAVOR = "_flavor"
+
+
+@dataclass(frozen=True, slots=True)
+class ReservedKey:
+    """A reserved key: how to check a value and what GET shows when unset."""
+
+    check: Callable[[Any, Limits], Any]
+    default: Callable[[Limits], Any]
+
+
+def _no_default(limits: Limits) -> None:
+    return None
+
+
+RESERVED: dict[str, ReservedKey] = {
+    DEFAULT_MESSAGE_TTL: ReservedKey(
+        lambda v, lim: validation.message_ttl(v, lim, DEFAULT_MESSAGE_TTL),
+        lambda lim: lim.default_message_ttl,
+    ),
+    DEFAULT_MESSAGE_DELAY: ReservedKey(
+        lambda v, lim: validation.message_delay(v, lim, DEFAULT_MESSAGE_DELAY),
+        lambda lim: lim.default_message_delay,
+    ),
+    MAX_MESSAGES_POST_SIZE: ReservedKey(
+        lambda v, lim: validation.integer(
+            v, MAX_MESSAGES_POST_SIZE, 1, lim.max_messages_post_size
+        ),
+        lambda lim: lim.max_messages_post_size,
+    ),
+    # Zaqar takes any integer; zero or less would dead letter every message
+    # before its first delivery, so zq asks for at least one.
+    MAX_CLAIM_COUNT: ReservedKey(
+        lambda v, lim: validation.integer(v, MAX_CLAIM_COUNT, 1, 2**31 - 1),
+        _no_default,
+    ),
+    DEAD_LETTER_QUEUE: ReservedKey(
+        lambda v, lim: validation.name(
+            v, field=DEAD_LETTER_QUEUE, max_length=lim.max_queue_name_length
+        ),
+        _no_default,
+    ),
+    DEAD_LETTER_TTL: ReservedKey(
+        lambda v, lim: validation.message_ttl(v, lim, DEAD_LETTER_TTL),
+        _no_default,
+    ),
+    FLAVOR: ReservedKey(
+        lambda v, lim: validation.name(v, field=FLAVOR),
+        _no_default,
+    ),
+}
+
+
+def is_reserved(key: str) -> bool:
+    """Whether ``key`` is one of zq's reserved metadata keys."""
+    return key in RESERVED
+
+
+def validate(metadata: Any, limits: Limits) -> dict[str, Any]:
+    """Check a whole metadata object; returns the copy to store.
+
+    A reserved key set to ``null`` means unset and is dropped. Raises
+    InvalidRequest naming the key and its allowed values, or when the
+    encoded metadata exceeds ``limits.max_queue_metadata`` bytes.
+    """
+    if not isinstance(metadata, Mapping):
+        raise InvalidRequest("Queue metadata must be a JSON object.")
+    checked: dict[str, Any] = {}
+    for key, value in metadata.items():
+        reserved = RESERVED.get(key)
+        if reserved is None:
+            checked[key] = value
+        elif value is not None:
+            checked[key] = reserved.check(value, limits)
+    size = len(orjson.dumps(checked))
+    if size > limits.max_queue_metadata:
+        raise InvalidRequest(
+            f"Queue metadata is too large: {size} bytes, at most "
+            f"{limits.max_queue_metadata} allowed."
+        )
+    return checked
+
+
+def with_defaults(metadata: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
+    """The metadata as GET shows it: every reserved key present.
+
+    Unset reserved keys show their configured default, or null when they
+    have none.
+    """
+    shown = dict(metadata)
+    for key, reserved in RESERVED.items():
+        if shown.get(key) is None:
+            shown[key] = reserved.default(limits)
+    return shown
+
+
+def effective(metadata: Mapping[str, Any], key: str, limits: Limits) -> Any:
+    """The value a reserved key has for a queue: its own, else the default."""
+    value = metadata.get(key)
+    return RESERVED[key].default(limits) if value is None else value

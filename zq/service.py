@@ -1,0 +1,441 @@
+"""The service rules: one method per use case of the API.
+
+Between HTTP and storage: checks names and values (zq.validation), applies
+defaults from queue metadata and configuration (zq.metadata), encodes
+message bodies to canonical JSON, builds the dead letter policy and
+validates dead letter settings (zq.dead_letter). It reaches storage only
+through a zq.pooling resolver and knows nothing about HTTP.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from zq import dead_letter, events, validation
+from zq import metadata as meta
+from zq.config import Limits
+from zq.errors import Conflict, DeadLetterConflict, QueueNotFound
+from zq.pooling import Pools
+from zq.storage.base import (
+    ClaimRecord,
+    MessageRecord,
+    NewMessage,
+    QueueRecord,
+    QueueStats,
+    Storage,
+)
+
+# A project and queue name no client can use (names cannot contain ":"),
+# read by the health probe so that it never touches real data.
+HEALTH_PROJECT = "zq:health"
+HEALTH_QUEUE = "zq-health-probe"
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePage:
+    """One page of a queue listing."""
+
+    queues: list[QueueRecord]
+    count: int | None  # total matching queues, when asked for
+
+
+def encode_body(body: Any) -> str:
+    """A message body as canonical JSON text (sorted keys), the form stored."""
+    return orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
+
+
+class QueueService:
+    """Every operation the API offers, scoped by project and queue."""
+
+    def __init__(self, limits: Limits, pools: Pools) -> None:
+        self.limits = limits
+        self.pools = pools
+
+    # -- queues ---------------------------------------------------------
+
+    def create_queue(self, project: str, queue: str, metadata: Any | None) -> bool:
+        """Create a queue with optional metadata; False when it already existed."""
+        queue = self._queue_name(queue)
+        checked = meta.validate({} if metadata is None else metadata, self.limits)
+        storage = self._storage(project, queue)
+        if storage.queues.exists(project, queue):
+            return False
+        self._check_dead_letter_target(project, queue, checked)
+        created = storage.queues.create(project, queue, checked)
+        self._ensure_dead_letter_queue(project, queue, checked)
+        return created
+
+    def queue_metadata(self, project: str, queue: str) -> dict[str, Any]:
+        """The metadata with reserved defaults; a never-created queue shows only those."""
+        queue = self._queue_name(queue)
+        return meta.with_defaults(self._stored_metadata(project, queue), self.limits)
+
+    def patch_metadata(
+        self, project: str, queue: str, document: Any
+    ) -> dict[str, Any]:
+        """Apply a JSON-patch document to an existing queue's metadata.
+
+        Returns the new metadata with reserved defaults. Raises QueueNotFound
+        for a queue never created, Conflict to replace or remove an absent
+        ordinary key, DeadLetterConflict for a bad dead letter queue.
+        """
+        queue = self._queue_name(queue)
+        changes = validation.metadata_patch(document)
+        storage = self._storage(project, queue)
+        current = storage.queues.get_metadata(project, queue)
+        updated = apply_patch(current, changes)
+        checked = meta.validate(updated, self.limits)
+        if checked.get(meta.DEAD_LETTER_QUEUE) != current.get(meta.DEAD_LETTER_QUEUE):
+            self._check_dead_letter_target(project, queue, checked)
+        storage.queues.set_metadata(project, queue, checked)
+        self._ensure_dead_letter_queue(project, queue, checked)
+        return meta.with_defaults(checked, self.limits)
+
+    def delete_queue(self, project: str, queue: str) -> None:
+        """Remove a queue with its messages and claims; no error when absent."""
+        queue = self._queue_name(queue)
+        self._storage(project, queue).queues.delete(project, queue)
+
+    def list_queues(
+        self,
+        project: str,
+        *,
+        marker: str | None = None,
+        limit: int | None = None,
+        detailed: bool = False,
+        name: str | None = None,
+        with_count: bool = False,
+    ) -> QueuePage:
+        """Queues ordered by name after ``marker``, across every backend."""
+        size = validation.limit(
+            self.limits.default_page_size if limit is None else limit,
+            self.limits.max_queues_per_page,
+        )
+        backends = list(self.pools.storages().values())
+        pages = [
+            s.queues.list(project, marker=marker or None, limit=size, name=name or None)
+            for s in backends
+        ]
+        # Each backend holds different queues: merge their sorted pages.
+        merged = list(heapq.merge(*pages, key=lambda q: q.name))[:size]
+        if detailed:
+            merged = [
+                QueueRecord(q.name, meta.with_defaults(q.metadata, self.limits)) for q in merged
+            ]
+        else:
+            merged = [QueueRecord(q.name, {}) for q in merged]
+        count = None
+        if with_count:
+            count = sum(s.queues.count(project, name=name or None) for s in backends)
+        return QueuePage(merged, count)
+
+    def queue_stats(self, project: str, queue: str) -> QueueStats:
+        """Counts of alive messages (zeros for a queue never created)."""
+        queue = self._queue_name(queue)
+        return self._storage(project, queue).queues.stats(project, queue)
+
+    def purge_queue(self, project: str, queue: str, document: Any | None) -> None:
+        """Remove the queue's resources named by ``resource_types`` (all by default)."""
+        queue = self._queue_name(queue)
+        resource_types = validation.purge_document(document)
+        # zq has no subscriptions yet: purging them is a no-op.
+        if "messages" in resource_types:
+            self._storage(project, queue).queues.purge(project, queue)
+
+    # -- messages -------------------------------------------------------
+
+    def post_messages(
+        self,
+        project: str,
+        queue: str,
+        document: Any,
+        *,
+        client_id: str | None,
+        body_size: int,
+    ) -> list[str]:
+        """Post a ``{"messages": [...]}`` document; returns the new ids in order."""
+        queue = self._queue_name(queue)
+        stored = self._stored_metadata(project, queue)
+        cap = min(
+            self.limits.max_messages_post_size,
+            meta.effective(stored, meta.MAX_MESSAGES_POST_SIZE, self.limits),
+        )
+        validation.body_size(body_size, cap, "The message post")
+        posted = validation.posted_messages(document, self.limits)
+        ttl = meta.effective(stored, meta.DEFAULT_MESSAGE_TTL, self.limits)
+        delay = meta.effective(stored, meta.DEFAULT_MESSAGE_DELAY, self.limits)
+        new = []
+        for message in posted:
+            body = encode_body(message.body)
+            new.append(
+                NewMessage(
+                    body=body,
+                    ttl=ttl if message.ttl is None else message.ttl,
+                    delay=delay if message.delay is None else message.delay,
+                    fingerprint=events.fingerprint(body),
+                )
+            )
+        storage = self._storage(project, queue)
+        return storage.messages.post(project, queue, new, client_id=client_id)
+
+    def list_messages(
+        self,
+        project: str,
+        queue: str,
+        *,
+        marker: str | None = None,
+        limit: int | None = None,
+        echo: bool = False,
+        client_id: str | None = None,
+        include_claimed: bool = False,
+        include_delayed: bool = False,
+    ) -> list[MessageRecord]:
+        """A page of alive messages in queue order."""
+        queue = self._queue_name(queue)
+        size = validation.limit(
+            self.limits.default_page_size if limit is None else limit,
+            self.limits.max_messages_per_page,
+        )
+        return self._storage(project, queue).messages.list(
+            project,
+            queue,
+            marker=validation.message_marker(marker),
+            limit=size,
+            echo=echo,
+            client_id=client_id,
+            include_claimed=include_claimed,
+            include_delayed=include_delayed,
+        )
+
+    def get_message(self, project: str, queue: str, message_id: str) -> MessageRecord:
+        """One alive message; raises MessageNotFound."""
+        queue = self._queue_name(queue)
+        return self._storage(project, queue).messages.get(project, queue, message_id)
+
+    def get_messages(
+        self, project: str, queue: str, message_ids: Sequence[str]
+    ) -> list[MessageRecord]:
+        """The alive ones among ``message_ids`` (possibly none)."""
+        queue = self._queue_name(queue)
+        ids = validation.id_list(list(message_ids), self.limits)
+        return self._storage(project, queue).messages.get_many(project, queue, ids)
+
+    def delete_message(
+        self,
+        project: str,
+        queue: str,
+        message_id: str,
+        *,
+        claim_id: str | None,
+        client_id: str | None,
+    ) -> None:
+        """Delete one message (MessageIsClaimed / ClaimMismatch as the contract says)."""
+        queue = self._queue_name(queue)
+        self._storage(project, queue).messages.delete(
+            project, queue, message_id, claim_id=claim_id or None, client_id=client_id
+        )
+
+    def delete_messages(
+        self,
+        project: str,
+        queue: str,
+        message_ids: Sequence[str],
+        *,
+        claim_ids: Sequence[str] | None,
+        client_id: str | None,
+    ) -> list[str]:
+        """Delete several messages; with ``claim_ids`` only those their claims hold."""
+        queue = self._queue_name(queue)
+        ids = validation.id_list(list(message_ids), self.limits)
+        claims = None
+        if claim_ids is not None:
+            claims = validation.id_list(list(claim_ids), self.limits, "claim_ids")
+        return self._storage(project, queue).messages.delete_many(
+            project, queue, ids, claim_ids=claims, client_id=client_id
+        )
+
+    def pop_messages(
+        self, project: str, queue: str, count: int, *, client_id: str | None
+    ) -> list[MessageRecord]:
+        """Take and delete up to ``count`` free messages (a delivery: dead letter rule applies)."""
+        queue = self._queue_name(queue)
+        count = validation.limit(count, self.limits.max_messages_per_claim_or_pop, "pop")
+        storage = self._storage(project, queue)
+        return storage.messages.pop(
+            project,
+            queue,
+            limit=count,
+            client_id=client_id,
+            dead_letter=self._dead_letter_policy(project, queue),
+        )
+
+    # -- claims ---------------------------------------------------------
+
+    def claim(
+        self,
+        project: str,
+        queue: str,
+        document: Any | None,
+        *,
+        limit: int | None,
+        client_id: str | None,
+    ) -> ClaimRecord | None:
+        """Claim up to ``limit`` free messages; None when none was delivered."""
+        queue = self._queue_name(queue)
+        ttl, grace = validation.claim_options(document, self.limits)
+        size = validation.limit(
+            self.limits.default_page_size if limit is None else limit,
+            self.limits.max_messages_per_claim_or_pop,
+        )
+        storage = self._storage(project, queue)
+        return storage.claims.create(
+            project,
+            queue,
+            ttl=ttl,
+            grace=grace,
+            limit=size,
+            client_id=client_id,
+            dead_letter=self._dead_letter_policy(project, queue),
+        )
+
+    def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
+        """A live claim with its messages; raises ClaimNotFound."""
+        queue = self._queue_name(queue)
+        return self._storage(project, queue).claims.get(project, queue, claim_id)
+
+    def renew_claim(
+        self,
+        project: str,
+        queue: str,
+        claim_id: str,
+        document: Any | None,
+        *,
+        client_id: str | None,
+    ) -> None:
+        """Extend a live claim by a new ttl (and grace); raises ClaimNotFound."""
+        queue = self._queue_name(queue)
+        ttl, grace = validation.claim_options(document, self.limits)
+        self._storage(project, queue).claims.renew(
+            project, queue, claim_id, ttl=ttl, grace=grace, client_id=client_id
+        )
+
+    def release_claim(
+        self, project: str, queue: str, claim_id: str, *, client_id: str | None
+    ) -> None:
+        """End a claim; its messages become free. No error when it is gone."""
+        queue = self._queue_name(queue)
+        self._storage(project, queue).claims.release(
+            project, queue, claim_id, client_id=client_id
+        )
+
+    # -- operations -----------------------------------------------------
+
+    def ping(self) -> bool:
+        """Whether every backend answers."""
+        return all(s.ping() for s in self.pools.storages().values())
+
+    def health(self) -> dict[str, Any]:
+        """Reachability and read-only probe results, per pool when pooling."""
+        reports = {name: _probe(storage) for name, storage in self.pools.storages().items()}
+        if len(reports) == 1:
+            return next(iter(reports.values()))
+        return reports
+
+    # -- rules ----------------------------------------------------------
+
+    def _queue_name(self, queue: str) -> str:
+        return validation.queue_name(queue, self.limits)
+
+    def _storage(self, project: str, queue: str) -> Storage:
+        return self.pools.storage_for(project, queue)
+
+    def _stored_metadata(self, project: str, queue: str) -> dict[str, Any]:
+        # Queues are lazy: one never created behaves as one with no metadata.
+        try:
+            return self._storage(project, queue).queues.get_metadata(project, queue)
+        except QueueNotFound:
+            return {}
+
+    def _dead_letter_policy(
+        self, project: str, queue: str
+    ) -> dead_letter.DeadLetterPolicy | None:
+        return dead_letter.policy_from_metadata(self._stored_metadata(project, queue))
+
+    def _check_dead_letter_target(
+        self, project: str, queue: str, metadata: dict[str, Any]
+    ) -> None:
+        target = metadata.get(meta.DEAD_LETTER_QUEUE)
+        if target is None:
+            return
+
+        def next_in_chain(name: str) -> str | None:
+            return self._stored_metadata(project, name).get(meta.DEAD_LETTER_QUEUE)
+
+        dead_letter.check_chain(queue, target, next_in_chain)
+        # A move is one atomic step inside one backend.
+        if self._storage(project, target) is not self._storage(project, queue):
+            raise DeadLetterConflict(
+                f"Dead letter queue {target!r} lives on another pool than {queue!r}; "
+                "a queue and its dead letter queue must share a pool."
+            )
+
+    def _ensure_dead_letter_queue(
+        self, project: str, queue: str, metadata: dict[str, Any]
+    ) -> None:
+        target = metadata.get(meta.DEAD_LETTER_QUEUE)
+        if target is not None:
+            self._storage(project, target).queues.create(project, target, {})
+
+
+def apply_patch(
+    metadata: dict[str, Any], changes: Sequence[validation.MetadataChange]
+) -> dict[str, Any]:
+    """The metadata after the changes, in order (Zaqar's JSON-patch semantics).
+
+    ``add`` sets a key; ``replace`` and ``remove`` of an absent ordinary key
+    raise Conflict (reserved keys always count as present).
+    """
+    updated = dict(metadata)
+    for change in changes:
+        present = change.key in updated or meta.is_reserved(change.key)
+        if change.op in ("replace", "remove") and not present:
+            raise Conflict(f"Cannot {change.op} metadata key {change.key!r}: it is not set.")
+        if change.op == "remove":
+            updated.pop(change.key, None)
+        else:
+            updated[change.key] = change.value
+    return updated
+
+
+def _probe(storage: Storage) -> dict[str, Any]:
+    """Ping a backend and time a few read-only operations on it."""
+    reachable = storage.ping()
+    status: dict[str, Any] = {}
+    if reachable:
+        probes: dict[str, Callable[[], object]] = {
+            "list_queues": lambda: storage.queues.list(HEALTH_PROJECT, limit=1),
+            "queue_stats": lambda: storage.queues.stats(HEALTH_PROJECT, HEALTH_QUEUE),
+            "list_messages": lambda: storage.messages.list(
+                HEALTH_PROJECT, HEALTH_QUEUE, limit=1
+            ),
+        }
+        for name, probe in probes.items():
+            started = time.perf_counter()
+            try:
+                probe()
+                succeeded = True
+            except Exception:  # a probe reports a failure, it never raises it
+                succeeded = False
+            status[name] = {
+                "succeeded": succeeded,
+                "seconds": round(time.perf_counter() - started, 6),
+                "ref": None,
+            }
+    return {"storage_reachable": reachable, "operation_status": status}
+

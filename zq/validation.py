@@ -1,0 +1,244 @@
+"""Shape and range checks on client input, shared by every entry point.
+
+Each function either returns the checked (and normalised) value or raises
+zq.errors.InvalidRequest with a description naming the field and what is
+allowed. Nothing here knows about HTTP or storage; the limits come from
+zq.config.Limits.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from zq.config import Limits
+from zq.errors import InvalidRequest
+
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_\-.]+$")
+
+PATCH_OPERATIONS = ("add", "replace", "remove")
+PURGEABLE_RESOURCES = frozenset({"messages", "subscriptions"})
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataChange:
+    """One operation of a queue metadata JSON-patch document."""
+
+    op: str  # one of PATCH_OPERATIONS
+    key: str  # the metadata key the path /metadata/KEY names
+    value: Any = None  # absent for "remove"
+
+
+@dataclass(frozen=True, slots=True)
+class PostedMessage:
+    """One message of a post, checked but without defaults applied."""
+
+    body: Any
+    ttl: int | None
+    delay: int | None
+
+
+def name(value: str, *, field: str = "Queue name", max_length: int = 64) -> str:
+    """A queue (or pool, flavor) name: ASCII letters, digits, ``_-.``."""
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest(f"{field} must be a non-empty string.")
+    if len(value) > max_length:
+        raise InvalidRequest(f"{field} may not be more than {max_length} characters long.")
+    if not NAME_PATTERN.match(value):
+        raise InvalidRequest(
+            f"{field} may only contain ASCII letters, digits, underscores, dashes and dots."
+        )
+    return value
+
+
+def queue_name(value: str, limits: Limits) -> str:
+    """A queue name within the configured length."""
+    return name(value, field="Queue name", max_length=limits.max_queue_name_length)
+
+
+def project_id(value: str | None, limits: Limits) -> str:
+    """The tenant id from X-Project-ID: present, non-empty, not too long."""
+    if not value:
+        raise InvalidRequest("The X-Project-ID header is required and may not be empty.")
+    if len(value) > limits.max_project_id_length:
+        raise InvalidRequest(
+            f"Project ids may not be more than {limits.max_project_id_length} characters long."
+        )
+    return value
+
+
+def client_id(value: str | None) -> str:
+    """The Client-ID header: a UUID, returned in its canonical text form."""
+    if not value:
+        raise InvalidRequest("The Client-ID header is required (a UUID).")
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise InvalidRequest(f"Malformed Client-ID header {value!r}: it must be a UUID.") from None
+
+
+def integer(value: Any, field: str, low: int, high: int) -> int:
+    """An integer (never a boolean) with ``low <= value <= high``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidRequest(f"{field} must be an integer between {low} and {high}.")
+    if not low <= value <= high:
+        raise InvalidRequest(f"{field} must be between {low} and {high}, got {value}.")
+    return value
+
+
+def message_ttl(value: Any, limits: Limits, field: str = "Message ttl") -> int:
+    return integer(value, field, limits.min_message_ttl, limits.max_message_ttl)
+
+
+def message_delay(value: Any, limits: Limits, field: str = "Message delay") -> int:
+    return integer(value, field, 0, limits.max_message_delay)
+
+
+def claim_ttl(value: Any, limits: Limits) -> int:
+    return integer(value, "Claim ttl", limits.min_claim_ttl, limits.max_claim_ttl)
+
+
+def claim_grace(value: Any, limits: Limits) -> int:
+    return integer(value, "Claim grace", limits.min_claim_grace, limits.max_claim_grace)
+
+
+def limit(value: Any, high: int, field: str = "limit") -> int:
+    """A page size, claim size or pop count: 1..high."""
+    return integer(value, field, 1, high)
+
+
+def body_size(size: int, cap: int, what: str) -> None:
+    """Refuse a request body larger than ``cap`` bytes."""
+    if size > cap:
+        raise InvalidRequest(f"{what} is too large: {size} bytes, at most {cap} allowed.")
+
+
+def object_document(document: Any, what: str) -> dict[str, Any]:
+    """A JSON object (dict) document."""
+    if not isinstance(document, dict):
+        raise InvalidRequest(f"{what} must be a JSON object.")
+    return document
+
+
+def id_list(ids: list[str], limits: Limits, field: str = "ids") -> list[str]:
+    """A list of message or claim ids from a query parameter."""
+    cleaned = [i for i in (s.strip() for s in ids) if i]
+    high = limits.max_ids_per_request
+    if not 0 < len(cleaned) <= high:
+        raise InvalidRequest(f"{field} must hold between 1 and {high} values.")
+    return cleaned
+
+
+def posted_messages(document: Any, limits: Limits) -> list[PostedMessage]:
+    """The ``{"messages": [{"body", "ttl"?, "delay"?}, ...]}`` post document."""
+    if not isinstance(document, dict) or "messages" not in document:
+        raise InvalidRequest('The request body must be a JSON object with a "messages" list.')
+    items = document["messages"]
+    if not isinstance(items, list):
+        raise InvalidRequest('"messages" must be a JSON array of message objects.')
+    if not items:
+        raise InvalidRequest('"messages" must hold at least one message.')
+    checked = []
+    for index, item in enumerate(items):
+        where = f"messages[{index}]"
+        if not isinstance(item, dict):
+            raise InvalidRequest(f"{where} must be a JSON object.")
+        if "body" not in item:
+            raise InvalidRequest(f'{where} is missing its "body".')
+        ttl = item.get("ttl")
+        delay = item.get("delay")
+        checked.append(
+            PostedMessage(
+                body=item["body"],
+                ttl=None if ttl is None else message_ttl(ttl, limits, f"{where}.ttl"),
+                delay=None if delay is None else message_delay(delay, limits, f"{where}.delay"),
+            )
+        )
+    return checked
+
+
+def claim_options(document: Any, limits: Limits) -> tuple[int, int]:
+    """``{"ttl"?, "grace"?}`` of a claim create or renew -> (ttl, grace).
+
+    A missing or null field takes the configured default (python-zaqarclient
+    sends ``null`` for values the caller left out).
+    """
+    document = {} if document is None else object_document(document, "The claim body")
+    ttl = document.get("ttl")
+    grace = document.get("grace")
+    return (
+        limits.default_claim_ttl if ttl is None else claim_ttl(ttl, limits),
+        limits.default_claim_grace if grace is None else claim_grace(grace, limits),
+    )
+
+
+def purge_document(document: Any) -> set[str]:
+    """``{"resource_types": [...]}`` of a purge; everything when absent."""
+    if document is None:
+        return set(PURGEABLE_RESOURCES)
+    document = object_document(document, "The purge body")
+    types = document.get("resource_types")
+    if types is None:
+        return set(PURGEABLE_RESOURCES)
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        raise InvalidRequest('"resource_types" must be a list of strings.')
+    unknown = set(types) - PURGEABLE_RESOURCES
+    if unknown:
+        raise InvalidRequest(
+            f'"resource_types" may only hold {sorted(PURGEABLE_RESOURCES)}, '
+            f"not {sorted(unknown)}."
+        )
+    return set(types)
+
+
+def metadata_patch(document: Any) -> list[MetadataChange]:
+    """A queue metadata JSON-patch document: ops on ``/metadata/KEY``."""
+    if not isinstance(document, list):
+        raise InvalidRequest("The PATCH body must be a JSON array of operation objects.")
+    if not document:
+        raise InvalidRequest("The PATCH body must hold at least one operation.")
+    changes = []
+    for index, raw in enumerate(document):
+        where = f"Operation {index}"
+        if not isinstance(raw, Mapping):
+            raise InvalidRequest(f"{where} must be a JSON object.")
+        op = raw.get("op")
+        if op not in PATCH_OPERATIONS:
+            raise InvalidRequest(
+                f"{where}: \"op\" must be one of {', '.join(PATCH_OPERATIONS)}, got {op!r}."
+            )
+        key = _metadata_key(raw.get("path"), where)
+        if op == "remove":
+            changes.append(MetadataChange(op, key))
+            continue
+        if "value" not in raw:
+            raise InvalidRequest(f'{where}: "{op}" requires a "value" member.')
+        changes.append(MetadataChange(op, key, raw["value"]))
+    return changes
+
+
+def _metadata_key(path: Any, where: str) -> str:
+    # A JSON pointer of exactly two tokens, the first being "metadata";
+    # "~1" and "~0" decode to "/" and "~" (RFC 6901).
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise InvalidRequest(f'{where}: "path" must be a JSON pointer like /metadata/KEY.')
+    if re.search(r"~[^01]|~$", path):
+        raise InvalidRequest(f"{where}: path {path!r} has a \"~\" that is not ~0 or ~1.")
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in path[1:].split("/")]
+    if len(tokens) != 2 or tokens[0] != "metadata" or not tokens[1]:
+        raise InvalidRequest(
+            f"{where}: path {path!r} must be /metadata/KEY with a non-empty KEY."
+        )
+    return tokens[1]
+
+
+def message_marker(value: str | None) -> int | None:
+    """The ``marker`` of a message listing: the position of the last message seen."""
+    if value is None or value == "":
+        return None
+    if not (value.isascii() and value.isdigit()):
+        raise InvalidRequest(f"Invalid marker {value!r}: use the one a previous page gave.")
+    return int(value)
