@@ -52,7 +52,7 @@ MAIN_SCHEMAS = (
     "Error", "QueueMetadata", "QueueMetadataView", "QueuePatch", "QueueList",
     "QueueStats", "PostMessagesRequest", "PostMessagesResult", "Message",
     "MessageBatch", "MessageList", "ClaimRequest", "Claim", "Health", "Pool",
-    "PoolView", "PoolList", "Flavor", "FlavorView", "FlavorList",
+    "PoolView", "PoolList", "Flavor", "FlavorView", "FlavorList", "HomeDocument",
 )
 
 
@@ -69,6 +69,11 @@ def operations() -> list[tuple[str, str, dict[str, Any]]]:
         for method in METHODS
         if method in item
     ]
+
+
+def api_operations() -> list[tuple[str, str]]:
+    """Operations under /v2/ (the /v2 home document needs no headers)."""
+    return [(m, p) for m, p, _ in operations() if p.startswith("/v2/")]
 
 
 def schema_validator(schema: dict[str, Any]) -> Any:
@@ -108,7 +113,7 @@ def test_every_api_md_operation_is_documented_with_its_statuses() -> None:
     assert not gaps, f"statuses promised by API.md but not documented: {gaps}"
 
 
-@pytest.mark.parametrize(("method", "path"), [(m, p) for m, p, _ in operations()])
+@pytest.mark.parametrize(("method", "path"), api_operations())
 def test_operation_has_success_and_error_responses(method: str, path: str) -> None:
     responses = document()["paths"][path][method]["responses"]
     assert "default" not in responses, "a default response would hide undocumented statuses"
@@ -128,7 +133,13 @@ def test_error_responses_use_the_error_schema(method: str, path: str) -> None:
             method, path, status)
 
 
-@pytest.mark.parametrize(("method", "path"), [(m, p) for m, p, _ in operations()])
+def test_home_document_needs_no_headers() -> None:
+    home = document()["paths"]["/v2"]["get"]
+    assert "parameters" not in home and "parameters" not in document()["paths"]["/v2"]
+    assert set(home["responses"]) == {"200", "406"}
+
+
+@pytest.mark.parametrize(("method", "path"), api_operations())
 def test_every_operation_requires_client_id_and_project(method: str, path: str) -> None:
     item = document()["paths"][path]
     params = [resolve(p) for p in item.get("parameters", []) + item[method].get("parameters", [])]
@@ -210,6 +221,8 @@ HISTORY = {
         ("Error", {"title": "Bad"}),
         ("PoolPatch", {}),
         ("Flavor", {"pool_list": []}),
+        ("Health", {"storage_reachable": "yes", "operation_status": {}}),
+        ("Health", {"pool-1": {"storage_reachable": True}}),
     ],
 )
 def test_document_refuses_what_the_api_refuses(name: str, instance: Any) -> None:
