@@ -70,9 +70,10 @@ class Exchange:
         ``json_body`` is what was passed as ``json=`` to simulate_request.
         """
         headers = dict(headers or {})
-        if json_body is not None:
+        if json_body is not None:  # falcon then forces this Content-Type
             body = json.dumps(json_body)
-            headers.setdefault("Content-Type", "application/json")
+            headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
+            headers["Content-Type"] = "application/json"
         path, query = _split_query(path, params)
         return cls(
             method=method.upper(),
@@ -262,8 +263,9 @@ def _split_query(path: str, params: Mapping[str, Any] | None) -> tuple[str, Quer
     path, _, query_string = path.partition("?")
     pairs = parse_qsl(query_string, keep_blank_values=True)
     for key, value in (params or {}).items():
+        # falcon's to_query_str joins a list with commas, as Zaqar clients do.
         values = value if isinstance(value, list | tuple) else [value]
-        pairs += [(key, _query_text(v)) for v in values]
+        pairs.append((key, ",".join(_query_text(v) for v in values)))
     return path, tuple(pairs)
 
 

@@ -211,7 +211,7 @@ HISTORY = {
         ("QueueMetadata", {"_max_messages_post_size": 0}),
         ("QueueMetadataView", {"_max_claim_count": 3}),
         ("PostMessagesRequest", {"messages": []}),
-        ("PostMessagesRequest", {"messages": [{"body": 1}] * 21}),
+        ("PurgeRequest", {}),
         ("PostMessagesRequest", {"messages": [{"ttl": 60}]}),
         ("PostMessagesRequest", {"messages": [{"body": 1, "delay": -1}]}),
         ("ClaimRequest", {"ttl": 59}),
