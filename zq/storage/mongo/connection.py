@@ -76,6 +76,12 @@ def _connect_mock(uri: str) -> Connection:
         client[DEFAULT_DATABASE].command), True)
 
 
+def drop_mock(name: str) -> None:
+    """Forget the in-memory store ``mongomock://NAME`` (tests clean up with it)."""
+    with _mock_clients_lock:
+        _mock_clients.pop(name, None)
+
+
 class LockedClient:
     """A mongomock client whose every collection call holds one lock.
 
