@@ -13,13 +13,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
 
+from tests.backends import BackendUnreachable
 from zq.clock import Clock
 from zq.storage.base import Storage
 
 StorageFactory = Callable[[Clock], Storage]
 
 
-class MongoUnreachable(RuntimeError):
+class MongoUnreachable(BackendUnreachable):
     """ZQ_TEST_MONGO_URL is set but the server does not answer: fail, never skip."""
 
 
