@@ -22,12 +22,19 @@ from zq.storage.mongo.events import event_doc
 
 def ensure_queue(backend: Backend, project: str, queue: str, *, session: Any = None) -> None:
     """Create the queue with empty metadata unless it exists (posting, dead lettering)."""
-    backend.queues.update_one(
-        {"project": project, "name": queue},
-        {"$setOnInsert": {"metadata": "{}"}},
-        upsert=True,
-        session=session,
-    )
+    try:
+        backend.queues.update_one(
+            {"project": project, "name": queue},
+            {"$setOnInsert": {"metadata": "{}"}},
+            upsert=True,
+            session=session,
+        )
+    except DuplicateKeyError:
+        # Outside a transaction two first upserts can race on the unique
+        # index; the loser finds the queue created, which is all it wanted.
+        # (Inside one the server reports a retryable write conflict instead.)
+        if session is not None:
+            raise
 
 
 class MongoQueueController(QueueController):
