@@ -13,7 +13,11 @@ planner chooses their index the same way.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pytest
+from bson import ObjectId
 
 from tests.drivers.mongo.helpers import bodies
 from tests.drivers.mongo.recording import Call, record
@@ -133,3 +137,18 @@ def test_the_mongomock_check_refuses_unindexed_filters_and_sorts():
                             [("created", 1)]))
     assert _served(Call("messages", "find", {"project": "p", "queue": "q"}, None,
                         [("marker", 1)]))
+
+
+def test_ttl_index_removes_a_message_an_hour_after_its_expiry_date(storage, project):
+    """mongomock applies TTL indexes on access; a server's TTL monitor within a minute."""
+    if real_server_url() is not None:
+        pytest.skip("a server's TTL monitor runs every 60 s; not waited for")
+    keep, drop = storage.messages.post(project, "q", bodies(2), client_id="c")
+    two_hours_ago = datetime.now(UTC) - timedelta(hours=2)
+    half_hour_ago = datetime.now(UTC) - timedelta(minutes=30)
+    storage._b.messages.update_one({"_id": ObjectId(drop)},
+                                   {"$set": {"expires_at": two_hours_ago}})
+    storage._b.messages.update_one({"_id": ObjectId(keep)},
+                                   {"$set": {"expires_at": half_hour_ago}})
+    left = [str(d["_id"]) for d in storage._b.messages.find({"project": project})]
+    assert left == [keep]
