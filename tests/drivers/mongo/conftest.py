@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
+from tests.backends import clock, project
 from tests.drivers.mongo.session import StorageFactory, mongo_session
 from zq.clock import ManualClock
 from zq.storage.mongo import MongoStorage
+
+__all__ = ["clock", "mongo_factory", "project", "storage"]
 
 
 @pytest.fixture(scope="session")
 def mongo_factory() -> Iterator[StorageFactory]:
     with mongo_session() as factory:
         yield factory
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
 
 
 @pytest.fixture
@@ -31,8 +28,3 @@ def storage(mongo_factory: StorageFactory, clock: ManualClock) -> Iterator[Mongo
         yield store
     finally:
         store.close()
-
-
-@pytest.fixture
-def project() -> str:
-    return f"p-{uuid.uuid4().hex}"
