@@ -11,6 +11,8 @@ place: still in the source, in the dead letter queue, or deleted (once).
 from __future__ import annotations
 
 import collections
+import contextlib
+import itertools
 import json
 import random
 import threading
@@ -65,10 +67,8 @@ class Chaos:
                 continue
             for entry in self.client.client_list():
                 if entry.get("name") == self.victim_name:
-                    try:
+                    with contextlib.suppress(redis.ResponseError):  # already gone
                         self.kills += self.client.client_kill_filter(_id=entry["id"])
-                    except redis.ResponseError:
-                        pass  # already gone
 
 
 class Worker:
@@ -182,7 +182,7 @@ def test_no_message_ends_in_two_queues_or_none(
                 claims[e.message_id].append(e)
         for mid, seen in claims.items():
             assert [e.claim_count for e in seen] == list(range(1, len(seen) + 1)), mid
-            for before, after in zip(seen, seen[1:], strict=False):
+            for before, after in itertools.pairwise(seen):
                 assert after.time >= before.time + CLAIM_TTL, mid
     finally:
         storage.close()
