@@ -15,14 +15,11 @@ from contextlib import contextmanager
 
 import redis
 
+from tests.backends import BackendUnreachable
 from zq.clock import Clock
 from zq.storage.base import Storage
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
-
-
-class RedisUnreachable(RuntimeError):
-    """The test Redis cannot be used: the tests must fail, not skip."""
 
 
 def redis_url() -> str:
@@ -56,7 +53,7 @@ def redis_prefix() -> Iterator[tuple[str, str]]:
         client.ping()
     except redis.RedisError as error:
         client.close()
-        raise RedisUnreachable(
+        raise BackendUnreachable(
             f"The Redis test backend at {url} is unreachable ({error}). Start it, point "
             "ZQ_TEST_REDIS_URL at a server, or leave redis out of ZQ_TEST_BACKENDS."
         ) from error
