@@ -31,10 +31,10 @@ def with_prefix(url: str, prefix: str) -> str:
 
 
 def delete_prefix(client: redis.Redis, prefix: str) -> int:
-    """Delete every key starting with ``prefix:``; returns how many."""
+    """Delete every key starting with ``prefix`` (derived prefixes included)."""
     removed = 0
     batch: list[bytes] = []
-    for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+    for key in client.scan_iter(match=f"{prefix}*", count=1000):
         batch.append(key)
         if len(batch) >= 500:
             removed += client.delete(*batch)
