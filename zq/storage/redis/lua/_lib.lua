@@ -179,8 +179,12 @@ local function take_batch(project, queue, qid, limit, policy, client, deliver)
     end
     for i = 1, #page, 2 do
       after = '(' .. page[i + 1]
-      local m = load_msg(page[i])
-      if m and is_free(m) then
+      -- Claimed messages ahead in the order are skipped by reading only
+      -- the fields that decide freeness; the full message only when free.
+      local s = redis.call('HMGET', K.msg(page[i]), 'expires', 'claim', 'cexp', 'delay')
+      local m = s[1] and is_free({expires = s[1], claim = s[2], cexp = s[3], delay = s[4]})
+                and load_msg(page[i])
+      if m then
         if policy and tonumber(m.count) >= policy.max then
           dead_letter(m, project, queue, policy, client)
         else
