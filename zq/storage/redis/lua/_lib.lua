@@ -84,6 +84,23 @@ local function record(m)
           held(m) and m.claim or '', m.count, m.hist, m.marker}
 end
 
+-- The alive messages a claim still holds, in queue order. With ``tidy``
+-- (write scripts only) it forgets the ids the claim no longer holds.
+local function held_by(cid, tidy)
+  local key = K.claim_msgs(cid)
+  local found = {}
+  for _, id in ipairs(redis.call('SMEMBERS', key)) do
+    local m = load_msg(id)
+    if m and m.claim == cid and alive(m) then
+      found[#found + 1] = m
+    elseif tidy and (not m or m.claim ~= cid) then
+      redis.call('SREM', key, id)
+    end
+  end
+  table.sort(found, function(a, b) return tonumber(a.marker) < tonumber(b.marker) end)
+  return found
+end
+
 local function remove_msg(m)
   redis.call('DEL', K.msg(m.id))
   redis.call('ZREM', K.order(m.q), m.id)

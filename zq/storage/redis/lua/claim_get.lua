@@ -8,10 +8,7 @@ if not qid or c[1] ~= qid or tonumber(c[5]) <= NOW then
   return false
 end
 local out = {c[2], c[3], c[4], c[5]}
-for _, id in ipairs(redis.call('SMEMBERS', K.claim_msgs(cid))) do
-  local m = load_msg(id)
-  if m and m.claim == cid and alive(m) then
-    out[#out + 1] = record(m)
-  end
+for _, m in ipairs(held_by(cid, false)) do
+  out[#out + 1] = record(m)
 end
 return out

@@ -7,12 +7,9 @@ local c = redis.call('HMGET', K.claim(cid), 'q', 'expires')
 if not qid or c[1] ~= qid or tonumber(c[2]) <= NOW then
   return 0
 end
-for _, id in ipairs(redis.call('SMEMBERS', K.claim_msgs(cid))) do
-  local m = load_msg(id)
-  if m and m.claim == cid and alive(m) then
-    redis.call('HSET', K.msg(id), 'claim', '', 'cexp', '0')
-    event(project, queue, 'released', id, cid, client, m.count)
-  end
+for _, m in ipairs(held_by(cid, true)) do
+  redis.call('HSET', K.msg(m.id), 'claim', '', 'cexp', '0')
+  event(project, queue, 'released', m.id, cid, client, m.count)
 end
 redis.call('DEL', K.claim(cid), K.claim_msgs(cid))
 redis.call('ZREM', K.claim_expiry(), cid)

@@ -12,15 +12,10 @@ local cexp = NOW + ttl
 local min_expires = cexp + grace
 redis.call('HSET', K.claim(cid), 'ttl', ttl, 'grace', grace, 'expires', fmt(cexp))
 redis.call('ZADD', K.claim_expiry(), cexp, cid)
-for _, id in ipairs(redis.call('SMEMBERS', K.claim_msgs(cid))) do
-  local m = load_msg(id)
-  if m and m.claim == cid and alive(m) then
-    local expires = math.max(tonumber(m.expires), min_expires)
-    redis.call('HSET', K.msg(id), 'cexp', fmt(cexp), 'expires', fmt(expires))
-    redis.call('ZADD', K.msg_expiry(), expires, id)
-    event(project, queue, 'renewed', id, cid, client, m.count)
-  else
-    redis.call('SREM', K.claim_msgs(cid), id)
-  end
+for _, m in ipairs(held_by(cid, true)) do
+  local expires = math.max(tonumber(m.expires), min_expires)
+  redis.call('HSET', K.msg(m.id), 'cexp', fmt(cexp), 'expires', fmt(expires))
+  redis.call('ZADD', K.msg_expiry(), expires, m.id)
+  event(project, queue, 'renewed', m.id, cid, client, m.count)
 end
 return 1
