@@ -140,6 +140,17 @@ def mariadb_session() -> AbstractContextManager[StorageFactory]:
     return _server_session("mariadb")
 
 
+# --- Redis ------------------------------------------------------------------
+
+
+@backend("redis")
+def redis_session() -> AbstractContextManager[StorageFactory]:
+    """A random key prefix on ZQ_TEST_REDIS_URL; its keys are deleted at the end."""
+    from tests.redis_session import redis_session as prefixed_session
+
+    return prefixed_session()
+
+
 # --- MongoDB ---------------------------------------------------------------
 
 
