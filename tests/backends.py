@@ -140,6 +140,28 @@ def mariadb_session() -> AbstractContextManager[StorageFactory]:
     return _server_session("mariadb")
 
 
+# --- Redis ------------------------------------------------------------------
+
+
+@backend("redis")
+def redis_session() -> AbstractContextManager[StorageFactory]:
+    """A random key prefix on ZQ_TEST_REDIS_URL; its keys are deleted at the end."""
+    from tests.redis_session import redis_session as prefixed_session
+
+    return prefixed_session()
+
+
+# --- MongoDB ---------------------------------------------------------------
+
+
+@backend("mongo")
+def mongo_session() -> AbstractContextManager[StorageFactory]:
+    """mongomock in memory; a real server (fresh database) when ZQ_TEST_MONGO_URL is set."""
+    from tests.drivers.mongo.session import mongo_session
+
+    return mongo_session()
+
+
 # --- fixtures --------------------------------------------------------------
 
 
