@@ -1,0 +1,3 @@
+from benchmarks.loadgen.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""Latencies, errors and bounds of one workload run, and its JSON summary."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+def percentile(ordered: list[float], pct: float) -> float:
+    """Nearest-rank percentile of sorted values (0.0 for none)."""
+    if not ordered:
+        return 0.0
+    rank = max(1, -(-len(ordered) * pct // 100))  # ceil without floats
+    return ordered[int(rank) - 1]
+
+
+@dataclass
+class Recorder:
+    """What one workload run measured; also decides when the run is over.
+
+    A run ends at ``max_requests`` requests or ``duration`` seconds,
+    whichever comes first.
+    """
+
+    max_requests: int
+    duration: float
+    latencies: list[float] = field(default_factory=list)
+    end_to_end: list[float] = field(default_factory=list)
+    errors: int = 0
+    messages: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def restart(self) -> None:
+        """Start the clock now (after any untimed preparation)."""
+        self.started = time.perf_counter()
+
+    @property
+    def requests(self) -> int:
+        return len(self.latencies) + self.errors
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def budget_left(self) -> bool:
+        """Whether another request fits in the request and time bounds."""
+        return self.requests < self.max_requests and self.elapsed() < self.duration
+
+    def summary(self, workload: str, elapsed: float | None = None) -> dict[str, object]:
+        elapsed = self.elapsed() if elapsed is None else elapsed
+        ordered = sorted(self.latencies)
+        result: dict[str, object] = {
+            "workload": workload,
+            "msgs_per_s": round(self.messages / elapsed, 1),
+            "req_per_s": round(self.requests / elapsed, 1),
+            "p50_ms": round(percentile(ordered, 50) * 1000, 2),
+            "p99_ms": round(percentile(ordered, 99) * 1000, 2),
+            "errors": self.errors,
+            "requests": self.requests,
+            "messages": self.messages,
+            "seconds": round(elapsed, 2),
+        }
+        if self.end_to_end:
+            e2e = sorted(self.end_to_end)
+            result["e2e_p50_ms"] = round(percentile(e2e, 50) * 1000, 2)
+            result["e2e_p99_ms"] = round(percentile(e2e, 99) * 1000, 2)
+        result.update(self.extra)
+        return result
