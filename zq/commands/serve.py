@@ -8,7 +8,7 @@ from zq.commands.options import add_config_arguments, config_from_args
 from zq.config import Config
 
 DESCRIPTION = """\
-Serve the Zaqar v2 API over HTTP on gunicorn: several worker processes, each
+Serve the Zaqar v2 API over HTTP on granian: several worker processes, each
 with a few threads, each with its own storage connections and a garbage
 collector that removes expired messages every [gc] interval seconds.
 
@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from zq.server import serve  # gunicorn and falcon load only for this command
+    from zq.server import serve  # granian and falcon load only for this command
 
     serve(config_for(args))
 
