@@ -1,0 +1,387 @@
+"""zq and OpenStack Zaqar side by side: the same workloads, the same run.
+
+    python -m benchmarks.zaqar_side_by_side [--repeat 2] [--duration 10]
+
+What it does, all on this machine and on loopback addresses only:
+
+1. installs OpenStack Zaqar 23.x from PyPI into its own virtualenv
+   (``--venv``, default /tmp/zaqar-venv) unless it is there already;
+2. writes a zaqar.conf (Redis message and management stores on their own
+   Redis db, no auth) into a scratch HOME, where oslo.config finds it;
+3. starts Zaqar under gunicorn (gthread, ``--workers`` processes x
+   ``--threads`` threads, Zaqar's documented WSGI entry point), zq under
+   ``zq serve`` (Redis driver, the same worker and thread counts; and again
+   on a fresh PostgreSQL database unless ``--skip-postgres``), and the
+   minimal falcon app on zq's server (the HTTP ceiling);
+4. runs every workload against each target in turn (the order alternates
+   between repeats, so slow drifts in the machine's load hit both), then
+   the open-loop runs at half of zq's maximum rate;
+5. prints every result as a JSON line, then a Markdown table of medians,
+   spreads and zq/Zaqar ratios (also written to ``--out``).
+
+Everything it creates is removed at the end: the servers (by their pids),
+zq's Redis keys (by their prefix), Zaqar's keys for the run's project, and
+the PostgreSQL database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+REDIS = "127.0.0.1:6379"
+POSTGRES_URL = os.environ.get("ZQ_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+ZAQAR_SPEC = "zaqar==23.*"
+
+ZAQAR_CONF = """\
+[DEFAULT]
+auth_strategy =
+unreliable = true
+pooling = false
+
+[drivers]
+transport = wsgi
+message_store = redis
+management_store = redis
+
+[drivers:message_store:redis]
+uri = redis://{redis}?dbid={db}
+
+[drivers:management_store:redis]
+uri = redis://{redis}?dbid={db}
+"""
+
+# (workload, batch) pairs; the same for every target.
+CASES = [("post", 1), ("post", 10), ("claim-delete", 10), ("cycle", 10), ("poison", 10)]
+MINIMAL_CASES = [("ping", 10), ("post", 10), ("claim-delete", 10)]
+POSTGRES_CASES = [("post", 10), ("claim-delete", 10), ("cycle", 10)]
+
+
+@dataclass
+class Target:
+    name: str
+    url: str
+    command: list[str]
+    env: dict[str, str]
+    process: subprocess.Popen | None = None
+    log: Path | None = None
+    results: dict[str, list[dict]] = field(default_factory=dict)
+
+
+def sh(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(args, check=True, text=True, capture_output=True, **kwargs)
+
+
+def ensure_zaqar(venv: Path) -> str:
+    """Zaqar's version in ``venv``, installing it there first if needed."""
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", "import zaqar.version as v, gunicorn; "
+             "print(v.version_info.version_string())"]
+    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return sh(*probe).stdout.strip()
+    print(f"installing {ZAQAR_SPEC} into {venv} ...", file=sys.stderr)
+    sh(sys.executable, "-m", "venv", str(venv))
+    sh(str(python), "-m", "pip", "install", "--quiet", ZAQAR_SPEC, "gunicorn", "redis")
+    return sh(*probe).stdout.strip()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def ping(url: str) -> bool:
+    request = urllib.request.Request(f"{url}/v2/ping", headers={
+        "Client-ID": str(uuid.uuid4()), "X-Project-ID": "side-by-side"})
+    try:
+        with urllib.request.urlopen(request, timeout=2) as answer:
+            return answer.status in (200, 204)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def running(target: Target, scratch: Path) -> Iterator[Target]:
+    """Start a target's server, wait for /v2/ping, stop it (by pid) afterwards."""
+    target.log = scratch / f"{target.name}.log"
+    with open(target.log, "wb") as log:
+        target.process = subprocess.Popen(target.command, env=target.env, cwd=ROOT,
+                                          stdin=subprocess.DEVNULL, stdout=log,
+                                          stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ping(target.url):
+            if target.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{target.name} did not start:\n{target.log.read_text()}")
+            time.sleep(0.2)
+        yield target
+    finally:
+        if target.process.poll() is None:
+            os.killpg(target.process.pid, signal.SIGTERM)
+            try:
+                target.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(target.process.pid, signal.SIGKILL)
+                target.process.wait(10)
+
+
+def loadgen(target: Target, workload: str, batch: int, args: argparse.Namespace,
+            rate: float = 0.0) -> dict:
+    command = [sys.executable, "-m", "benchmarks.loadgen", "--url", target.url,
+               "--workload", workload, "--batch", str(batch),
+               "--duration", str(args.duration), "--requests", str(args.requests),
+               "--concurrency", str(args.concurrency)]
+    if rate:
+        command += ["--rate", f"{rate:.1f}"]
+    done = subprocess.run(command, cwd=ROOT, text=True, capture_output=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"loadgen against {target.name} failed: {done.stderr}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["target"] = target.name
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def case_key(workload: str, batch: int, rate: bool = False) -> str:
+    return f"{workload} b{batch}" + (" @half" if rate else "")
+
+
+def median(results: list[dict], metric: str) -> float:
+    return statistics.median(float(r[metric]) for r in results)
+
+
+def spread(results: list[dict], metric: str) -> str:
+    values = [float(r[metric]) for r in results]
+    return f"{min(values):g}-{max(values):g}"
+
+
+def table(targets: dict[str, Target]) -> str:
+    """Markdown: per case, each target's median msgs/s (spread), p50/p99, ratio."""
+    zq, zaqar = targets.get("zq"), targets.get("zaqar")
+    lines = ["| case | target | msgs/s median (min-max) | req/s | p50 ms | p99 ms | errors "
+             "| zq/Zaqar msgs/s |", "|---|---|---|---|---|---|---|---|"]
+    cases = dict.fromkeys(key for t in targets.values() for key in t.results)
+    for key in cases:
+        for name, target in targets.items():
+            runs = target.results.get(key)
+            if not runs:
+                continue
+            ratio = ""
+            if name == "zq" and zaqar and zaqar.results.get(key):
+                theirs = median(zaqar.results[key], "msgs_per_s")
+                ours = median(runs, "msgs_per_s")
+                ratio = f"{ours / theirs:.2f}x" if theirs else "n/a"
+            metric = "msgs_per_s" if key != "ping b10" else "req_per_s"
+            lines.append(
+                f"| {key} | {name} | {median(runs, metric):g} ({spread(runs, metric)}) "
+                f"| {median(runs, 'req_per_s'):g} | {median(runs, 'p50_ms'):g} "
+                f"| {median(runs, 'p99_ms'):g} | {sum(int(r['errors']) for r in runs)} "
+                f"| {ratio} |")
+        extras = []
+        for name, target in targets.items():
+            runs = target.results.get(key, [])
+            if runs and "dead_letter_moves_per_s" in runs[0]:
+                extras.append(f"{name}: dead letter moves/s "
+                              f"{median(runs, 'dead_letter_moves_per_s'):g}")
+            if runs and "e2e_p50_ms" in runs[0]:
+                extras.append(f"{name}: post->claim p50 {median(runs, 'e2e_p50_ms'):g} ms, "
+                              f"p99 {median(runs, 'e2e_p99_ms'):g} ms")
+        if extras:
+            lines.append(f"| {key} | | {'; '.join(extras)} | | | | | |")
+    if zq:
+        cycle, poison = zq.results.get("cycle b10"), zq.results.get("poison b10")
+        if cycle and poison:
+            share = median(poison, "msgs_per_s") / median(cycle, "msgs_per_s")
+            lines.append(f"\nzq poison good-message rate / cycle rate: {share:.2f}")
+    if zaqar:
+        cycle, poison = zaqar.results.get("cycle b10"), zaqar.results.get("poison b10")
+        if cycle and poison:
+            share = median(poison, "msgs_per_s") / median(cycle, "msgs_per_s")
+            lines.append(f"Zaqar poison good-message rate / cycle rate: {share:.2f}")
+    pg = targets.get("zq-postgresql")
+    if zq and pg:
+        for key in pg.results:
+            if key in zq.results:
+                ratio = median(zq.results[key], "msgs_per_s") / median(pg.results[key],
+                                                                       "msgs_per_s")
+                lines.append(f"zq Redis / PostgreSQL msgs/s on {key}: {ratio:.2f}")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in
+                Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    memory = next(line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
+                  if line.startswith("MemTotal"))
+    load = os.getloadavg()
+    return (f"nproc {os.cpu_count()}, {int(memory) // 1024 // 1024} GiB, {cpu}, "
+            f"Python {platform.python_version()}, load average at start "
+            f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+
+
+@contextlib.contextmanager
+def postgres_database() -> Iterator[str]:
+    import psycopg
+    from psycopg import sql
+
+    name = f"zq_bench_{uuid.uuid4().hex[:12]}"
+    admin = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=10)
+    admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        uri = urlunsplit(urlsplit(POSTGRES_URL)._replace(path=f"/{name}"))
+        sh(sys.executable, "-m", "zq", "db", "upgrade", "--storage", uri, cwd=ROOT)
+        yield uri
+    finally:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                      .format(sql.Identifier(name)))
+        admin.close()
+
+
+def redis_keys(db: int, pattern: str = "*") -> set[bytes]:
+    import redis
+
+    client = redis.Redis.from_url(f"redis://{REDIS}/{db}")
+    try:
+        return set(client.scan_iter(match=pattern, count=1000))
+    finally:
+        client.close()
+
+
+def remove_redis_keys(db: int, keys: set[bytes]) -> None:
+    """Delete the keys this run wrote, never anything else."""
+    import redis
+
+    client = redis.Redis.from_url(f"redis://{REDIS}/{db}")
+    batch = sorted(keys)
+    for start in range(0, len(batch), 500):
+        client.delete(*batch[start:start + 500])
+    client.close()
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--venv", type=Path, default=Path("/tmp/zaqar-venv"))
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--requests", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--zq-db", type=int, default=11, help="Redis db of zq's keys")
+    parser.add_argument("--zaqar-db", type=int, default=12, help="Redis db of Zaqar's keys")
+    parser.add_argument("--skip-zaqar", action="store_true")
+    parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument("--out", type=Path, default=None, help="also write the table here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    scratch = Path(tempfile.mkdtemp(prefix="zq-side-by-side-"))
+    run_id = uuid.uuid4().hex[:8]
+    zq_prefix = f"zqbench-{run_id}"
+    header = [f"date: {time.strftime('%Y-%m-%d %H:%M:%S %z')}", f"machine: {machine()}",
+              f"command: python -m benchmarks.zaqar_side_by_side {' '.join(argv or sys.argv[1:])}"]
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("ZQ_", "OS_"))}
+    zq_server = [sys.executable, "-m", "zq", "serve", "--workers", str(args.workers)]
+    zq_env = {**base_env, "ZQ_SERVER_THREADS": str(args.threads)}
+    targets: dict[str, Target] = {}
+    zaqar_keys_before = redis_keys(args.zaqar_db)
+
+    def add(name: str, command: list[str], env: dict[str, str], port: int) -> None:
+        targets[name] = Target(name, f"http://127.0.0.1:{port}", command, env)
+
+    port = free_port()
+    add("zq", [*zq_server, "--port", str(port), "--storage",
+               f"redis://{REDIS}/{args.zq_db}?prefix={zq_prefix}"], zq_env, port)
+    if not args.skip_zaqar:
+        version = ensure_zaqar(args.venv)
+        home = scratch / "zaqar-home"
+        (home / ".zaqar").mkdir(parents=True)
+        (home / ".zaqar" / "zaqar.conf").write_text(
+            ZAQAR_CONF.format(redis=REDIS, db=args.zaqar_db))
+        port = free_port()
+        add("zaqar", [str(args.venv / "bin" / "gunicorn"), "-w", str(args.workers),
+                      "-k", "gthread", "--threads", str(args.threads), "--log-level", "warning",
+                      "-b", f"127.0.0.1:{port}", "zaqar.transport.wsgi.app:app"],
+            {**base_env, "HOME": str(home)}, port)
+        header.append(f"Zaqar {version} under gunicorn gthread, Redis db {args.zaqar_db}")
+    import granian
+
+    port = free_port()
+    add("minimal", [sys.executable, "-m", "granian", "--interface", "wsgi",
+                    "--workers", str(args.workers), "--blocking-threads", str(args.threads),
+                    "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+                    "benchmarks.minimal_app:app"], {**base_env, "PYTHONPATH": str(ROOT)}, port)
+    header.append(f"zq on granian {granian.__version__}, {args.workers} workers x "
+                  f"{args.threads} threads, Redis db {args.zq_db} prefix {zq_prefix}; "
+                  f"loadgen concurrency {args.concurrency}, {args.duration:g} s or "
+                  f"{args.requests} requests per run, {args.repeat} repeats")
+    print("\n".join(header), flush=True)
+
+    try:
+        with contextlib.ExitStack() as stack:
+            for target in targets.values():
+                stack.enter_context(running(target, scratch))
+            order = [t for t in targets.values() if t.name != "minimal"]
+            for repeat in range(args.repeat):
+                for workload, batch in CASES:
+                    for target in (order if repeat % 2 == 0 else order[::-1]):
+                        target.results.setdefault(case_key(workload, batch), []).append(
+                            loadgen(target, workload, batch, args))
+                for workload, batch in MINIMAL_CASES:
+                    minimal = targets["minimal"]
+                    minimal.results.setdefault(case_key(workload, batch), []).append(
+                        loadgen(minimal, workload, batch, args))
+            # Open loop at half of zq's own maximum: operations per second.
+            zq = targets["zq"]
+            for workload, requests_per_op in (("post", 1), ("claim-delete", 2)):
+                best = median(zq.results[case_key(workload, 10)], "req_per_s")
+                rate = best / requests_per_op / 2
+                for _ in range(args.repeat):
+                    zq.results.setdefault(case_key(workload, 10, True), []).append(
+                        loadgen(zq, workload, 10, args, rate=rate))
+        if not args.skip_postgres:
+            with postgres_database() as uri:
+                port = free_port()
+                pg = Target("zq-postgresql", f"http://127.0.0.1:{port}",
+                            [*zq_server, "--port", str(port), "--storage", uri], zq_env)
+                targets[pg.name] = pg
+                with running(pg, scratch):
+                    for _ in range(args.repeat):
+                        for workload, batch in POSTGRES_CASES:
+                            pg.results.setdefault(case_key(workload, batch), []).append(
+                                loadgen(pg, workload, batch, args))
+    finally:
+        remove_redis_keys(args.zq_db, redis_keys(args.zq_db, f"{zq_prefix}:*"))
+        if "zaqar" in targets:  # Zaqar has no key prefix: what was not there before
+            remove_redis_keys(args.zaqar_db, redis_keys(args.zaqar_db) - zaqar_keys_before)
+    report = "\n".join(header) + "\n\n" + table(targets) + "\n"
+    print("\n" + report)
+    if args.out:
+        args.out.write_text(report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
