@@ -18,8 +18,11 @@ DESCRIPTIONS = {
     "server.port": "TCP port of `zq serve` (0: any free port)",
     "server.workers": "worker processes of `zq serve`",
     "server.threads": "threads per worker process",
-    "server.timeout": "seconds a request may take before its worker is restarted; "
-                      "also the graceful shutdown period",
+    "server.timeout": "seconds a stopping worker may take to finish its requests "
+                      "before it is killed",
+    "server.metadata_cache": "seconds a worker keeps the queue metadata it read for posts "
+                             "and claims; a change made through another worker shows after "
+                             "at most this long; 0: read every time",
     "storage.uri": "storage URI (`sqlite:///path`, `postgresql://user@host/db`, "
                    "`mysql://user@host/db`, `redis://host:6379`, `mongodb://host/db`); "
                    "empty: SQLite file `zq.sqlite3` in the data directory; "

@@ -21,6 +21,7 @@ from zq import dead_letter, events, validation
 from zq import metadata as meta
 from zq.config import Limits
 from zq.errors import Conflict, DeadLetterConflict, QueueNotFound
+from zq.metadata_cache import MetadataCache
 from zq.pooling import Pools
 from zq.storage.base import (
     ClaimRecord,
@@ -53,9 +54,11 @@ def encode_body(body: Any) -> str:
 class QueueService:
     """Every operation the API offers, scoped by project and queue."""
 
-    def __init__(self, limits: Limits, pools: Pools) -> None:
+    def __init__(self, limits: Limits, pools: Pools, *,
+                 metadata_cache: MetadataCache | None = None) -> None:
         self.limits = limits
         self.pools = pools
+        self._metadata_cache = metadata_cache or MetadataCache(0)
 
     # -- queues ---------------------------------------------------------
 
@@ -67,6 +70,7 @@ class QueueService:
         if storage.queues.exists(project, queue):
             return False
         self._check_dead_letter_target(project, queue, checked)
+        self._metadata_cache.forget(project, queue)
         created = storage.queues.create(project, queue, checked)
         self._ensure_dead_letter_queue(project, queue, checked)
         return created
@@ -94,6 +98,7 @@ class QueueService:
         if checked.get(meta.DEAD_LETTER_QUEUE) != current.get(meta.DEAD_LETTER_QUEUE):
             self._check_dead_letter_target(project, queue, checked)
         storage.queues.set_metadata(project, queue, checked)
+        self._metadata_cache.forget(project, queue)
         self._ensure_dead_letter_queue(project, queue, checked)
         return meta.with_defaults(checked, self.limits)
 
@@ -101,6 +106,7 @@ class QueueService:
         """Remove a queue with its messages and claims; no error when absent."""
         queue = self._queue_name(queue)
         self._storage(project, queue).queues.delete(project, queue)
+        self._metadata_cache.forget(project, queue)
 
     def list_queues(
         self,
@@ -161,7 +167,7 @@ class QueueService:
     ) -> list[str]:
         """Post a ``{"messages": [...]}`` document; returns the new ids in order."""
         queue = self._queue_name(queue)
-        stored = self._stored_metadata(project, queue)
+        stored = self._cached_metadata(project, queue)
         cap = min(
             self.limits.max_messages_post_size,
             meta.effective(stored, meta.MAX_MESSAGES_POST_SIZE, self.limits),
@@ -362,10 +368,15 @@ class QueueService:
         except QueueNotFound:
             return {}
 
+    def _cached_metadata(self, project: str, queue: str) -> dict[str, Any]:
+        # Posts and claims only: reading metadata back always shows the stored one.
+        return self._metadata_cache.get(
+            project, queue, lambda: self._stored_metadata(project, queue))
+
     def _dead_letter_policy(
         self, project: str, queue: str
     ) -> dead_letter.DeadLetterPolicy | None:
-        return dead_letter.policy_from_metadata(self._stored_metadata(project, queue))
+        return dead_letter.policy_from_metadata(self._cached_metadata(project, queue))
 
     def _check_dead_letter_target(
         self, project: str, queue: str, metadata: dict[str, Any]

@@ -15,6 +15,7 @@ from zq.api.queues import QueueCollection, QueueItem, QueuePurge, QueueStatsReso
 from zq.api.resource import Resource
 from zq.clock import Clock, SystemClock
 from zq.config import Config
+from zq.metadata_cache import MetadataCache
 from zq.pooling import SingleBackend
 from zq.service import QueueService
 from zq.storage import open_storage
@@ -45,7 +46,8 @@ def create_app(
     clock = clock or SystemClock()
     if storage is None:
         storage = open_storage(config.storage.resolved_uri(), clock=clock)
-    service = QueueService(config.limits, SingleBackend(storage))
+    service = QueueService(config.limits, SingleBackend(storage),
+                           metadata_cache=MetadataCache(config.server.metadata_cache))
     return build_app(service, clock, config)
 
 
