@@ -104,9 +104,9 @@ def effective(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
 
 def test_config_prints_defaults_as_valid_toml(capsys: pytest.CaptureFixture[str]) -> None:
     shown = effective(capsys)
+    assert shown["server"] == {
         "host": "127.0.0.1", "port": 8888, "workers": 2, "threads": 4, "timeout": 30,
         "metadata_cache": 0.0,
-        "host": "127.0.0.1", "port": 8888, "workers": 2, "threads": 4, "timeout": 30,
     }
     assert shown["limits"]["max_messages_per_claim_or_pop"] == 20
     assert shown["gc"]["interval"] == 30.0
