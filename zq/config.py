@@ -81,12 +81,49 @@ class GcConfig:
     interval: float = 30.0  # seconds between collections inside the server; 0 disables
 
 
+AUTH_STRATEGIES = ("none", "token", "keystone")
+LOG_FORMATS = ("json", "text")
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """Who a request comes from; see docs/security.md."""
+
+    # none: trust X-Project-ID and X-Roles (behind a gateway, or local use);
+    # token: bearer tokens from tokens_file; keystone: keystonemiddleware.
+    strategy: str = "none"
+    tokens_file: str = ""  # JSON file written by ``zq token add``
+    keystone_config_file: str = ""  # oslo.config file with [keystone_authtoken]
+
+    def __post_init__(self) -> None:
+        _choice(self.strategy, AUTH_STRATEGIES, "auth.strategy")
+
+
+@dataclass(frozen=True)
+class SignedUrlsConfig:
+    # HMAC-SHA256 key of pre-signed URLs; empty disables POST .../share.
+    secret_key: str = ""
+    max_expires: int = 7 * 86400  # seconds a signature may be valid for, at most
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    level: str = "INFO"
+    format: str = "json"  # one JSON object per line, or "text" (key=value)
+
+    def __post_init__(self) -> None:
+        _choice(self.format, LOG_FORMATS, "log.format")
+
+
 @dataclass(frozen=True)
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     limits: Limits = field(default_factory=Limits)
     gc: GcConfig = field(default_factory=GcConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    signed_urls: SignedUrlsConfig = field(default_factory=SignedUrlsConfig)
+    log: LogConfig = field(default_factory=LogConfig)
 
     def with_overrides(self, **sections: Mapping[str, Any]) -> Config:
         """A copy with some fields replaced: ``with_overrides(server={"port": 1})``."""
@@ -142,6 +179,11 @@ def _merge(config: Config, data: Mapping[str, Any], *, source: str) -> Config:
             changes[key] = _coerce(value, types[key], f"{source}: {name}.{key}")
         sections[name] = dataclasses.replace(current, **changes)
     return dataclasses.replace(config, **sections)
+
+
+def _choice(value: str, choices: tuple[str, ...], where: str) -> None:
+    if value not in choices:
+        raise ConfigError(f"{where}: expected one of {', '.join(choices)}, got {value!r}.")
 
 
 def _coerce(value: Any, type_name: Any, where: str) -> Any:
