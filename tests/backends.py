@@ -127,6 +127,17 @@ def mariadb_session() -> AbstractContextManager[StorageFactory]:
     return _server_database("mariadb", "ZQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 
 
+# --- MongoDB ---------------------------------------------------------------
+
+
+@backend("mongo")
+def mongo_session() -> AbstractContextManager[StorageFactory]:
+    """mongomock in memory; a real server (fresh database) when ZQ_TEST_MONGO_URL is set."""
+    from tests.drivers.mongo.session import mongo_session
+
+    return mongo_session()
+
+
 # --- fixtures --------------------------------------------------------------
 
 
