@@ -10,9 +10,11 @@ from zq.api import errors
 from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.health import Health, Home, Ping
 from zq.api.messages import MessageCollection, MessageItem
-from zq.api.middleware import RequestId, RequestRules
+from zq.api.middleware import AccessLog, RequestId, RequestRules
 from zq.api.queues import QueueCollection, QueueItem, QueuePurge, QueueStatsResource
 from zq.api.resource import Resource
+from zq.api.share import QueueShare
+from zq.auth import Authenticate, keystone
 from zq.clock import Clock, SystemClock
 from zq.config import Config
 from zq.pooling import SingleBackend
@@ -37,21 +39,32 @@ ROUTES: list[tuple[str, type[Resource]]] = [
 
 def create_app(
     config: Config, *, storage: Storage | None = None, clock: Clock | None = None
-) -> falcon.App:
+) -> keystone.WsgiApp:
     """The WSGI app serving the Zaqar v2 API on one backend.
 
-    Without ``storage``, opens ``config.storage.resolved_uri()``.
+    Without ``storage``, opens ``config.storage.resolved_uri()``. With
+    ``[auth] strategy = "keystone"`` the falcon app is returned wrapped in
+    keystonemiddleware. Raises ConfigError for unusable auth settings.
     """
     clock = clock or SystemClock()
     if storage is None:
         storage = open_storage(config.storage.resolved_uri(), clock=clock)
     service = QueueService(config.limits, SingleBackend(storage))
-    return build_app(service, clock, config)
+    return wrap_auth(build_app(service, clock, config), config)
+
+
+def wrap_auth(app: falcon.App, config: Config) -> keystone.WsgiApp:
+    """``app`` behind keystonemiddleware when the auth strategy asks for it."""
+    if config.auth.strategy == "keystone":
+        return keystone.wrap(app, config.auth)
+    return app
 
 
 def build_app(service: QueueService, clock: Clock, config: Config) -> falcon.App:
     """The app around an already built service (pooling passes its own)."""
-    app = falcon.App(middleware=[RequestId(), RequestRules(config.limits)])
+    app = falcon.App(middleware=[
+        RequestId(), AccessLog(), RequestRules(config.limits), Authenticate(config, clock),
+    ])
     app.req_options.strip_url_path_trailing_slash = True
     json = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json
@@ -59,4 +72,7 @@ def build_app(service: QueueService, clock: Clock, config: Config) -> falcon.App
     errors.install(app)
     for template, resource in ROUTES:
         app.add_route(template, resource(service, clock))
+    app.add_route(
+        "/v2/queues/{queue_name}/share", QueueShare(service, clock, config.signed_urls)
+    )
     return app
