@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import types
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,3 +77,38 @@ def tenants(tokens_file: Path, token_config: Config, storage: Storage,
         app, TokenApi(app, project_a, token_a), TokenApi(app, project_b, token_b),
         TokenApi(app, project_a, token_admin), tokens_file,
     )
+
+
+class FakeAuthProtocol:
+    """Stands in for keystonemiddleware.auth_token.AuthProtocol: token "good" is valid.
+
+    Like the real one it strips the identity headers a client sent and sets
+    its own (X-Identity-Status, X-Project-Id, X-Roles).
+    """
+
+    instances: list[FakeAuthProtocol] = []
+
+    def __init__(self, app, conf):
+        self.app, self.conf = app, dict(conf)
+        FakeAuthProtocol.instances.append(self)
+
+    def __call__(self, environ, start_response):
+        for key in ("HTTP_X_IDENTITY_STATUS", "HTTP_X_PROJECT_ID", "HTTP_X_ROLES"):
+            environ.pop(key, None)
+        if environ.get("HTTP_X_AUTH_TOKEN") != "good":
+            start_response("401 Unauthorized", [("Content-Type", "application/json")])
+            return [b'{"title": "Unauthorized", "description": "keystone said no"}']
+        environ.update(HTTP_X_IDENTITY_STATUS="Confirmed", HTTP_X_PROJECT_ID="ks-project",
+                       HTTP_X_ROLES="reader,admin")
+        return self.app(environ, start_response)
+
+
+@pytest.fixture
+def fake_keystonemiddleware(monkeypatch):
+    package = types.ModuleType("keystonemiddleware")
+    auth_token = types.ModuleType("keystonemiddleware.auth_token")
+    auth_token.AuthProtocol = FakeAuthProtocol
+    package.auth_token = auth_token
+    monkeypatch.setitem(sys.modules, "keystonemiddleware", package)
+    monkeypatch.setitem(sys.modules, "keystonemiddleware.auth_token", auth_token)
+    FakeAuthProtocol.instances.clear()
