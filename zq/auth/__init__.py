@@ -8,7 +8,19 @@
 - keystone.py: wrapping the app with keystonemiddleware
 """
 
+from zq.auth import keystone
 from zq.auth.identity import Grant, Identity
 from zq.auth.middleware import Authenticate, require_admin
+from zq.clock import SystemClock
+from zq.config import Config
 
-__all__ = ["Authenticate", "Grant", "Identity", "require_admin"]
+
+def check_config(config: Config) -> None:
+    """Raise ConfigError for auth settings the app would refuse, before any worker starts."""
+    if config.auth.strategy == "token":
+        Authenticate(config, SystemClock())  # reads the tokens file
+    elif config.auth.strategy == "keystone":
+        keystone.auth_token_module()
+
+
+__all__ = ["Authenticate", "Grant", "Identity", "check_config", "require_admin"]

@@ -21,8 +21,8 @@ SIGNATURE_ENVIRON_KEY = "HTTP_URL_SIGNATURE"
 OSLO_PROJECT = "zq"  # oslo.config looks for /etc/zq/zq.conf when no file is given
 
 
-def wrap(app: WsgiApp, config: AuthConfig) -> WsgiApp:
-    """``app`` behind keystonemiddleware's auth_token; ConfigError when it is missing."""
+def auth_token_module() -> Any:
+    """keystonemiddleware.auth_token; ConfigError when it is not installed."""
     try:
         from keystonemiddleware import auth_token
     except ImportError as exc:
@@ -30,6 +30,12 @@ def wrap(app: WsgiApp, config: AuthConfig) -> WsgiApp:
             'auth.strategy = "keystone" needs keystonemiddleware: '
             "pip install 'zq[keystone]'."
         ) from exc
+    return auth_token
+
+
+def wrap(app: WsgiApp, config: AuthConfig) -> WsgiApp:
+    """``app`` behind keystonemiddleware's auth_token; ConfigError when it is missing."""
+    auth_token = auth_token_module()
     conf: dict[str, Any] = {"oslo_config_project": OSLO_PROJECT}
     if config.keystone_config_file:
         conf["oslo_config_file"] = config.keystone_config_file

@@ -11,7 +11,7 @@ import pytest
 from tests.api.helpers import Api, assert_error
 from tests.api.security.conftest import FakeAuthProtocol, TokenApi
 from zq.api import create_app
-from zq.auth import tokens
+from zq.auth import check_config, tokens
 from zq.config import Config, ConfigError
 
 # -- strategy = "none" (the default) ------------------------------------------
@@ -144,6 +144,18 @@ def test_keystone_without_keystonemiddleware_is_a_clear_startup_error(
     monkeypatch.setitem(sys.modules, "keystonemiddleware", None)  # import fails
     with pytest.raises(ConfigError, match=r"pip install 'zq\[keystone\]'"):
         create_app(keystone_config(), storage=storage, clock=clock)
+    with pytest.raises(ConfigError, match=r"pip install 'zq\[keystone\]'"):
+        check_config(keystone_config())
+
+
+def test_check_config_reads_the_tokens_file_before_serving(tmp_path):
+    config = Config().with_overrides(
+        auth={"strategy": "token", "tokens_file": str(tmp_path / "missing.json")})
+    with pytest.raises(ConfigError, match="does not exist"):
+        check_config(config)
+    tokens.issue(tmp_path / "missing.json", "p")
+    check_config(config)
+    check_config(Config())
 
 
 def test_real_keystonemiddleware_refuses_requests_without_a_token(storage, clock, tmp_path):
