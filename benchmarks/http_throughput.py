@@ -53,12 +53,16 @@ class Recorder:
     latencies: list[float] = field(default_factory=list)
     errors: int = 0
     messages: int = 0
+    reserved: int = 0  # requests started (or about to start)
     started: float = field(default_factory=time.perf_counter)
 
-    def budget_left(self) -> bool:
-        """Whether another request fits in the request and time bounds."""
-        return (len(self.latencies) + self.errors < self.settings.requests
-                and time.perf_counter() - self.started < self.settings.duration)
+    def reserve(self, requests: int = 1) -> bool:
+        """Take ``requests`` from the budget; False when the request or time bound is hit."""
+        if (self.reserved + requests > self.settings.requests
+                or time.perf_counter() - self.started >= self.settings.duration):
+            return False
+        self.reserved += requests
+        return True
 
     async def call(self, request: Awaitable[httpx.Response]) -> httpx.Response | None:
         """Time one request; None (and an error counted) unless it answered 2xx."""
@@ -126,7 +130,7 @@ async def post_workload(client: httpx.AsyncClient, settings: Settings) -> dict[s
     recorder = Recorder(settings)
 
     async def worker() -> None:
-        while recorder.budget_left():
+        while recorder.reserve():
             if await recorder.call(client.post(f"{queue}/messages", json=body)):
                 recorder.messages += settings.batch
 
@@ -159,7 +163,7 @@ async def claim_delete_workload(
     recorder = Recorder(settings)
 
     async def worker() -> None:
-        while recorder.budget_left():
+        while recorder.reserve(2):  # a claim and its delete
             claimed = await recorder.call(client.post(
                 f"{queue}/claims", params={"limit": settings.batch},
                 json={"ttl": 300, "grace": 60}))
