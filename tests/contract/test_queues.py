@@ -1,0 +1,130 @@
+"""QueueController: create, metadata, delete, list, count, stats, purge."""
+
+from __future__ import annotations
+
+import pytest
+
+from zq import events as kinds
+from zq.errors import ClaimNotFound, QueueNotFound
+
+from .helpers import claim, events_of, post
+
+
+def test_create_returns_whether_it_created(storage, project):
+    assert storage.queues.create(project, "q", {"a": 1}) is True
+    assert storage.queues.create(project, "q", {"a": 2}) is False
+    assert storage.queues.get_metadata(project, "q") == {"a": 1}
+
+
+def test_exists(storage, project):
+    assert not storage.queues.exists(project, "q")
+    storage.queues.create(project, "q", {})
+    assert storage.queues.exists(project, "q")
+
+
+def test_posting_creates_the_queue_with_empty_metadata(storage, project):
+    post(storage, project, "q")
+    assert storage.queues.exists(project, "q")
+    assert storage.queues.get_metadata(project, "q") == {}
+
+
+def test_metadata_round_trip_and_replace(storage, project):
+    storage.queues.create(project, "q", {"_max_claim_count": 3, "nested": {"x": [1, "é"]}})
+    assert storage.queues.get_metadata(project, "q") == {
+        "_max_claim_count": 3, "nested": {"x": [1, "é"]}}
+    storage.queues.set_metadata(project, "q", {"b": True})
+    assert storage.queues.get_metadata(project, "q") == {"b": True}
+
+
+def test_metadata_of_missing_queue_raises(storage, project):
+    with pytest.raises(QueueNotFound):
+        storage.queues.get_metadata(project, "nope")
+    with pytest.raises(QueueNotFound):
+        storage.queues.set_metadata(project, "nope", {"a": 1})
+    assert not storage.queues.exists(project, "nope")
+
+
+def test_delete_removes_queue_messages_and_claims(storage, project):
+    post(storage, project, "q", 3)
+    claimed = claim(storage, project, "q", 2)
+    storage.queues.delete(project, "q")
+    assert not storage.queues.exists(project, "q")
+    assert storage.messages.list(project, "q", include_claimed=True) == []
+    assert storage.queues.stats(project, "q").total == 0
+    with pytest.raises(ClaimNotFound):
+        storage.claims.get(project, "q", claimed.id)
+    purged = events_of(storage, project, kinds.PURGED)
+    assert [(e.queue, e.detail) for e in purged] == [
+        ("q", {"messages": 3, "queue_deleted": True})]
+
+
+def test_delete_missing_or_empty_queue_is_quiet_and_records_nothing(storage, project):
+    storage.queues.delete(project, "never")
+    storage.queues.create(project, "empty", {})
+    storage.queues.delete(project, "empty")
+    assert not storage.queues.exists(project, "empty")
+    assert events_of(storage, project, kinds.PURGED) == []
+
+
+def test_list_orders_by_name_and_pages_with_marker(storage, project):
+    for name in ["c", "a", "b", "d", "B"]:
+        storage.queues.create(project, name, {"name": name})
+    first = storage.queues.list(project, limit=3)
+    assert [q.name for q in first] == ["B", "a", "b"]
+    assert first[1].metadata == {"name": "a"}
+    rest = storage.queues.list(project, marker=first[-1].name, limit=3)
+    assert [q.name for q in rest] == ["c", "d"]
+    assert storage.queues.list(project, marker="d") == []
+
+
+def test_list_and_count_filter_by_name(storage, project):
+    for name in ["orders", "orders-dlq", "billing", "my_orders", "x%y"]:
+        storage.queues.create(project, name, {})
+    assert [q.name for q in storage.queues.list(project, name="orders")] == [
+        "my_orders", "orders", "orders-dlq"]
+    assert storage.queues.count(project, name="orders") == 3
+    assert storage.queues.count(project) == 5
+    # Wildcard characters in the filter are literal.
+    assert [q.name for q in storage.queues.list(project, name="%")] == ["x%y"]
+    assert storage.queues.count(project, name="_") == 1
+
+
+def test_count_of_empty_project(storage, project):
+    assert storage.queues.count(project) == 0
+    assert storage.queues.list(project) == []
+
+
+def test_stats_counts_free_and_claimed(storage, project, clock):
+    posted = post(storage, project, "q", 5)
+    clock.advance(1)
+    delayed = post(storage, project, "q", 1, delay=60)
+    claim(storage, project, "q", 2)
+    stats = storage.queues.stats(project, "q")
+    assert (stats.free, stats.claimed, stats.total) == (4, 2, 6)
+    assert stats.oldest.id == posted[0]
+    assert stats.oldest.created == pytest.approx(1_700_000_000.0)
+    assert stats.newest.id == delayed[0]
+    assert stats.newest.created == pytest.approx(1_700_000_001.0)
+
+
+def test_stats_of_missing_or_empty_queue_are_zeros(storage, project):
+    stats = storage.queues.stats(project, "missing")
+    assert (stats.free, stats.claimed, stats.total) == (0, 0, 0)
+    assert stats.oldest is None and stats.newest is None
+    storage.queues.create(project, "empty", {})
+    assert storage.queues.stats(project, "empty").total == 0
+
+
+def test_purge_keeps_the_queue_and_records_one_event(storage, project):
+    storage.queues.create(project, "q", {"keep": 1})
+    post(storage, project, "q", 4)
+    claimed = claim(storage, project, "q", 2)
+    storage.queues.purge(project, "q")
+    assert storage.queues.get_metadata(project, "q") == {"keep": 1}
+    assert storage.queues.stats(project, "q").total == 0
+    assert storage.messages.list(project, "q", include_claimed=True) == []
+    with pytest.raises(ClaimNotFound):
+        storage.claims.get(project, "q", claimed.id)
+    assert [e.detail for e in events_of(storage, project, kinds.PURGED)] == [{"messages": 4}]
+    storage.queues.purge(project, "q")
+    assert len(events_of(storage, project, kinds.PURGED)) == 1

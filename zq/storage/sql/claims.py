@@ -1,0 +1,185 @@
+"""Claims: leases on batches of messages."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import sqlalchemy as sa
+
+from zq import events as kinds
+from zq.clock import Clock
+from zq.dead_letter import DeadLetterPolicy
+from zq.errors import ClaimNotFound
+from zq.storage.base import ClaimController, ClaimRecord
+from zq.storage.sql import predicates
+from zq.storage.sql.database import Database
+from zq.storage.sql.delivery import take_deliverable
+from zq.storage.sql.events import event_row, record
+from zq.storage.sql.messages import new_id
+from zq.storage.sql.records import message_record
+from zq.storage.sql.schema import claims as c
+from zq.storage.sql.schema import messages as m
+
+
+def _live_claim(project: str, queue: str, claim_id: str, now: float) -> sa.Select[Any]:
+    return sa.select(c).where(
+        c.c.id == claim_id, c.c.project == project, c.c.queue == queue, c.c.expires > now
+    )
+
+
+def _held_by(project: str, queue: str, claim_id: str, now: float) -> sa.Select[Any]:
+    """The alive messages a live claim holds, in queue order."""
+    return (
+        sa.select(m)
+        .where(predicates.in_queue(project, queue), predicates.alive(now),
+               predicates.held(now), m.c.claim_id == claim_id)
+        .order_by(m.c.marker)
+    )
+
+
+class SqlClaims(ClaimController):
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    def create(
+        self,
+        project: str,
+        queue: str,
+        *,
+        ttl: int,
+        grace: int,
+        limit: int,
+        client_id: str | None,
+        dead_letter: DeadLetterPolicy | None,
+    ) -> ClaimRecord | None:
+        claim_id = new_id()
+
+        def work(conn: sa.Connection) -> ClaimRecord | None:
+            now = self._clock.now()
+            taken = take_deliverable(conn, project, queue, limit=limit, now=now,
+                                     client_id=client_id, dead_letter=dead_letter)
+            if not taken.rows:
+                record(conn, taken.events)
+                return None
+            expires = now + ttl
+            lives_until = expires + grace
+            conn.execute(sa.insert(c).values(
+                id=claim_id, project=project, queue=queue, ttl=ttl, grace=grace,
+                created=now, expires=expires, client_id=client_id,
+            ))
+            conn.execute(
+                sa.update(m)
+                .where(m.c.marker.in_([row.marker for row in taken.rows]))
+                .values(
+                    claim_id=claim_id,
+                    claim_expires=expires,
+                    claim_count=m.c.claim_count + 1,
+                    expires=predicates.at_least(m.c.expires, lives_until),
+                )
+            )
+            held = [
+                replace(message_record(row, now), claim_id=claim_id,
+                        claim_count=row.claim_count + 1,
+                        expires=max(row.expires, lives_until))
+                for row in taken.rows
+            ]
+            record(conn, taken.events + [
+                event_row(kinds.CLAIMED, project, queue, now, message_id=msg.id,
+                          claim_id=claim_id, client_id=client_id,
+                          claim_count=msg.claim_count)
+                for msg in held
+            ])
+            return ClaimRecord(id=claim_id, queue=queue, ttl=ttl, grace=grace,
+                               created=now, expires=expires, messages=held)
+
+        return self._db.write(work)
+
+    def get(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
+        def work(conn: sa.Connection) -> ClaimRecord:
+            now = self._clock.now()
+            claim = conn.execute(_live_claim(project, queue, claim_id, now)).first()
+            if claim is None:
+                raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+            rows = conn.execute(_held_by(project, queue, claim_id, now)).all()
+            return ClaimRecord(
+                id=claim.id, queue=claim.queue, ttl=claim.ttl, grace=claim.grace,
+                created=claim.created, expires=claim.expires,
+                messages=[message_record(row, now) for row in rows],
+            )
+
+        return self._db.read(work)
+
+    def renew(
+        self,
+        project: str,
+        queue: str,
+        claim_id: str,
+        *,
+        ttl: int,
+        grace: int,
+        client_id: str | None,
+    ) -> None:
+        def work(conn: sa.Connection) -> None:
+            now = self._clock.now()
+            expires = now + ttl
+            renewed = conn.execute(
+                sa.update(c)
+                .where(c.c.id == claim_id, c.c.project == project, c.c.queue == queue,
+                       c.c.expires > now)
+                .values(ttl=ttl, grace=grace, expires=expires)
+            ).rowcount
+            if not renewed:
+                raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+            rows = conn.execute(
+                _held_by(project, queue, claim_id, now).with_for_update()
+            ).all()
+            if not rows:
+                return
+            conn.execute(
+                sa.update(m)
+                .where(m.c.marker.in_([row.marker for row in rows]))
+                .values(claim_expires=expires,
+                        expires=predicates.at_least(m.c.expires, expires + grace))
+            )
+            record(conn, [
+                event_row(kinds.RENEWED, project, queue, now, message_id=row.id,
+                          claim_id=claim_id, client_id=client_id,
+                          claim_count=row.claim_count)
+                for row in rows
+            ])
+
+        self._db.write(work)
+
+    def release(
+        self, project: str, queue: str, claim_id: str, *, client_id: str | None
+    ) -> None:
+        def work(conn: sa.Connection) -> None:
+            now = self._clock.now()
+            # Only a live claim is removed: an expired one stays for gc, which
+            # records that it expired.
+            released = conn.execute(
+                sa.delete(c).where(c.c.id == claim_id, c.c.project == project,
+                                   c.c.queue == queue, c.c.expires > now)
+            ).rowcount
+            if not released:
+                return
+            rows = conn.execute(
+                _held_by(project, queue, claim_id, now).with_for_update()
+            ).all()
+            if not rows:
+                return
+            conn.execute(
+                sa.update(m)
+                .where(m.c.marker.in_([row.marker for row in rows]))
+                .values(claim_id=None, claim_expires=None)
+            )
+            record(conn, [
+                event_row(kinds.RELEASED, project, queue, now, message_id=row.id,
+                          claim_id=claim_id, client_id=client_id,
+                          claim_count=row.claim_count)
+                for row in rows
+            ])
+
+        self._db.write(work)

@@ -1,0 +1,59 @@
+"""Running units of work against the engine: transactions, retries, errors."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import exc
+
+from zq.errors import StorageUnavailable
+from zq.storage.sql import dialects
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+# A transaction that lost a race (deadlock, serialization failure, busy
+# SQLite) runs again from the start; its effects were rolled back.
+MAX_ATTEMPTS = 5
+
+
+class Database:
+    """An engine plus the two ways the driver uses it: read and write."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect.name
+        self._writer = engine.execution_options(**{dialects.WRITE_OPTION: True})
+
+    def read(self, work: Callable[[sa.Connection], T]) -> T:
+        """Run ``work`` in a read transaction."""
+        return self._run(self.engine, work)
+
+    def write(self, work: Callable[[sa.Connection], T]) -> T:
+        """Run ``work`` in one write transaction, committed when it returns."""
+        return self._run(self._writer, work)
+
+    def _run(self, engine: sa.Engine, work: Callable[[sa.Connection], T]) -> T:
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                with engine.begin() as conn:
+                    return work(conn)
+            except exc.DBAPIError as error:
+                if attempt < MAX_ATTEMPTS and dialects.is_retryable(error):
+                    log.debug("retrying transaction after %s", error.orig)
+                    time.sleep(0.01 * attempt)
+                    continue
+                if dialects.is_unavailable(error):
+                    raise StorageUnavailable(
+                        f"The {self.dialect} storage backend failed: {error.orig}"
+                    ) from error
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,135 @@
+"""What differs between SQLite, PostgreSQL and MariaDB/MySQL, in one place.
+
+Everything else in the SQL driver is dialect-neutral SQLAlchemy Core. The
+differences are: how a user's URI maps to a driver, how connections are set
+up (SQLite pragmas, MySQL character set and isolation level), how a write
+transaction starts (SQLite serializes writers with BEGIN IMMEDIATE; the
+servers lock claim candidates with FOR UPDATE SKIP LOCKED, which SQLAlchemy
+leaves out on SQLite), "insert unless present", and which errors mean
+"try the transaction again".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event, exc
+from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.pool import StaticPool
+
+# Connection option that makes a SQLite transaction take the write lock at
+# BEGIN, so two writers never both read the same free messages.
+WRITE_OPTION = "zq_write"
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+# Scheme as users write it -> SQLAlchemy driver name.
+_DRIVERS = {
+    "postgresql": "postgresql+psycopg",
+    "postgres": "postgresql+psycopg",
+    "mysql": "mysql+pymysql",
+    "mariadb": "mysql+pymysql",
+}
+
+# MySQL/MariaDB: deadlock, lock wait timeout. PostgreSQL: serialization
+# failure, deadlock. SQLite: a busy database past busy_timeout.
+_MYSQL_RETRY_CODES = {1205, 1213}
+_PG_RETRY_STATES = {"40001", "40P01"}
+
+
+def to_sqlalchemy_url(uri: str) -> URL:
+    """A user's storage URI -> the SQLAlchemy URL with the driver zq uses."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        raise ValueError(f"Not a storage URI: {uri!r}")
+    driver = _DRIVERS.get(scheme.lower(), scheme)
+    url = make_url(f"{driver}://{rest}")
+    if url.get_backend_name() == "mysql" and "charset" not in url.query:
+        url = url.update_query_dict({"charset": "utf8mb4"})
+    return url
+
+
+def create_engine(uri: str) -> Engine:
+    """An engine for ``uri``, pooled for a multi-threaded server."""
+    url = to_sqlalchemy_url(uri)
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        return _sqlite_engine(url)
+    options: dict[str, Any] = {
+        "pool_size": 10,
+        "max_overflow": 20,
+        "pool_pre_ping": True,
+        "pool_recycle": 1800,
+    }
+    if backend == "mysql":
+        # READ COMMITTED avoids InnoDB gap locks, which turn concurrent
+        # claims and posts on one queue into deadlocks.
+        options["isolation_level"] = "READ COMMITTED"
+    return sa.create_engine(url, **options)
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    memory = url.database in (None, "", ":memory:")
+    if memory:
+        engine = sa.create_engine(
+            url, poolclass=StaticPool, connect_args={"check_same_thread": False}
+        )
+    else:
+        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event emit BEGIN itself (pysqlite's own
+        # transaction handling cannot start an IMMEDIATE transaction).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        if not memory:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: sa.Connection) -> None:
+        immediate = connection.get_execution_options().get(WRITE_OPTION)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def insert_if_absent(conn: sa.Connection, table: sa.Table, values: dict[str, Any]) -> bool:
+    """INSERT unless the primary key exists; whether a row was inserted."""
+    name = conn.dialect.name
+    if name in ("postgresql", "sqlite"):
+        # RETURNING, because psycopg reports no rowcount for this INSERT.
+        insert = postgresql.insert if name == "postgresql" else sqlite.insert
+        statement = insert(table).values(values).on_conflict_do_nothing()
+        return conn.execute(statement.returning(sa.literal(1))).first() is not None
+    statement = mysql.insert(table).values(values).prefix_with("IGNORE")
+    return conn.execute(statement).rowcount == 1
+
+
+def is_retryable(error: exc.DBAPIError) -> bool:
+    """Whether a failed transaction lost a race and can simply run again."""
+    orig = error.orig
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if state in _PG_RETRY_STATES:
+        return True
+    args = getattr(orig, "args", ())
+    if args and isinstance(args[0], int) and args[0] in _MYSQL_RETRY_CODES:
+        return True
+    return "database is locked" in str(orig)
+
+
+def is_unavailable(error: exc.DBAPIError) -> bool:
+    """Whether the error means the backend cannot be reached or is failing."""
+    return isinstance(error, exc.OperationalError | exc.InterfaceError) or bool(
+        error.connection_invalidated
+    )

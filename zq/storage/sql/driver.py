@@ -1,0 +1,69 @@
+"""The SQL Storage: controllers over one engine, and ``open_sql``."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy import exc
+
+from zq.clock import Clock
+from zq.errors import StorageUnavailable
+from zq.storage.base import Storage
+from zq.storage.sql import dialects, gc, migrate
+from zq.storage.sql.claims import SqlClaims
+from zq.storage.sql.database import Database
+from zq.storage.sql.events import SqlEventLog
+from zq.storage.sql.messages import SqlMessages
+from zq.storage.sql.queues import SqlQueues
+
+
+class SqlStorage(Storage):
+    """SQLite, PostgreSQL or MariaDB/MySQL through SQLAlchemy Core."""
+
+    def __init__(self, engine: sa.Engine, clock: Clock) -> None:
+        self._db = Database(engine)
+        self._clock = clock
+        self.queues = SqlQueues(self._db, clock)
+        self.messages = SqlMessages(self._db, clock)
+        self.claims = SqlClaims(self._db, clock)
+        self.events = SqlEventLog(self._db)
+
+    @property
+    def engine(self) -> sa.Engine:
+        return self._db.engine
+
+    def ping(self) -> bool:
+        try:
+            self._db.read(lambda conn: conn.execute(sa.text("SELECT 1")).scalar())
+        except Exception:
+            return False
+        return True
+
+    def gc(self) -> int:
+        return gc.collect(self._db, self._clock)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def open_sql(uri: str, *, clock: Clock) -> Storage:
+    """Connect to a SQL backend and check (SQLite: bring up to date) its schema."""
+    engine = dialects.create_engine(uri)
+    try:
+        if engine.dialect.name == "sqlite":
+            migrate.ensure_current(engine)
+        else:
+            migrate.require_current(engine)
+    except exc.DBAPIError as error:
+        engine.dispose()
+        raise StorageUnavailable(
+            f"Cannot use the {engine.dialect.name} storage at {_safe(uri)}: {error.orig}"
+        ) from error
+    except BaseException:
+        engine.dispose()
+        raise
+    return SqlStorage(engine, clock)
+
+
+def _safe(uri: str) -> str:
+    """The URI without its password, for messages."""
+    return dialects.to_sqlalchemy_url(uri).render_as_string(hide_password=True)

@@ -1,0 +1,74 @@
+"""Writing events inside a change's transaction, and reading the log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from zq.storage.base import Event, EventLog
+from zq.storage.sql.database import Database
+from zq.storage.sql.records import dump_json, load_json
+from zq.storage.sql.schema import events
+
+
+def event_row(
+    kind: str,
+    project: str,
+    queue: str,
+    now: float,
+    *,
+    message_id: str | None = None,
+    claim_id: str | None = None,
+    client_id: str | None = None,
+    claim_count: int | None = None,
+    detail: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One row of the events table."""
+    return {
+        "time": now,
+        "project": project,
+        "queue": queue,
+        "kind": kind,
+        "message_id": message_id,
+        "claim_id": claim_id,
+        "client_id": client_id,
+        "claim_count": claim_count,
+        "detail": dump_json(detail or {}),
+    }
+
+
+def record(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
+    """Append events in the caller's transaction (one statement)."""
+    if rows:
+        conn.execute(sa.insert(events), rows)
+
+
+class SqlEventLog(EventLog):
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def read(self, *, after: str | None = None, limit: int = 1000) -> list[Event]:
+        query = sa.select(events).order_by(events.c.seq).limit(limit)
+        if after is not None:
+            query = query.where(events.c.seq > int(after))
+        rows = self._db.read(lambda conn: conn.execute(query).all())
+        return [
+            Event(
+                cursor=str(row.seq),
+                time=row.time,
+                project=row.project,
+                queue=row.queue,
+                kind=row.kind,
+                message_id=row.message_id,
+                claim_id=row.claim_id,
+                client_id=row.client_id,
+                claim_count=row.claim_count,
+                detail=load_json(row.detail) or {},
+            )
+            for row in rows
+        ]
+
+    def trim(self, *, up_to: str) -> int:
+        statement = sa.delete(events).where(events.c.seq <= int(up_to))
+        return self._db.write(lambda conn: conn.execute(statement).rowcount)

@@ -1,0 +1,224 @@
+"""Messages: post, list, get, delete, pop."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import sqlalchemy as sa
+
+from zq import events as kinds
+from zq.clock import Clock
+from zq.dead_letter import DeadLetterPolicy
+from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
+from zq.storage.base import MessageController, MessageRecord, NewMessage
+from zq.storage.sql import predicates
+from zq.storage.sql.database import Database
+from zq.storage.sql.delivery import take_deliverable
+from zq.storage.sql.events import event_row, record
+from zq.storage.sql.queues import ensure_queue
+from zq.storage.sql.records import message_record
+from zq.storage.sql.schema import messages as m
+
+
+def new_id() -> str:
+    """A message or claim id, unique across the backend."""
+    return uuid.uuid4().hex
+
+
+def _deleted_events(
+    project: str, queue: str, rows: Sequence[sa.Row[Any]], now: float,
+    client_id: str | None,
+) -> list[dict[str, Any]]:
+    return [
+        event_row(kinds.DELETED, project, queue, now, message_id=row.id,
+                  claim_id=row.claim_id if (row.claim_expires or 0) > now else None,
+                  client_id=client_id, claim_count=row.claim_count)
+        for row in rows
+    ]
+
+
+def _delete_rows(conn: sa.Connection, rows: Sequence[sa.Row[Any]]) -> None:
+    if rows:
+        conn.execute(sa.delete(m).where(m.c.marker.in_([row.marker for row in rows])))
+
+
+class SqlMessages(MessageController):
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    def post(
+        self,
+        project: str,
+        queue: str,
+        messages: Sequence[NewMessage],
+        *,
+        client_id: str | None,
+    ) -> list[str]:
+        now = self._clock.now()
+        ids = [new_id() for _ in messages]
+        rows = [
+            {
+                "id": message_id, "project": project, "queue": queue, "body": msg.body,
+                "fingerprint": msg.fingerprint, "ttl": msg.ttl, "created": now,
+                "expires": now + msg.ttl, "delay_until": now + msg.delay,
+                "client_id": client_id, "claim_count": 0, "history": "[]",
+            }
+            for message_id, msg in zip(ids, messages, strict=True)
+        ]
+        events = [
+            event_row(kinds.POSTED, project, queue, now, message_id=message_id,
+                      client_id=client_id, claim_count=0,
+                      detail={"ttl": msg.ttl, "delay": msg.delay,
+                              "fingerprint": msg.fingerprint,
+                              "size": len(msg.body.encode())})
+            for message_id, msg in zip(ids, messages, strict=True)
+        ]
+
+        def work(conn: sa.Connection) -> None:
+            ensure_queue(conn, project, queue, now)
+            # One multi-row insert keeps the markers in posting order.
+            conn.execute(sa.insert(m).values(rows))
+            record(conn, events)
+
+        if rows:
+            self._db.write(work)
+        return ids
+
+    def list(
+        self,
+        project: str,
+        queue: str,
+        *,
+        marker: int | None = None,
+        limit: int = 10,
+        echo: bool = False,
+        client_id: str | None = None,
+        include_claimed: bool = False,
+        include_delayed: bool = False,
+    ) -> list[MessageRecord]:
+        now = self._clock.now()
+        where = [predicates.in_queue(project, queue), predicates.alive(now)]
+        if marker is not None:
+            where.append(m.c.marker > marker)
+        if not echo and client_id is not None:
+            where.append(sa.or_(m.c.client_id.is_(None), m.c.client_id != client_id))
+        if not include_claimed:
+            where.append(predicates.unheld(now))
+        if not include_delayed:
+            where.append(m.c.delay_until <= now)
+        query = sa.select(m).where(*where).order_by(m.c.marker).limit(limit)
+        rows = self._db.read(lambda conn: conn.execute(query).all())
+        return [message_record(row, now) for row in rows]
+
+    def get(self, project: str, queue: str, message_id: str) -> MessageRecord:
+        found = self.get_many(project, queue, [message_id])
+        if not found:
+            raise MessageNotFound(f"Message {message_id!r} does not exist.")
+        return found[0]
+
+    def get_many(
+        self, project: str, queue: str, message_ids: Sequence[str]
+    ) -> list[MessageRecord]:
+        if not message_ids:
+            return []
+        now = self._clock.now()
+        query = (
+            sa.select(m)
+            .where(predicates.in_queue(project, queue), predicates.alive(now),
+                   m.c.id.in_(list(message_ids)))
+            .order_by(m.c.marker)
+        )
+        rows = self._db.read(lambda conn: conn.execute(query).all())
+        return [message_record(row, now) for row in rows]
+
+    def delete(
+        self,
+        project: str,
+        queue: str,
+        message_id: str,
+        *,
+        claim_id: str | None,
+        client_id: str | None,
+    ) -> None:
+        def work(conn: sa.Connection) -> None:
+            now = self._clock.now()
+            row = conn.execute(
+                sa.select(m)
+                .where(predicates.in_queue(project, queue), predicates.alive(now),
+                       m.c.id == message_id)
+                .with_for_update()
+            ).first()
+            if row is None:
+                return
+            holder = row.claim_id if (row.claim_expires or 0) > now else None
+            if claim_id is None and holder is not None:
+                raise MessageIsClaimed(
+                    f"Message {message_id!r} is claimed; give its claim id to delete it."
+                )
+            if claim_id is not None and holder != claim_id:
+                raise ClaimMismatch(
+                    f"Claim {claim_id!r} does not hold message {message_id!r}."
+                )
+            _delete_rows(conn, [row])
+            record(conn, _deleted_events(project, queue, [row], now, client_id))
+
+        self._db.write(work)
+
+    def delete_many(
+        self,
+        project: str,
+        queue: str,
+        message_ids: Sequence[str],
+        *,
+        claim_ids: Sequence[str] | None = None,
+        client_id: str | None,
+    ) -> list[str]:
+        if not message_ids or (claim_ids is not None and not claim_ids):
+            return []
+
+        def work(conn: sa.Connection) -> list[str]:
+            now = self._clock.now()
+            where = [predicates.in_queue(project, queue), predicates.alive(now),
+                     m.c.id.in_(list(message_ids))]
+            if claim_ids is not None:
+                where += [m.c.claim_id.in_(list(claim_ids)), predicates.held(now)]
+            rows = conn.execute(
+                sa.select(m).where(*where).order_by(m.c.marker).with_for_update()
+            ).all()
+            _delete_rows(conn, rows)
+            record(conn, _deleted_events(project, queue, rows, now, client_id))
+            return [row.id for row in rows]
+
+        return self._db.write(work)
+
+    def pop(
+        self,
+        project: str,
+        queue: str,
+        *,
+        limit: int,
+        client_id: str | None,
+        dead_letter: DeadLetterPolicy | None,
+    ) -> list[MessageRecord]:
+        def work(conn: sa.Connection) -> list[MessageRecord]:
+            now = self._clock.now()
+            taken = take_deliverable(conn, project, queue, limit=limit, now=now,
+                                     client_id=client_id, dead_letter=dead_letter)
+            _delete_rows(conn, taken.rows)
+            popped = [
+                replace(message_record(row, now), claim_count=row.claim_count + 1)
+                for row in taken.rows
+            ]
+            record(conn, taken.events + [
+                event_row(kinds.DELETED, project, queue, now, message_id=msg.id,
+                          client_id=client_id, claim_count=msg.claim_count,
+                          detail={"pop": True})
+                for msg in popped
+            ])
+            return popped
+
+        return self._db.write(work)

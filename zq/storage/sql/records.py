@@ -1,0 +1,36 @@
+"""Rows -> the contract's records, and the JSON text columns."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sqlalchemy as sa
+
+from zq.storage.base import MessageRecord
+
+
+def dump_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def load_json(text: str | None) -> Any:
+    return json.loads(text) if text else None
+
+
+def message_record(row: sa.Row[Any], now: float) -> MessageRecord:
+    """A messages row as the contract shows it (claim id only while live)."""
+    live = row.claim_id is not None and (row.claim_expires or 0) > now
+    return MessageRecord(
+        id=row.id,
+        queue=row.queue,
+        body=row.body,
+        ttl=row.ttl,
+        created=row.created,
+        expires=row.expires,
+        client_id=row.client_id,
+        claim_id=row.claim_id if live else None,
+        claim_count=row.claim_count,
+        history=load_json(row.history) or [],
+        marker=row.marker,
+    )

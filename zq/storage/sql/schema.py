@@ -1,0 +1,110 @@
+"""The driver's tables (SQLAlchemy Core); migrations/ creates them.
+
+Times are POSIX seconds as double precision. JSON (queue metadata, message
+history, event detail) is stored as text: the driver never queries inside
+it, and text behaves the same on every dialect.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+metadata = sa.MetaData()
+
+
+def name_type(length: int) -> sa.types.TypeEngine[str]:
+    """A short identifier compared byte by byte on every dialect.
+
+    Queue names are case-sensitive and listed in byte order, so PostgreSQL
+    uses the "C" collation and MySQL/MariaDB a binary one.
+    """
+    return (
+        sa.String(length)
+        .with_variant(sa.String(length, collation="C"), "postgresql")
+        .with_variant(
+            mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin"),
+            "mysql",
+            "mariadb",
+        )
+    )
+
+
+def long_text() -> sa.types.TypeEngine[str]:
+    """Text up to megabytes (MySQL's TEXT stops at 64 KiB)."""
+    return sa.Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+
+
+# An integer primary key that SQLite makes its rowid.
+big_id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+PROJECT = 256
+QUEUE = 64
+ID = 36
+CLIENT = 256
+
+queues = sa.Table(
+    "queues",
+    metadata,
+    sa.Column("project", name_type(PROJECT), primary_key=True),
+    sa.Column("name", name_type(QUEUE), primary_key=True),
+    sa.Column("metadata", long_text(), nullable=False),
+    sa.Column("created", sa.Double(), nullable=False),
+)
+
+messages = sa.Table(
+    "messages",
+    metadata,
+    # Queue order; AUTOINCREMENT so SQLite never reuses a deleted marker.
+    sa.Column("marker", big_id, primary_key=True, autoincrement=True),
+    sa.Column("id", name_type(ID), nullable=False, unique=True),
+    sa.Column("project", name_type(PROJECT), nullable=False),
+    sa.Column("queue", name_type(QUEUE), nullable=False),
+    sa.Column("body", long_text(), nullable=False),
+    sa.Column("fingerprint", sa.String(64), nullable=False),
+    sa.Column("ttl", sa.Integer(), nullable=False),
+    sa.Column("created", sa.Double(), nullable=False),
+    sa.Column("expires", sa.Double(), nullable=False),
+    sa.Column("delay_until", sa.Double(), nullable=False),
+    sa.Column("client_id", sa.String(CLIENT), nullable=True),
+    sa.Column("claim_id", name_type(ID), nullable=True),
+    sa.Column("claim_expires", sa.Double(), nullable=True),
+    sa.Column("claim_count", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("history", long_text(), nullable=False),
+    sa.Index("ix_messages_queue_marker", "project", "queue", "marker"),
+    sa.Index("ix_messages_expires", "expires"),
+    sa.Index("ix_messages_claim_id", "claim_id"),
+    sqlite_autoincrement=True,
+)
+
+claims = sa.Table(
+    "claims",
+    metadata,
+    sa.Column("id", name_type(ID), primary_key=True),
+    sa.Column("project", name_type(PROJECT), nullable=False),
+    sa.Column("queue", name_type(QUEUE), nullable=False),
+    sa.Column("ttl", sa.Integer(), nullable=False),
+    sa.Column("grace", sa.Integer(), nullable=False),
+    sa.Column("created", sa.Double(), nullable=False),
+    sa.Column("expires", sa.Double(), nullable=False),
+    sa.Column("client_id", sa.String(CLIENT), nullable=True),
+    sa.Index("ix_claims_queue", "project", "queue"),
+    sa.Index("ix_claims_expires", "expires"),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    # The cursor; AUTOINCREMENT so SQLite never reuses a trimmed one.
+    sa.Column("seq", big_id, primary_key=True, autoincrement=True),
+    sa.Column("time", sa.Double(), nullable=False),
+    sa.Column("project", name_type(PROJECT), nullable=False),
+    sa.Column("queue", name_type(QUEUE), nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("message_id", name_type(ID), nullable=True),
+    sa.Column("claim_id", name_type(ID), nullable=True),
+    sa.Column("client_id", sa.String(CLIENT), nullable=True),
+    sa.Column("claim_count", sa.Integer(), nullable=True),
+    sa.Column("detail", long_text(), nullable=False),
+    sqlite_autoincrement=True,
+)
