@@ -12,6 +12,7 @@ thread, not a whole worker.
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -64,6 +65,22 @@ def check_server_config(config: Config) -> None:
         raise CommandError(f"workers must be at least 1, got {server.workers}.")
     if server.threads < 1:
         raise CommandError(f"threads must be at least 1, got {server.threads}.")
+
+
+def check_address_free(host: str, port: int) -> None:
+    """Fail in one line when the address cannot be bound (gunicorn would retry noisily)."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            # gunicorn sets SO_REUSEADDR too: a port in TIME_WAIT is usable.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {bind_address(host, port)}: "
+                           f"{exc.strerror or exc}.") from exc
 
 
 def prepare_storage(config: Config) -> str:
@@ -176,6 +193,7 @@ def configure_logging() -> None:
 def serve(config: Config) -> None:
     """Run the server until SIGTERM (graceful) or SIGINT (quick)."""
     check_server_config(config)
+    check_address_free(config.server.host, config.server.port)
     configure_logging()
     uri = prepare_storage(config)
     ZqServer(config, uri).run()
