@@ -1,0 +1,83 @@
+"""Fixtures for the analytics tests: one Spark session, one exported dataset."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from tests.analytics.memlog import LogOnlyStorage, MemoryEventLog
+from zq.analytics.cli import register
+from zq.analytics.export import export
+from zq.analytics.synthetic import synthetic_events
+from zq.storage.base import Event
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from zq.analytics.spark import spark_session
+
+    # Two cores on this machine: two local threads, few shuffle partitions.
+    session = spark_session("local[2]", app_name="zq-tests",
+                            conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
+
+
+def zq_parser() -> argparse.ArgumentParser:
+    """The harness standing in for zq/cli.py: a top-level parser that calls register."""
+    parser = argparse.ArgumentParser(prog="zq")
+    register(parser.add_subparsers(dest="command", required=True))
+    return parser
+
+
+T0 = 1_700_100_000.0  # 2023-11-16T02:13:20Z
+
+
+def edge_events() -> list[Event]:
+    """Hand-made histories for the rules the synthetic workload does not exercise."""
+
+    def e(offset, kind, message=None, **fields):
+        return Event(cursor="", time=T0 + offset, project="edge-project",
+                     queue=fields.pop("queue", "edge"), kind=kind, message_id=message, **fields)
+
+    posted = {"ttl": 60, "delay": 0, "size": 2}
+    return [
+        # A claim that lapsed, then a pop: the claim expired; the pop is claim 2.
+        e(0, "posted", "e1", client_id="producer", detail={**posted, "fingerprint": "fp-e1"}),
+        e(1, "claimed", "e1", claim_id="k1", client_id="slowpoke", claim_count=1),
+        e(500, "deleted", "e1", client_id="popper", claim_count=2, detail={"pop": True}),
+        # A bulk delete without the claim id.
+        e(2, "posted", "e2", client_id="producer", detail={**posted, "fingerprint": "fp-e2"}),
+        e(3, "claimed", "e2", claim_id="k2", client_id="bulk", claim_count=1),
+        e(4, "deleted", "e2", client_id="admin", claim_count=1),
+        # Events without claim_count or fingerprint: fall back to the running
+        # count and the posted fingerprint.
+        e(5, "posted", "e3", client_id="producer", detail={**posted, "fingerprint": "fp-e3"}),
+        e(6, "claimed", "e3", claim_id="k3", client_id="slowpoke"),
+        e(400, "dead_lettered", "e3", detail={"to": "edge-dlq", "reason": "max_claim_count",
+                                              "sample": "[3]"}),
+        # The garbage collector reports a claim whose deliveries are not here.
+        e(7, "expired", claim_id="k9", client_id="ghost",
+          detail={"target": "claim", "messages": 2}),
+        # Claim and delete in the same instant: the log order decides.
+        e(8, "posted", "e6", client_id="producer", detail={**posted, "fingerprint": "fp-e6"}),
+        e(9, "claimed", "e6", claim_id="k6", client_id="quick", claim_count=1),
+        e(9, "deleted", "e6", claim_id="k6", client_id="quick", claim_count=1),
+        # Still held when the log ends.
+        e(10, "posted", "e7", client_id="producer", detail={**posted, "fingerprint": "fp-e7"}),
+        e(11, "claimed", "e7", claim_id="k7", client_id="slowpoke", claim_count=1),
+        e(12, "renewed", "e7", claim_id="k7", client_id="slowpoke", claim_count=1),
+        e(13, "purged", detail={"messages": 4}),
+    ]
+
+
+@pytest.fixture(scope="session")
+def dataset(tmp_path_factory):
+    """(dataset dir, events in log order) for the synthetic workload plus edge cases."""
+    log = MemoryEventLog(synthetic_events(3000, seed=21))
+    log.append(edge_events())
+    events = list(log.events)
+    root = tmp_path_factory.mktemp("events")
+    export({"a": LogOnlyStorage(log)}, str(root), batch_size=1000)
+    return str(root), events

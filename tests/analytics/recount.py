@@ -1,0 +1,162 @@
+"""A plain-Python recount of every statistic, written without looking at Spark.
+
+Input: the events in log order (their index is the exporter's ``seq``).
+Output: the same tables as ``zq stats --format json``, as lists of dicts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime
+
+from zq.storage.base import Event
+
+STEP_KINDS = {"posted", "claimed", "released", "deleted", "dead_lettered", "expired"}
+COUNTED = ["posted", "claimed", "released", "deleted", "dead_lettered", "expired"]
+
+
+def day(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d")
+
+
+def rate(failed: int, succeeded: int):
+    return failed / (failed + succeeded) if failed + succeeded else None
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    position = p * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def counts_row(events: list[Event]) -> dict:
+    row = dict.fromkeys(COUNTED, 0)
+    for e in events:
+        if e.kind == "expired" and e.message_id is None:
+            continue
+        if e.kind in row:
+            row[e.kind] += 1
+    row["dead_letter_rate"] = rate(row["dead_lettered"], row["deleted"])
+    return row
+
+
+def recount(log: list[Event], top: int = 20, backend: str = "a") -> dict[str, list[dict]]:
+    indexed = list(enumerate(log))
+    by_queue = defaultdict(list)
+    by_queue_day = defaultdict(list)
+    for _, e in indexed:
+        by_queue[(e.project, e.queue)].append(e)
+        by_queue_day[(day(e.time), e.project, e.queue)].append(e)
+
+    totals = [{"project": p, "queue": q, **counts_row(evs)} for (p, q), evs in by_queue.items()]
+    totals.sort(key=lambda r: (-r["dead_lettered"], r["project"], r["queue"]))
+    daily = [{"day": d, "project": p, "queue": q, **counts_row(evs)}
+             for (d, p, q), evs in sorted(by_queue_day.items())]
+
+    # Each message's steps, in time order.
+    messages = defaultdict(list)
+    for seq, e in indexed:
+        if e.message_id is not None and e.kind in STEP_KINDS:
+            messages[(backend, e.project, e.message_id)].append((e.time, seq, e))
+    distribution = defaultdict(int)
+    latencies = defaultdict(list)
+    moves = []  # (event, seq, message key, posted fingerprint)
+    holds = []  # (client, claim id, ended_by)
+    for key, steps in messages.items():
+        steps.sort(key=lambda s: (s[0], s[1]))
+        posted = [s[2] for s in steps if s[2].kind == "posted"]
+        posted_at = min((p.time for p in posted), default=None)
+        posted_fp = max((p.detail.get("fingerprint") for p in posted
+                         if p.detail.get("fingerprint")), default=None)
+        claimed = 0
+        for index, (_, seq, e) in enumerate(steps):
+            if e.kind == "claimed":
+                claimed += 1
+                following = steps[index + 1][2] if index + 1 < len(steps) else None
+                holds.append((e.client_id or "(none)", e.claim_id, ended_by(e, following)))
+            if e.kind in ("deleted", "dead_lettered"):
+                pop = e.kind == "deleted" and bool(e.detail.get("pop"))
+                claims = e.claim_count if e.claim_count is not None else claimed + int(pop)
+                distribution[(e.project, e.queue, e.kind, claims)] += 1
+                if posted_at is not None:
+                    metric = "post_to_delete" if e.kind == "deleted" else "post_to_dead_letter"
+                    latencies[(e.project, e.queue, metric)].append(e.time - posted_at)
+            if e.kind == "dead_lettered":
+                moves.append((e, seq, key, posted_fp))
+
+    claims_distribution = [
+        {"project": p, "queue": q, "outcome": o, "claims": c, "messages": n}
+        for (p, q, o, c), n in sorted(distribution.items())
+    ]
+    latency = [
+        {"project": p, "queue": q, "metric": m, "messages": len(v),
+         "p50": percentile(v, 0.5), "p95": percentile(v, 0.95), "p99": percentile(v, 0.99),
+         "max": max(v)}
+        for (p, q, m), v in sorted(latencies.items())
+    ]
+
+    prints = defaultdict(lambda: {"dead_letters": 0, "messages": set(), "queues": set(),
+                                  "sample": None})
+    for e, seq, key, posted_fp in moves:
+        fp = e.detail.get("fingerprint") or posted_fp
+        entry = prints[fp]
+        entry["dead_letters"] += 1
+        entry["messages"].add(key)
+        entry["queues"].add(e.queue)
+        if e.detail.get("sample") is not None and (
+                entry["sample"] is None or (e.time, seq) < entry["sample"][0]):
+            entry["sample"] = ((e.time, seq), e.detail["sample"])
+    fingerprints = sorted(
+        ({"fingerprint": fp, "dead_letters": v["dead_letters"], "messages": len(v["messages"]),
+          "queues": ",".join(sorted(v["queues"])),
+          "sample": v["sample"][1] if v["sample"] else None} for fp, v in prints.items()),
+        key=lambda r: (-r["dead_letters"], r["fingerprint"]))[:top]
+
+    clients = defaultdict(lambda: {"deliveries": 0, "claims": set(), "deleted": 0,
+                                   "released": 0, "expired": 0, "expired_claims": set()})
+    for client, claim_id, end in holds:
+        c = clients[client]
+        c["deliveries"] += 1
+        c["claims"].add(claim_id)
+        if end in ("deleted", "released", "expired"):
+            c[end] += 1
+        if end == "expired":
+            c["expired_claims"].add(claim_id)
+    for e in log:
+        if e.kind == "expired" and e.message_id is None and e.detail.get("target") == "claim":
+            clients[e.client_id or "(none)"]["expired_claims"].add(e.claim_id)
+    consumers = sorted(
+        ({"client_id": name, "deliveries": c["deliveries"], "claims": len(c["claims"]),
+          "deleted": c["deleted"], "released": c["released"], "expired": c["expired"],
+          "expired_claims": len(c["expired_claims"])} for name, c in clients.items()),
+        key=lambda r: (-(r["expired"] + r["released"]), -r["expired_claims"], r["client_id"]),
+    )[:top]
+
+    per_day = defaultdict(lambda: [0, 0])
+    for e in log:
+        if e.kind == "deleted":
+            per_day[day(e.time)][0] += 1
+        elif e.kind == "dead_lettered":
+            per_day[day(e.time)][1] += 1
+        else:
+            per_day.setdefault(day(e.time), [0, 0])
+    dead_letter_rate = [{"day": d, "deleted": n[0], "dead_lettered": n[1],
+                         "dead_letter_rate": rate(n[1], n[0])} for d, n in sorted(per_day.items())]
+
+    return {"queue_totals": totals, "queue_daily": daily,
+            "claims_distribution": claims_distribution, "latency": latency,
+            "failing_fingerprints": fingerprints, "consumers": consumers,
+            "dead_letter_rate": dead_letter_rate}
+
+
+def ended_by(claim: Event, following: Event | None) -> str:
+    """How the delivery ``claim`` ended, judged by the message's next step."""
+    if following is None:
+        return "open"
+    if following.kind == "released":
+        return "released"
+    if following.kind == "deleted" and not following.detail.get("pop"):
+        return "deleted" if following.claim_id == claim.claim_id else "deleted_unclaimed"
+    return "expired"

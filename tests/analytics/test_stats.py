@@ -1,0 +1,135 @@
+"""The Spark job against a plain-Python recount of the same events (real PySpark)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.analytics.conftest import T0, zq_parser
+from tests.analytics.recount import recount
+from zq.analytics.job import run
+
+pytestmark = pytest.mark.slow
+
+
+def stats(spark, *argv: str) -> tuple[int, str, list[str]]:
+    args = zq_parser().parse_args(["stats", *argv])
+    out, said = io.StringIO(), []
+    code = run(args, spark=spark, out=out, progress=said.append)
+    return code, out.getvalue(), said
+
+
+def assert_same(printed: dict, expected: dict) -> None:
+    assert sorted(printed) == sorted(expected)
+    for name, rows in expected.items():
+        assert len(printed[name]) == len(rows), name
+        for got, want in zip(printed[name], rows, strict=True):
+            assert got.keys() == want.keys(), name
+            for key, value in want.items():
+                if isinstance(value, float):
+                    assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-9), (name, key)
+                else:
+                    assert got[key] == value, (name, key, got, want)
+
+
+def test_every_figure_matches_the_recount(spark, dataset):
+    root, events = dataset
+    code, out, said = stats(spark, "--events", root, "--format", "json")
+    assert code == 0
+    printed = json.loads(out)
+    assert_same(printed, recount(events))
+    assert f"{len(events):,} events selected" in said
+    assert any(s.startswith("computing consumers") for s in said)
+
+
+def test_edge_cases_are_classified_as_documented(spark, dataset):
+    root, _ = dataset
+    _, out, _ = stats(spark, "--events", root, "--format", "json", "--project", "edge-project")
+    printed = json.loads(out)
+    consumers = {r["client_id"]: r for r in printed["consumers"]}
+    assert consumers["slowpoke"] | {} == {
+        "client_id": "slowpoke", "deliveries": 3, "claims": 3, "deleted": 0, "released": 0,
+        "expired": 2, "expired_claims": 2}  # k1 (popped after), k3 (dead lettered); k7 open
+    assert consumers["ghost"]["expired_claims"] == 1 and consumers["ghost"]["deliveries"] == 0
+    assert consumers["bulk"]["deleted"] == 0 and consumers["bulk"]["expired"] == 0
+    assert consumers["quick"]["deleted"] == 1
+    distribution = {(r["outcome"], r["claims"]): r["messages"]
+                    for r in printed["claims_distribution"]}
+    assert distribution == {("deleted", 2): 1, ("deleted", 1): 2, ("dead_lettered", 1): 1}
+    assert printed["failing_fingerprints"] == [{
+        "fingerprint": "fp-e3", "dead_letters": 1, "messages": 1, "queues": "edge",
+        "sample": "[3]"}]
+    latency = {r["metric"]: r for r in printed["latency"]}
+    assert latency["post_to_dead_letter"]["p50"] == pytest.approx(395.0)
+
+
+def test_filters_match_a_recount_of_the_filtered_events(spark, dataset):
+    root, events = dataset
+    since, until = 1_700_060_000.0, 1_700_200_000.0
+    _, out, _ = stats(spark, "--events", root, "--format", "json", "--project", "project-1",
+                      "--since", str(since), "--until", "2023-11-17T05:20:00Z")
+    until = 1_700_198_400.0
+    chosen = [e for e in events
+              if e.project == "project-1" and since <= e.time < until]
+    assert_same(json.loads(out), recount(chosen))
+
+    _, out, _ = stats(spark, "--events", root, "--format", "json", "--queue", "queue-0",
+                      "--top", "3")
+    chosen = [e for e in events if e.queue == "queue-0"]
+    assert_same(json.loads(out), recount(chosen, top=3))
+
+
+def test_sql_queries_the_registered_views(spark, dataset):
+    root, events = dataset
+    code, out, _ = stats(
+        spark, "--events", root, "--format", "csv", "--sql",
+        "SELECT outcome, count(*) AS n FROM lifecycles GROUP BY outcome ORDER BY outcome")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0] == "outcome,n"
+    got = dict(line.split(",") for line in lines[1:])
+    assert int(got["deleted"]) == len({(e.project, e.message_id) for e in events
+                                       if e.kind == "deleted"})
+    _, out, _ = stats(spark, "--events", root, "--format", "json", "--sql",
+                      "SELECT sum(dead_lettered) AS n FROM queue_totals")
+    assert json.loads(out) == {"sql": [{"n": sum(e.kind == "dead_lettered" for e in events)}]}
+    code, _, _ = stats(spark, "--events", root, "--sql", "SELECT * FROM no_such_view")
+    assert code == 2
+
+
+def test_out_writes_tables_charts_and_one_html_report(spark, dataset, tmp_path):
+    root, events = dataset
+    code, out, _ = stats(spark, "--events", root, "--out", str(tmp_path), "--top", "5")
+    assert code == 0 and "== queue_totals" in out
+    for name in ("queue_totals", "queue_daily", "claims_distribution", "latency",
+                 "failing_fingerprints", "consumers", "dead_letter_rate"):
+        assert (tmp_path / f"{name}.csv").read_text().count("\n") >= 2
+        assert pq.read_table(tmp_path / f"{name}.parquet").num_rows >= 1
+    page = (tmp_path / "report.html").read_text()
+    images = re.findall(r"src='data:image/png;base64,([^']+)'", page)
+    assert len(images) == 3
+    assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
+    for chart in ("claims_per_message", "dead_letter_rate", "latency_percentiles"):
+        assert (tmp_path / f"{chart}.png").read_bytes().startswith(b"\x89PNG")
+    posted = sum(e.kind == "posted" for e in events)
+    totals = pq.read_table(tmp_path / "queue_totals.parquet").column("posted").to_pylist()
+    assert sum(totals) == posted
+
+
+def test_table_format_prints_every_table(spark, dataset):
+    root, _ = dataset
+    _, out, _ = stats(spark, "--events", root, "--since", str(T0), "--until", str(T0 + 1000))
+    assert re.findall(r"^== (\w+)", out, re.M) == [
+        "queue_totals", "queue_daily", "claims_distribution", "latency",
+        "failing_fingerprints", "consumers", "dead_letter_rate"]
+
+
+def test_missing_dataset_is_a_clear_error(spark, tmp_path, capsys):
+    code, _, _ = stats(spark, "--events", str(tmp_path / "nothing-here"))
+    assert code == 1
+    assert "cannot read events" in capsys.readouterr().err

@@ -1,0 +1,100 @@
+"""A real ``zq serve`` subprocess for end-to-end tests.
+
+The server is started with ``--port 0`` (the kernel picks a free port, so
+parallel runs never collide) and the address is read from its start line.
+Every wait is bounded; ``stop()`` always ends the process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+START_LINE = re.compile(r"zq serving (http://\S+)/v2 on storage (\S+) with (\d+) worker")
+START_TIMEOUT = 60.0  # seconds; a 2-core machine shared with other test runs
+
+
+def clean_environment(data_home: Path) -> dict[str, str]:
+    """The caller's environment without ZQ_* settings, with a private data dir."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZQ_")}
+    env["XDG_DATA_HOME"] = str(data_home)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_zq(*argv: str, env: dict[str, str], timeout: float = 120.0) -> subprocess.CompletedProcess:
+    """Run ``python -m zq ARGV`` from this checkout and wait for it."""
+    return subprocess.run(
+        [sys.executable, "-m", "zq", *argv], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=timeout,
+    )
+
+
+class ServerProcess:
+    """``python -m zq serve`` in the background, logging to a file."""
+
+    def __init__(self, log_path: Path, env: dict[str, str], *args: str) -> None:
+        self.log_path = log_path
+        self.env = env
+        self.args = ["--port", "0", *args]
+        self.process: subprocess.Popen | None = None
+        self.url = ""
+
+    def start(self) -> ServerProcess:
+        """Start and wait until ``/v2/ping`` answers 204."""
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "zq", "serve", *self.args],
+                cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self.url:
+            match = START_LINE.search(self.log())
+            if match:
+                self.url = match.group(1)
+            elif self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"zq serve did not start:\n{self.log()}")
+            else:
+                time.sleep(0.05)
+        while not self.ping():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"zq serve never answered /v2/ping:\n{self.log()}")
+            time.sleep(0.05)
+        return self
+
+    def ping(self) -> bool:
+        headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": "e2e-ping"}
+        try:
+            response = httpx.get(f"{self.url}/v2/ping", headers=headers, timeout=2,
+                                 trust_env=False)
+            return response.status_code == 204
+        except httpx.HTTPError:
+            return False
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """SIGTERM (graceful), then SIGKILL after ``timeout``; returns the exit status."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        return self.process.returncode

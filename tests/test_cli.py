@@ -1,0 +1,253 @@
+"""The zq command line: help texts, configuration precedence, error messages."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from zq import cli
+from zq.commands import serve as serve_command
+from zq.server import gunicorn_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Every subcommand, as the words typed after `zq`.
+COMMANDS = [
+    ["serve"], ["db"], ["db", "upgrade"], ["gc"], ["config"],
+    ["events"], ["events", "export"], ["stats"],
+]
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No ZQ_* variable of the caller leaks in; the data directory is private."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("ZQ_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+
+def run_zq(*argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        status = cli.main(list(argv))
+    except SystemExit as exit_:  # argparse: --help (0) and bad command lines (2)
+        status = int(exit_.code or 0)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_every_command_module_is_importable() -> None:
+    cli.build_parser()
+    assert cli.UNAVAILABLE == {}
+
+
+def test_top_level_help_lists_commands_and_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_zq("--help", capsys=capsys)
+    assert status == 0
+    for command in ("serve", "db", "gc", "config", "events", "stats"):
+        assert f"    {command} " in out
+    assert "dead letter queue" in out
+    assert "examples:" in out and "zq serve --storage postgresql://" in out
+
+
+@pytest.mark.parametrize("words", COMMANDS, ids=" ".join)
+def test_every_subcommand_explains_itself(
+    words: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, _ = run_zq(*words, "--help", capsys=capsys)
+    assert status == 0
+    usage, _, rest = out.partition("\n\n")
+    assert usage.startswith(f"usage: zq {' '.join(words)}")
+    description = rest.split("\n\n")[0]
+    assert len(description) > 40, f"zq {' '.join(words)} --help has no description"
+    assert "example" in out.lower(), f"zq {' '.join(words)} --help shows no example"
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_zq("--version", capsys=capsys)
+    assert status == 0 and out.startswith("zq 0.")
+
+
+def test_python_dash_m_zq_runs_the_same_cli() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "zq", "serve", "--help"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0
+    assert "usage: zq serve" in result.stdout
+
+
+# -- configuration precedence: defaults < file < environment < flags ---------
+
+def write_config(path: Path) -> Path:
+    path.write_text(
+        '[server]\nport = 1111\nworkers = 3\n'
+        '[storage]\nuri = "sqlite:///from-file.db"\n'
+        '[limits]\nmax_message_ttl = 7200\n'
+    )
+    return path
+
+
+def effective(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    status, out, err = run_zq("config", *argv, capsys=capsys)
+    assert status == 0, err
+    return tomllib.loads(out)
+
+
+def test_config_prints_defaults_as_valid_toml(capsys: pytest.CaptureFixture[str]) -> None:
+    shown = effective(capsys)
+    assert shown["server"] == {
+        "host": "127.0.0.1", "port": 8888, "workers": 2, "threads": 4, "timeout": 30,
+    }
+    assert shown["limits"]["max_messages_per_claim_or_pop"] == 20
+    assert shown["gc"]["interval"] == 30.0
+    assert shown["storage"]["uri"] == ""
+
+
+def test_file_overrides_defaults(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shown = effective(capsys, "--config", str(write_config(tmp_path / "zq.toml")))
+    assert shown["server"]["port"] == 1111
+    assert shown["server"]["host"] == "127.0.0.1"  # untouched settings keep defaults
+    assert shown["limits"]["max_message_ttl"] == 7200
+    assert shown["storage"]["uri"] == "sqlite:///from-file.db"
+
+
+def test_zq_config_variable_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ZQ_CONFIG", str(write_config(tmp_path / "zq.toml")))
+    assert effective(capsys)["server"]["port"] == 1111
+
+
+def test_environment_overrides_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ZQ_SERVER_PORT", "2222")
+    monkeypatch.setenv("ZQ_STORAGE", "sqlite:///from-env.db")
+    monkeypatch.setenv("ZQ_GC_INTERVAL", "2.5")
+    shown = effective(capsys, "--config", str(write_config(tmp_path / "zq.toml")))
+    assert shown["server"]["port"] == 2222
+    assert shown["server"]["workers"] == 3  # from the file, not overridden
+    assert shown["storage"]["uri"] == "sqlite:///from-env.db"
+    assert shown["gc"]["interval"] == 2.5
+
+
+def test_flags_override_environment_and_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZQ_SERVER_PORT", "2222")
+    monkeypatch.setenv("ZQ_STORAGE", "sqlite:///from-env.db")
+    args = cli.build_parser().parse_args([
+        "serve", "--config", str(write_config(tmp_path / "zq.toml")),
+        "--port", "3333", "--storage", "sqlite:///from-flag.db",
+    ])
+    config = serve_command.config_for(args)
+    assert config.server.port == 3333
+    assert config.storage.uri == "sqlite:///from-flag.db"
+    assert config.server.workers == 3  # no --workers flag: the file's value stays
+    assert config.limits.max_message_ttl == 7200
+
+
+def test_config_redacts_the_storage_password(capsys: pytest.CaptureFixture[str]) -> None:
+    shown = effective(capsys, "--storage", "postgresql://zq:s3cret@db.example.com/zq")
+    assert shown["storage"]["uri"] == "postgresql://zq:***@db.example.com/zq"
+
+
+def test_serve_runs_gthread_workers_from_the_config() -> None:
+    args = cli.build_parser().parse_args(["serve", "--workers", "5", "--host", "::1"])
+    settings = gunicorn_settings(serve_command.config_for(args))
+    assert settings["worker_class"] == "gthread"
+    assert settings["workers"] == 5 and settings["threads"] == 4
+    assert settings["bind"] == ["[::1]:8888"]
+
+
+# -- errors: one line, no traceback, exit 1 (2 for a bad command line) ---------
+
+def assert_one_line_error(status: int, err: str, *fragments: str) -> None:
+    assert status == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("zq: error: ")
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_missing_config_file(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run_zq("config", "--config", "/nonexistent/zq.toml", capsys=capsys)
+    assert_one_line_error(status, err, "/nonexistent/zq.toml", "does not exist")
+
+
+def test_invalid_toml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[server\nport = 1\n")
+    status, _, err = run_zq("serve", "--config", str(bad), capsys=capsys)
+    assert_one_line_error(status, err, "not valid TOML")
+
+
+def test_unknown_setting_in_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[server]\nprot = 1\n")
+    status, _, err = run_zq("gc", "--config", str(bad), capsys=capsys)
+    assert_one_line_error(status, err, "unknown setting server.prot")
+
+
+def test_bad_environment_value(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ZQ_SERVER_WORKERS", "many")
+    status, _, err = run_zq("serve", capsys=capsys)
+    assert_one_line_error(status, err, "server.workers", "expected int")
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["serve", "--port", "70000"], "port must be 0..65535"),
+    (["serve", "--workers", "0"], "workers must be at least 1"),
+])
+def test_impossible_server_settings(
+    argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _, err = run_zq(*argv, capsys=capsys)
+    assert_one_line_error(status, err, fragment)
+
+
+def test_unsupported_storage_scheme(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run_zq("gc", "--storage", "ftp://example.com/x", capsys=capsys)
+    assert_one_line_error(status, err, "ftp://example.com/x", "Unsupported storage URI scheme")
+
+
+@pytest.mark.parametrize("command", [["gc"], ["serve"], ["db", "upgrade"]], ids=" ".join)
+def test_unreachable_storage(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    # Nothing listens on port 1; the password must not be shown.
+    uri = "postgresql://zq:s3cret@127.0.0.1:1/zq"
+    status, _, err = run_zq(*command, "--storage", uri, capsys=capsys)
+    assert_one_line_error(status, err, "postgresql://zq:***@127.0.0.1:1/zq")
+    assert "s3cret" not in err
+
+
+def test_db_upgrade_on_a_non_sql_storage_says_there_is_nothing_to_do(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, out, _ = run_zq("db", "upgrade", "--storage", "redis://:pw@127.0.0.1:6379",
+                            capsys=capsys)
+    assert status == 0
+    assert out.strip() == "redis://:***@127.0.0.1:6379 is a redis storage: " \
+        "it has no schema, nothing to migrate."
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["bogus"], ["serve", "--port", "eighty"], ["serve", "--nope"], ["db"],
+])
+def test_bad_command_lines_exit_2_with_usage(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _, err = run_zq(*argv, capsys=capsys)
+    assert status == 2
+    assert "usage: zq" in err and "error:" in err
+    assert "Traceback" not in err

@@ -1,0 +1,45 @@
+"""README.md stays true: the configuration table and the commands it promises."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from tools.config_reference import DESCRIPTIONS, reference_table
+from zq.config import Config
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+TEST_COMMAND = "pip install '.[test,spark]' && python -m pytest"
+
+
+def test_configuration_table_is_generated_from_zq_config() -> None:
+    match = re.search(
+        r"<!-- config-reference:start -->\n(.*?)<!-- config-reference:end -->", README, re.S
+    )
+    assert match, "README.md lost its config-reference markers"
+    assert match.group(1) == reference_table(), "run: python tools/config_reference.py"
+
+
+def test_every_setting_is_described_and_no_description_is_stale() -> None:
+    config = Config()
+    fields = {
+        f"{section.name}.{item.name}"
+        for section in dataclasses.fields(config)
+        for item in dataclasses.fields(getattr(config, section.name))
+    }
+    assert set(DESCRIPTIONS) == fields
+
+
+def test_quick_start_is_two_commands_and_ci_runs_the_test_command() -> None:
+    assert "```sh\npip install . && zq serve\n```" in README
+    assert f"```sh\n{TEST_COMMAND}\n```" in README
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python -m pytest" in ci or '-m pytest' in ci
+    assert "pip install" in ci and "[test,mongo,spark]" in ci
+
+
+def test_readme_leaves_room_for_the_driver_and_analytics_docs() -> None:
+    for doc in ("docs/redis.md", "docs/mongo.md", "docs/analytics.md"):
+        assert f"<!-- merge: {doc}" in README

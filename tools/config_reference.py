@@ -1,0 +1,78 @@
+"""Print the configuration reference table of README.md from zq.config.
+
+    python tools/config_reference.py
+
+tests/test_readme.py checks that README.md holds exactly this table, so a
+setting added to zq/config.py without a description here fails the tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from zq.config import Config
+
+DESCRIPTIONS = {
+    "server.host": "address `zq serve` listens on",
+    "server.port": "TCP port of `zq serve` (0: any free port)",
+    "server.workers": "worker processes of `zq serve`",
+    "server.threads": "threads per worker process",
+    "server.timeout": "seconds a request may take before its worker is restarted; "
+                      "also the graceful shutdown period",
+    "storage.uri": "storage URI (`sqlite:///path`, `postgresql://user@host/db`, "
+                   "`mysql://user@host/db`, `redis://host:6379`, `mongodb://host/db`); "
+                   "empty: SQLite file `zq.sqlite3` in the data directory; "
+                   "also `ZQ_STORAGE`",
+    "limits.max_queues_per_page": "most queues one `GET /v2/queues` page returns",
+    "limits.max_messages_per_page": "most messages one `GET .../messages` page returns",
+    "limits.max_messages_per_claim_or_pop": "most messages one claim or pop takes",
+    "limits.default_page_size": "page size when a request gives no `limit`",
+    "limits.max_queue_metadata": "bytes of queue metadata (JSON)",
+    "limits.max_messages_post_size": "bytes of one message post",
+    "limits.max_project_id_length": "characters of `X-Project-ID`",
+    "limits.max_queue_name_length": "characters of a queue name",
+    "limits.min_message_ttl": "smallest message ttl, seconds",
+    "limits.max_message_ttl": "largest message ttl, seconds",
+    "limits.default_message_ttl": "ttl of a message posted without one",
+    "limits.max_message_delay": "largest message delay, seconds",
+    "limits.default_message_delay": "delay of a message posted without one",
+    "limits.min_claim_ttl": "smallest claim ttl, seconds",
+    "limits.max_claim_ttl": "largest claim ttl, seconds",
+    "limits.default_claim_ttl": "ttl of a claim made without one",
+    "limits.min_claim_grace": "smallest claim grace, seconds",
+    "limits.max_claim_grace": "largest claim grace, seconds",
+    "limits.default_claim_grace": "grace of a claim made without one",
+    "limits.max_ids_per_request": "most ids in one `?ids=` or `?claim_ids=` list",
+    "limits.max_request_body": "bytes of any request body",
+    "gc.interval": "seconds between garbage collections in each server worker "
+                   "(jittered by ±20%); 0 disables",
+}
+
+
+def reference_rows() -> list[tuple[str, str, str, str]]:
+    """(file key, default, environment variable, description) for every setting."""
+    config = Config()
+    rows = []
+    for section in dataclasses.fields(config):
+        values = getattr(config, section.name)
+        for item in dataclasses.fields(values):
+            key = f"{section.name}.{item.name}"
+            default = getattr(values, item.name)
+            shown = f"`{json.dumps(default)}`"  # as TOML writes it
+            env = f"ZQ_{section.name}_{item.name}".upper()
+            rows.append((f"`[{section.name}] {item.name}`", shown, f"`{env}`",
+                         DESCRIPTIONS[key]))
+    return rows
+
+
+def reference_table() -> str:
+    """The Markdown table of every setting."""
+    lines = ["| file key | default | environment | meaning |", "|---|---|---|---|"]
+    lines += [f"| {key} | {default} | {env} | {text} |"
+              for key, default, env, text in reference_rows()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(reference_table(), end="")

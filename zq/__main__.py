@@ -1,0 +1,5 @@
+"""``python -m zq``: the same as the ``zq`` command."""
+
+from zq.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,155 @@
+"""Command line: ``zq events export`` and ``zq stats``.
+
+``register(subparsers)`` adds both commands to zq's top-level parser; each
+sets ``handler`` (``handler(args) -> int`` exit code). Nothing here imports
+pyspark, pyarrow or matplotlib at module import time, so ``zq --help`` stays
+fast and works without the ``spark`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+DEFAULT_TOP = 20
+
+
+def parse_time(text: str) -> float:
+    """``2026-11-22``, ``2026-11-22T15:00[:00][Z|+01:00]`` or POSIX seconds -> seconds."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a date (2026-11-22), a UTC time (2026-11-22T15:00:00Z) "
+            "or POSIX seconds"
+        ) from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _spark_conf(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``zq stats`` (shared with ``spark-submit zq/analytics/job.py``)."""
+    parser.add_argument("--events", required=True, metavar="DIR",
+                        help="the exported dataset (local path, hdfs://, s3a://)")
+    parser.add_argument("--queue", help="only this queue")
+    parser.add_argument("--project", help="only this project")
+    parser.add_argument("--since", type=parse_time, metavar="T",
+                        help="only events at or after T (date, ISO time or POSIX seconds; UTC)")
+    parser.add_argument("--until", type=parse_time, metavar="T",
+                        help="only events before T")
+    parser.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                        help="how to print the tables (default: table)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="also write every table (CSV, Parquet), PNG charts and report.html")
+    parser.add_argument("--master", metavar="URL",
+                        help="Spark master (default: local[*], or what spark-submit set)")
+    parser.add_argument("--sql", metavar="QUERY",
+                        help="run this query over the views events, lifecycles, claims and "
+                             "every table, and print its result instead")
+    parser.add_argument("--top", type=_positive, default=DEFAULT_TOP,
+                        help=f"rows kept in the top-N tables (default {DEFAULT_TOP})")
+    parser.add_argument("--conf", type=_spark_conf, action="append", default=[],
+                        metavar="KEY=VALUE", help="extra Spark setting (repeatable)")
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``zq events export``."""
+    parser.add_argument("--to", required=True, metavar="DIR",
+                        help="dataset root (local path, hdfs://, s3a://)")
+    parser.add_argument("--storage", action="append", default=[], metavar="URI",
+                        help="backend to drain (repeatable; default: the configured storage)")
+    parser.add_argument("--config", metavar="FILE", help="zq configuration file (TOML)")
+    parser.add_argument("--batch-size", type=_positive, default=50_000,
+                        help="events per Parquet file and per cursor step (default 50000)")
+    parser.add_argument("--no-trim", dest="trim", action="store_false",
+                        help="leave exported events in the backend log")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``events`` (with ``export``) and ``stats`` to zq's subcommands."""
+    events = subparsers.add_parser("events", help="the event log of claim statistics")
+    actions = events.add_subparsers(dest="events_command", metavar="ACTION", required=True)
+    export = actions.add_parser(
+        "export", help="drain the backends' event logs into a Parquet dataset",
+        description="Append every new event of each backend to a date-partitioned Parquet "
+                    "dataset; safe to re-run after a crash.")
+    add_export_arguments(export)
+    export.set_defaults(handler=run_export)
+
+    stats = subparsers.add_parser(
+        "stats", help="claim statistics with Spark over an exported dataset",
+        description="Compute per-queue counts, claims per message, latencies, failing "
+                    "fingerprints and consumers from exported events, with PySpark.")
+    add_stats_arguments(stats)
+    stats.set_defaults(handler=run_stats)
+
+
+def _say(message: str) -> None:
+    print(f"[zq] {message}", file=sys.stderr, flush=True)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """``zq events export``."""
+    from zq.analytics.export import ExportError, backend_id, export
+    from zq.config import ConfigError, load_config
+    from zq.errors import ZqError
+    from zq.storage import open_storage
+
+    try:
+        uris = args.storage or [load_config(args.config).storage.resolved_uri()]
+    except ConfigError as exc:
+        print(f"zq: error: {exc}", file=sys.stderr)
+        return 1
+    started = time.monotonic()
+    storages = {}
+    try:
+        for uri in uris:
+            storages[backend_id(uri)] = open_storage(uri)
+        results = export(storages, args.to, batch_size=args.batch_size, trim=args.trim,
+                         progress=_say)
+    except (ExportError, ZqError, ValueError, OSError) as exc:
+        print(f"zq: error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for storage in storages.values():
+            storage.close()
+    for result in results:
+        print(f"{result.backend}: {result.events} events exported, {len(result.files)} files, "
+              f"{result.trimmed} trimmed, cursor {result.cursor}")
+    _say(f"done in {time.monotonic() - started:.1f}s")
+    return 0
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    """``zq stats``: imports the Spark job only now."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print("zq: error: zq stats needs PySpark: pip install 'zq[spark]' "
+              "(and a Java 17+ runtime).", file=sys.stderr)
+        return 1
+    from zq.analytics.job import run
+
+    return run(args)

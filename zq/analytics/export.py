@@ -1,0 +1,235 @@
+"""Drain backend event logs into a date-partitioned Parquet dataset.
+
+Each backend has a cursor kept in the dataset itself, in the state file
+``_zq_export_state.json`` (names starting with ``_`` are ignored by Spark
+and pyarrow). One batch goes through these steps, each durable before the
+next begins:
+
+1. the batch is *announced* in the state: ``pending = {after, count, seq}``;
+2. its rows are written, one Parquet file per day it touches, named
+   ``date=D/part-<backend>-<first seq>-<last seq>.parquet``;
+3. the state commits: the cursor moves to the batch's last event and
+   ``pending`` is cleared;
+4. the backend log is trimmed up to the cursor.
+
+A crash before (3) leaves ``pending``: the next run reads exactly the same
+``count`` events after the same cursor (the log is append-only and not yet
+trimmed there), so it writes the same file names with the same rows,
+overwriting whatever part of the batch had been written. A crash between (3)
+and (4) leaves events the cursor has passed; the next run trims them first.
+No event is lost, none is written twice.
+
+One exporter per dataset at a time: runs are meant to be sequential (a cron
+job), not concurrent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from zq.analytics.schema import PARTITION_KEY, event_date, event_row, rows_table
+from zq.analytics.sink import Sink, open_sink
+from zq.storage.base import Event, Storage
+
+STATE_FILE = "_zq_export_state.json"
+STATE_VERSION = 1
+DEFAULT_BATCH = 50_000
+
+Progress = Callable[[str], None]
+
+
+class ExportError(RuntimeError):
+    """The dataset's state and the backend's log disagree; nothing was written."""
+
+
+@dataclass
+class BackendResult:
+    """What one export run did for one backend."""
+
+    backend: str
+    events: int = 0
+    files: list[str] = field(default_factory=list)
+    trimmed: int = 0
+    cursor: str | None = None
+
+
+def backend_id(uri: str) -> str:
+    """A stable, path-safe name for a backend: its scheme and a hash of its URI.
+
+    The password is left out of the hash, so rotating it keeps the id.
+    """
+    parts = urlsplit(uri)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        netloc = f"{userinfo.split(':', 1)[0]}@{host}"
+    redacted = urlunsplit(parts._replace(netloc=netloc))
+    scheme = "".join(c for c in parts.scheme.split("+", 1)[0] if c.isalnum()) or "backend"
+    return f"{scheme}-{hashlib.sha256(redacted.encode()).hexdigest()[:12]}"
+
+
+def export(
+    storages: Mapping[str, Storage],
+    to: str | Sink,
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    trim: bool = True,
+    progress: Progress | None = None,
+) -> list[BackendResult]:
+    """Append every new event of every backend to the dataset at ``to``.
+
+    ``storages`` maps a backend id (see ``backend_id``) to its open Storage;
+    the id names the backend's cursor and files in the dataset, so it must
+    stay the same from run to run. With ``trim`` the backend log is trimmed
+    up to the exported cursor.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    sink = open_sink(to) if isinstance(to, str) else to
+    say = progress or (lambda _msg: None)
+    state = _State.load(sink)
+    results = []
+    for name, storage in storages.items():
+        _check_backend_name(name)
+        result = _export_backend(name, storage, sink, state, batch_size, trim, say)
+        results.append(result)
+        say(f"{name}: exported {result.events} events in {len(result.files)} files")
+    return results
+
+
+def _export_backend(
+    name: str,
+    storage: Storage,
+    sink: Sink,
+    state: _State,
+    batch_size: int,
+    trim: bool,
+    say: Progress,
+) -> BackendResult:
+    entry = state.backend(name)
+    result = BackendResult(name, cursor=entry["cursor"])
+    if trim and entry["cursor"] is not None:
+        # Finish the trim an earlier run may have crashed before.
+        result.trimmed += storage.events.trim(up_to=entry["cursor"])
+    pending = entry["pending"]
+    if pending is not None:
+        say(f"{name}: redoing an interrupted batch of {pending['count']} events")
+        events = storage.events.read(after=pending["after"], limit=pending["count"])
+        if len(events) != pending["count"]:
+            raise ExportError(
+                f"{name}: the interrupted batch had {pending['count']} events after cursor "
+                f"{pending['after']!r} but the log now has {len(events)}; was it trimmed "
+                "by someone else?"
+            )
+        _finish_batch(name, storage, sink, state, events, pending["seq"], trim, result)
+    while True:
+        events = storage.events.read(after=entry["cursor"], limit=batch_size)
+        if not events:
+            return result
+        seq = entry["seq"]
+        entry["pending"] = {"after": entry["cursor"], "count": len(events), "seq": seq}
+        state.save(sink)
+        _finish_batch(name, storage, sink, state, events, seq, trim, result)
+        say(f"{name}: {result.events} events exported")
+
+
+def _finish_batch(
+    name: str,
+    storage: Storage,
+    sink: Sink,
+    state: _State,
+    events: list[Event],
+    first_seq: int,
+    trim: bool,
+    result: BackendResult,
+) -> None:
+    """Steps 2-4 of a batch: files, then state, then trim."""
+    result.files.extend(write_batch(sink, name, events, first_seq))
+    entry = state.backend(name)
+    entry["cursor"] = events[-1].cursor
+    entry["seq"] = first_seq + len(events)
+    entry["pending"] = None
+    entry["exported"] = entry.get("exported", 0) + len(events)
+    state.save(sink)
+    result.events += len(events)
+    result.cursor = entry["cursor"]
+    if trim:
+        result.trimmed += storage.events.trim(up_to=entry["cursor"])
+
+
+def write_batch(sink: Sink, backend: str, events: list[Event], first_seq: int) -> list[str]:
+    """Write one batch as one Parquet file per day; returns the paths written.
+
+    The names depend only on the backend and the batch's sequence range, so
+    writing the same batch again replaces the same files.
+    """
+    last_seq = first_seq + len(events) - 1
+    by_day: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for offset, event in enumerate(events):
+        by_day[event_date(event.time)].append(event_row(backend, first_seq + offset, event))
+    written = []
+    for day, rows in sorted(by_day.items()):
+        path = f"{PARTITION_KEY}={day}/part-{backend}-{first_seq:012d}-{last_seq:012d}.parquet"
+        sink.write_atomic(path, parquet_bytes(rows_table(rows)))
+        written.append(path)
+    return written
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """A table as the bytes of one Parquet file."""
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer, compression="snappy")
+    return buffer.getvalue().to_pybytes()
+
+
+class _State:
+    """The per-backend cursors, stored as JSON in the dataset root."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    @classmethod
+    def load(cls, sink: Sink) -> _State:
+        raw = sink.read(STATE_FILE)
+        if raw is None:
+            return cls({"version": STATE_VERSION, "backends": {}})
+        data = orjson.loads(raw)
+        if data.get("version") != STATE_VERSION:
+            raise ExportError(
+                f"{STATE_FILE} has version {data.get('version')!r}; this zq writes "
+                f"version {STATE_VERSION}."
+            )
+        return cls(data)
+
+    def backend(self, name: str) -> dict[str, Any]:
+        return self.data["backends"].setdefault(
+            name, {"cursor": None, "seq": 0, "pending": None, "exported": 0}
+        )
+
+    def save(self, sink: Sink) -> None:
+        sink.write_atomic(STATE_FILE, orjson.dumps(self.data, option=orjson.OPT_INDENT_2))
+
+
+def read_state(to: str | Sink) -> dict[str, Any]:
+    """The dataset's export state (cursor, seq, pending per backend)."""
+    sink = open_sink(to) if isinstance(to, str) else to
+    return _State.load(sink).data
+
+
+def _check_backend_name(name: str) -> None:
+    if not name or not all(c.isalnum() or c in "-_." for c in name):
+        raise ValueError(f"Backend id {name!r} must be letters, digits, '-', '_' or '.'.")
+
+
+def storages_by_id(uris: Iterable[str], opener: Callable[[str], Storage]) -> dict[str, Storage]:
+    """Open each storage URI, keyed by its ``backend_id``."""
+    return {backend_id(uri): opener(uri) for uri in uris}

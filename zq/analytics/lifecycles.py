@@ -1,0 +1,193 @@
+"""Message lifecycles reconstructed from events with Spark window functions.
+
+Everything here stays a lazy DataFrame: nothing is collected to the driver.
+
+- ``read_events``: the exported dataset, filtered (partition pruning on the
+  ``date`` directories for ``since``/``until``).
+- ``message_events``: the events that concern one message, ordered within
+  the message by (time, seq), with running and look-ahead columns.
+- ``claim_holds``: one row per delivery (a ``claimed`` event) with how it
+  ended: ``deleted`` (by that claim), ``released``, ``expired`` (the
+  message was claimed again, dead lettered, popped or expired before the
+  claim was released or used), ``deleted_unclaimed`` (deleted without the
+  claim's id, e.g. a bulk delete) or ``open``.
+- ``lifecycles``: one row per message: where it was posted, claims, how it
+  ended and when.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    DateType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from zq import events as ev
+from zq.analytics.schema import PARTITION_KEY, SCHEMA, event_date
+
+MESSAGE = ["backend", "project", "message_id"]
+ORDER = ["time", "seq"]
+# Kinds that move a message along; ``renewed`` changes nothing an analyst
+# counts per message and would hide the event that really follows a claim.
+_STEPS = (ev.POSTED, ev.CLAIMED, ev.RELEASED, ev.DELETED, ev.DEAD_LETTERED, ev.EXPIRED)
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Which events to analyse; None means no restriction."""
+
+    project: str | None = None
+    queue: str | None = None
+    since: float | None = None  # POSIX seconds, inclusive
+    until: float | None = None  # POSIX seconds, exclusive
+
+
+def read_events(spark: SparkSession, path: str, where: EventFilter | None = None) -> DataFrame:
+    """The exported events at ``path`` with ``where`` applied and a ``ts`` timestamp."""
+    events = spark.read.schema(spark_schema()).parquet(path)
+    where = where or EventFilter()
+    if where.since is not None:
+        events = events.where(F.col("date") >= F.lit(event_date(where.since)).cast("date"))
+        events = events.where(F.col("time") >= where.since)
+    if where.until is not None:
+        events = events.where(F.col("date") <= F.lit(event_date(where.until)).cast("date"))
+        events = events.where(F.col("time") < where.until)
+    if where.project is not None:
+        events = events.where(F.col("project") == where.project)
+    if where.queue is not None:
+        events = events.where(F.col("queue") == where.queue)
+    return events.withColumn("ts", F.timestamp_seconds("time"))
+
+
+def spark_schema() -> StructType:
+    """zq.analytics.schema.SCHEMA for Spark, plus the ``date`` partition column.
+
+    Given explicitly so that Spark reads no footers to infer it and an
+    empty dataset is an empty DataFrame, not an error.
+    """
+    types = {pa.string(): StringType(), pa.int64(): LongType(),
+             pa.float64(): DoubleType(), pa.bool_(): BooleanType()}
+    fields = [StructField(f.name, types[f.type], True) for f in SCHEMA]
+    return StructType([*fields, StructField(PARTITION_KEY, DateType(), True)])
+
+
+def is_kind(kind: str) -> Column:
+    return F.col("kind") == kind
+
+
+def message_events(events: DataFrame) -> DataFrame:
+    """Per-message events with window columns.
+
+    ``posted_at`` and ``message_fingerprint`` (from the ``posted`` event),
+    ``claims_so_far`` (claimed events up to and including this one),
+    ``claims_at`` (claims counted when a message is deleted or dead lettered:
+    the event's claim_count, else the running count, plus one for a pop),
+    and ``next_kind``/``next_claim_id``/``next_pop`` (the following step).
+    """
+    whole = Window.partitionBy(*MESSAGE)
+    ordered = Window.partitionBy(*MESSAGE).orderBy(*ORDER)
+    running = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    steps = events.where(F.col("message_id").isNotNull() & F.col("kind").isin(*_STEPS))
+    pop = F.coalesce(F.col("pop"), F.lit(False))
+    return (
+        steps.withColumn("posted_at", F.min(F.when(is_kind(ev.POSTED), F.col("time"))).over(whole))
+        .withColumn(
+            "message_fingerprint",
+            F.max(F.when(is_kind(ev.POSTED), F.col("fingerprint"))).over(whole),
+        )
+        .withColumn("claims_so_far", F.count(F.when(is_kind(ev.CLAIMED), 1)).over(running))
+        .withColumn(
+            "claims_at",
+            F.coalesce(
+                F.col("claim_count"),
+                F.col("claims_so_far") + F.when(is_kind(ev.DELETED) & pop, 1).otherwise(0),
+            ),
+        )
+        .withColumn("next_kind", F.lead("kind").over(ordered))
+        .withColumn("next_claim_id", F.lead("claim_id").over(ordered))
+        .withColumn("next_pop", F.lead(pop).over(ordered))
+    )
+
+
+def claim_holds(steps: DataFrame) -> DataFrame:
+    """One row per delivery of a message to a claim, with ``ended_by``."""
+    next_kind = F.col("next_kind")
+    ended_by = (
+        F.when(next_kind.isNull(), "open")
+        .when(next_kind == ev.RELEASED, "released")
+        .when(
+            (next_kind == ev.DELETED) & ~F.col("next_pop")
+            & (F.col("next_claim_id") == F.col("claim_id")),
+            "deleted",
+        )
+        .when((next_kind == ev.DELETED) & ~F.col("next_pop"), "deleted_unclaimed")
+        # Claimed again, dead lettered, popped or expired while this claim
+        # never released nor deleted it: the claim ran out.
+        .otherwise("expired")
+    )
+    return steps.where(is_kind(ev.CLAIMED)).select(
+        "backend", "project", "queue", "message_id", "claim_id", "client_id",
+        "time", "ts", F.col("claims_so_far").alias("delivery"), ended_by.alias("ended_by"),
+    )
+
+
+def explicit_claim_expiries(events: DataFrame) -> DataFrame:
+    """The garbage collector's ``expired`` events for whole claims."""
+    return events.where(
+        is_kind(ev.EXPIRED) & F.col("message_id").isNull() & (F.col("target") == "claim")
+    )
+
+
+def lifecycles(steps: DataFrame) -> DataFrame:
+    """One row per message: origin queue, claims, outcome and its times."""
+
+    def first(kind: str, *fields: str) -> Column:
+        # The earliest event of this kind, as a struct ordered by time.
+        return F.min(F.when(is_kind(kind), F.struct(*ORDER, *fields)))
+
+    summary = steps.groupBy(*MESSAGE).agg(
+        F.min(F.struct(*ORDER, "queue")).getField("queue").alias("queue"),
+        F.first("posted_at").alias("posted_at"),
+        F.first("message_fingerprint").alias("fingerprint"),
+        F.count(F.when(is_kind(ev.CLAIMED), 1)).alias("claims"),
+        first(ev.DEAD_LETTERED, "to_queue", "claims_at").alias("_dl"),
+        F.count(F.when(is_kind(ev.DEAD_LETTERED), 1)).alias("dead_letters"),
+        first(ev.DELETED, "queue", "claims_at", "pop").alias("_del"),
+        first(ev.EXPIRED, "queue").alias("_exp"),
+        F.max(F.struct(*ORDER, "queue", "kind")).alias("_last"),
+    )
+    outcome = (
+        F.when(F.col("_del").isNotNull(), ev.DELETED)
+        .when(F.col("_exp").isNotNull(), ev.EXPIRED)
+        .when(F.col("_dl").isNotNull(), ev.DEAD_LETTERED)
+        .otherwise("open")
+    )
+    return summary.select(
+        *MESSAGE,
+        "queue",
+        "fingerprint",
+        "posted_at",
+        "claims",
+        "dead_letters",
+        outcome.alias("outcome"),
+        F.col("_last.queue").alias("last_queue"),
+        F.col("_dl.time").alias("dead_lettered_at"),
+        F.col("_dl.to_queue").alias("dead_letter_queue"),
+        F.col("_dl.claims_at").alias("claims_at_dead_letter"),
+        F.col("_del.time").alias("deleted_at"),
+        F.col("_del.claims_at").alias("claims_at_delete"),
+        F.coalesce(F.col("_del.pop"), F.lit(False)).alias("popped"),
+        F.col("_exp.time").alias("expired_at"),
+        (F.col("_del.time") - F.col("posted_at")).alias("post_to_delete"),
+        (F.col("_dl.time") - F.col("posted_at")).alias("post_to_dead_letter"),
+    )

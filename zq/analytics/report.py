@@ -1,0 +1,179 @@
+"""Showing the computed tables: text, JSON, CSV, and the ``--out`` directory.
+
+Tables arrive here already small (aggregates); collecting them to the driver
+is the point of the job. ``--out`` writes each table as CSV and Parquet, the
+charts as PNG, and ``report.html``, a single file with the charts embedded.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+FORMATS = ("table", "json", "csv")
+
+
+@dataclass(frozen=True)
+class Result:
+    """One collected table."""
+
+    name: str
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+    def column(self, name: str) -> list[Any]:
+        index = self.columns.index(name)
+        return [row[index] for row in self.rows]
+
+
+def collect(name: str, frame: Any) -> Result:
+    """Collect a (small) Spark DataFrame into a Result."""
+    return Result(name, list(frame.columns), [tuple(row) for row in frame.collect()])
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if abs(value) >= 1000:
+            return f"{value:.0f}"
+        return f"{value:.4f}" if abs(value) < 1 else f"{value:.2f}"
+    return str(value)
+
+
+def render_text(results: Sequence[Result], *, max_width: int = 48) -> str:
+    """Aligned plain-text tables, one after the other."""
+    blocks = []
+    for result in results:
+        cells = [[_cell(v)[:max_width] for v in row] for row in result.rows]
+        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(result.columns)]
+        numeric = [all(isinstance(r[i], int | float) or r[i] is None for r in result.rows)
+                   for i in range(len(result.columns))]
+
+        def line(values: Sequence[str], numeric: Sequence[bool] = numeric,
+                 widths: Sequence[int] = widths) -> str:
+            return "  ".join(v.rjust(w) if n else v.ljust(w)
+                             for v, w, n in zip(values, widths, numeric, strict=True)).rstrip()
+
+        lines = [f"== {result.name} ({len(result.rows)} rows)", line(result.columns),
+                 line(["-" * w for w in widths])]
+        lines += [line(r) for r in cells] or ["(no rows)"]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def render_json(results: Sequence[Result]) -> str:
+    """``{table: [row objects]}``; NaN becomes null."""
+    def clean(value: Any) -> Any:
+        return None if isinstance(value, float) and math.isnan(value) else value
+
+    data = {r.name: [{k: clean(v) for k, v in rec.items()} for rec in r.records()]
+            for r in results}
+    return json.dumps(data, indent=2, default=str) + "\n"
+
+
+def render_csv(results: Sequence[Result]) -> str:
+    """One CSV block per table, each preceded by a ``# name`` line."""
+    out = io.StringIO()
+    for index, result in enumerate(results):
+        if index:
+            out.write("\n")
+        if len(results) > 1:
+            out.write(f"# {result.name}\n")
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(result.columns)
+        writer.writerows(["" if v is None else v for v in row] for row in result.rows)
+    return out.getvalue()
+
+
+def render(results: Sequence[Result], fmt: str) -> str:
+    """The results in one of FORMATS."""
+    if fmt == "json":
+        return render_json(results)
+    if fmt == "csv":
+        return render_csv(results)
+    return render_text(results)
+
+
+def arrow_table(result: Result) -> pa.Table:
+    columns = {name: [row[i] for row in result.rows] for i, name in enumerate(result.columns)}
+    return pa.table(columns) if result.rows else pa.table(
+        {name: pa.array([], pa.string()) for name in result.columns})
+
+
+def write_out(results: Mapping[str, Result], directory: str | Path, *,
+              title: str = "zq claim statistics", subtitle: str = "") -> list[Path]:
+    """Write CSV + Parquet per table, PNG charts and report.html; returns the paths."""
+    from zq.analytics import charts  # matplotlib only when a report is asked for
+
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    written = []
+    for result in results.values():
+        table = arrow_table(result)
+        pacsv.write_csv(table, root / f"{result.name}.csv")
+        pq.write_table(table, root / f"{result.name}.parquet")
+        written += [root / f"{result.name}.csv", root / f"{result.name}.parquet"]
+    images = charts.draw_all(results)
+    for name, png in images.items():
+        (root / f"{name}.png").write_bytes(png)
+        written.append(root / f"{name}.png")
+    page = root / "report.html"
+    page.write_text(html_report(results, images, title=title, subtitle=subtitle))
+    written.append(page)
+    return written
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}
+th,td{border:1px solid #ccc;padding:3px 8px}th{background:#f0f0f0}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
+.note{color:#666;font-size:13px}
+"""
+
+
+def html_report(results: Mapping[str, Result], images: Mapping[str, bytes], *,
+                title: str, subtitle: str = "", max_rows: int = 200) -> str:
+    """One self-contained HTML page: charts (base64 PNG) then every table."""
+    esc = html.escape
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
+             f"<style>{_CSS}</style></head><body><h1>{esc(title)}</h1>"]
+    if subtitle:
+        parts.append(f"<p class='note'>{esc(subtitle)}</p>")
+    for name, png in images.items():
+        data = base64.b64encode(png).decode()
+        parts.append(f"<h2>{esc(name.replace('_', ' '))}</h2>"
+                     f"<img alt='{esc(name)}' src='data:image/png;base64,{data}'>")
+    for result in results.values():
+        parts.append(f"<h2>{esc(result.name)}</h2><table><tr>")
+        parts += [f"<th>{esc(c)}</th>" for c in result.columns]
+        parts.append("</tr>")
+        for row in result.rows[:max_rows]:
+            parts.append("<tr>" + "".join(
+                f"<td class='n'>{esc(_cell(v))}</td>" if isinstance(v, int | float)
+                else f"<td>{esc(_cell(v))}</td>" for v in row) + "</tr>")
+        parts.append("</table>")
+        if len(result.rows) > max_rows:
+            parts.append(f"<p class='note'>{len(result.rows) - max_rows} more rows in "
+                         f"{esc(result.name)}.csv</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,102 @@
+"""The Parquet layout of exported events: one row per event, partitioned by day.
+
+The dataset directory holds ``date=YYYY-MM-DD/`` partitions (UTC day of the
+event time). The ``detail`` of an event is kept whole as JSON text, and the
+fields the statistics need are also lifted into their own columns so that
+Spark and SQL analysts never parse JSON.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from zq.storage.base import Event
+
+PARTITION_KEY = "date"
+
+SCHEMA = pa.schema(
+    [
+        ("backend", pa.string()),  # which event log the row came from
+        ("seq", pa.int64()),  # position in that log, counted by the exporter
+        ("cursor", pa.string()),  # the backend's own cursor of the event
+        ("time", pa.float64()),  # POSIX seconds
+        ("project", pa.string()),
+        ("queue", pa.string()),
+        ("kind", pa.string()),
+        ("message_id", pa.string()),
+        ("claim_id", pa.string()),
+        ("client_id", pa.string()),
+        ("claim_count", pa.int64()),
+        # Lifted from detail.
+        ("ttl", pa.int64()),
+        ("delay", pa.int64()),
+        ("size", pa.int64()),
+        ("fingerprint", pa.string()),
+        ("to_queue", pa.string()),  # dead_lettered: the dead letter queue
+        ("reason", pa.string()),
+        ("sample", pa.string()),
+        ("pop", pa.bool_()),
+        ("target", pa.string()),  # expired: "claim" for a claim expiry
+        ("messages", pa.int64()),  # expired claim / purged: how many messages
+        ("detail", pa.string()),  # the whole detail as JSON text
+    ]
+)
+
+# detail key -> column, for the lifted fields.
+_LIFTED = {
+    "ttl": "ttl",
+    "delay": "delay",
+    "size": "size",
+    "fingerprint": "fingerprint",
+    "to": "to_queue",
+    "reason": "reason",
+    "sample": "sample",
+    "pop": "pop",
+    "target": "target",
+    "messages": "messages",
+}
+_INT_COLUMNS = {"ttl", "delay", "size", "messages"}
+
+
+def event_date(time: float) -> str:
+    """The partition (UTC day, ``YYYY-MM-DD``) an event time belongs to."""
+    return datetime.fromtimestamp(time, UTC).strftime("%Y-%m-%d")
+
+
+def event_row(backend: str, seq: int, event: Event) -> dict[str, Any]:
+    """One event as a row of SCHEMA (without the partition column)."""
+    row: dict[str, Any] = {
+        "backend": backend,
+        "seq": seq,
+        "cursor": event.cursor,
+        "time": float(event.time),
+        "project": event.project,
+        "queue": event.queue,
+        "kind": event.kind,
+        "message_id": event.message_id,
+        "claim_id": event.claim_id,
+        "client_id": event.client_id,
+        "claim_count": event.claim_count,
+        "detail": orjson.dumps(event.detail, option=orjson.OPT_SORT_KEYS).decode()
+        if event.detail
+        else None,
+    }
+    for key, column in _LIFTED.items():
+        value = event.detail.get(key) if event.detail else None
+        if value is not None and column in _INT_COLUMNS:
+            value = int(value)
+        elif value is not None and column == "pop":
+            value = bool(value)
+        elif value is not None:
+            value = str(value)
+        row[column] = value
+    return row
+
+
+def rows_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows of SCHEMA as an Arrow table."""
+    return pa.Table.from_pylist(rows, schema=SCHEMA)

@@ -1,0 +1,159 @@
+"""Plausible synthetic event histories, for the benchmark, the tests and demos.
+
+Messages are posted to a few queues, claimed by a few consumers, succeed,
+fail (released or let expire), are dead lettered after ``max_claim_count``
+claims on queues that have a dead letter queue, popped, or expire unclaimed.
+Poison bodies always fail, so their fingerprints top the failure table.
+The events of one message are yielded together, in time order; different
+messages interleave in time but not in the log, which the analytics never
+rely on (they order by time within a message).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import orjson
+
+from zq import events as ev
+from zq.events import fingerprint
+from zq.storage.base import Event
+
+POISON_BODIES = (
+    {"job": "resize", "image": "corrupt.png"},
+    {"job": "charge", "card": None},
+    {"job": "email", "to": "nobody@invalid"},
+)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The knobs of a synthetic workload."""
+
+    projects: int = 2
+    queues_per_project: int = 3  # every third queue has no dead letter queue
+    consumers: int = 6
+    max_claim_count: int = 3
+    poison_share: float = 0.05
+    fail_share: float = 0.25  # chance that a claim of a healthy message fails
+    days: int = 3
+    start: float = 1_700_006_400.0  # 2023-11-15T00:00:00Z
+    claim_ttl: int = 60
+    message_ttl: int = 3600
+
+
+def dead_letter_queue(queue: str) -> str:
+    """The name of a synthetic queue's dead letter queue."""
+    return f"{queue}-dlq"
+
+
+def has_dead_letter_queue(queue_index: int) -> bool:
+    return queue_index % 3 != 2
+
+
+def synthetic_events(count: int, *, seed: int = 0, shape: Shape | None = None) -> Iterator[Event]:
+    """Exactly ``count`` events (the last message's history may be cut short)."""
+    shape = shape or Shape()
+    rng = random.Random(seed)
+    cursor = 0
+    number = 0
+    while True:
+        number += 1
+        for event in _message_history(rng, shape, number):
+            cursor += 1
+            yield _with_cursor(event, cursor)
+            if cursor >= count:
+                return
+
+
+def _with_cursor(event: Event, cursor: int) -> Event:
+    return Event(
+        cursor=str(cursor), time=event.time, project=event.project, queue=event.queue,
+        kind=event.kind, message_id=event.message_id, claim_id=event.claim_id,
+        client_id=event.client_id, claim_count=event.claim_count, detail=event.detail,
+    )
+
+
+def _message_history(rng: random.Random, shape: Shape, number: int) -> Iterator[Event]:
+    project = f"project-{rng.randrange(shape.projects)}"
+    queue_index = rng.randrange(shape.queues_per_project)
+    queue = f"queue-{queue_index}"
+    message_id = f"m{number:09d}"
+    poison = rng.random() < shape.poison_share
+    body_value = rng.choice(POISON_BODIES) if poison else {"job": "work", "n": number}
+    body = orjson.dumps(body_value, option=orjson.OPT_SORT_KEYS).decode()
+    print_ = fingerprint(body)
+    t = shape.start + rng.random() * shape.days * 86400
+
+    def event(kind: str, **fields) -> Event:
+        fields.setdefault("queue", queue)
+        return Event(cursor="", time=t, project=project, kind=kind,
+                     message_id=message_id, **fields)
+
+    if rng.random() < 0.002:
+        yield Event(cursor="", time=t, project=project, queue=queue, kind=ev.PURGED,
+                    detail={"messages": rng.randrange(1, 50)})
+    yield event(ev.POSTED, client_id="producer",
+                detail={"ttl": shape.message_ttl, "delay": 0, "fingerprint": print_,
+                        "size": len(body.encode())})
+    fate = rng.random()
+    if fate < 0.03:
+        t += shape.message_ttl
+        yield event(ev.EXPIRED, claim_count=0)
+        return
+    if fate < 0.08:
+        t += rng.expovariate(1 / 5)
+        yield event(ev.DELETED, client_id=_consumer(rng, shape), claim_count=1,
+                    detail={"pop": True})
+        return
+    count = 0
+    dlq = has_dead_letter_queue(queue_index)
+    while True:
+        t += rng.expovariate(1 / 20)
+        if dlq and count >= shape.max_claim_count:
+            target = dead_letter_queue(queue)
+            yield event(ev.DEAD_LETTERED, claim_count=count,
+                        detail={"to": target, "reason": "max_claim_count",
+                                "fingerprint": print_, "sample": body[: ev.SAMPLE_CHARS]})
+            # An operator drains half of the dead letter queue; the rest expires.
+            if rng.random() < 0.5:
+                t += rng.expovariate(1 / 600)
+                claim_id = f"c{number:09d}-dlq"
+                yield event(ev.CLAIMED, queue=target, claim_id=claim_id, client_id="operator",
+                            claim_count=count + 1)
+                t += 1.0
+                yield event(ev.DELETED, queue=target, claim_id=claim_id, client_id="operator",
+                            claim_count=count + 1)
+            else:
+                t += shape.message_ttl
+                yield event(ev.EXPIRED, queue=target, claim_count=count)
+            return
+        if count >= 6:
+            t += shape.message_ttl
+            yield event(ev.EXPIRED, claim_count=count)
+            return
+        count += 1
+        consumer = _consumer(rng, shape)
+        claim_id = f"c{number:09d}-{count}"
+        yield event(ev.CLAIMED, claim_id=claim_id, client_id=consumer, claim_count=count)
+        if rng.random() < 0.1:
+            t += shape.claim_ttl / 2
+            yield event(ev.RENEWED, claim_id=claim_id, client_id=consumer, claim_count=count)
+        t += rng.expovariate(1 / 10)
+        if not poison and rng.random() >= shape.fail_share:
+            yield event(ev.DELETED, claim_id=claim_id, client_id=consumer, claim_count=count)
+            return
+        if rng.random() < 0.5:
+            yield event(ev.RELEASED, claim_id=claim_id, client_id=consumer, claim_count=count)
+        else:
+            t += shape.claim_ttl
+            if rng.random() < 0.5:  # the garbage collector noticed the dead claim
+                yield Event(cursor="", time=t, project=project, queue=queue, kind=ev.EXPIRED,
+                            claim_id=claim_id, client_id=consumer,
+                            detail={"target": "claim", "messages": 1})
+
+
+def _consumer(rng: random.Random, shape: Shape) -> str:
+    return f"worker-{rng.randrange(shape.consumers)}"

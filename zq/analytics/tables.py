@@ -1,0 +1,173 @@
+"""The computed tables: each a lazy Spark DataFrame answering one analyst question.
+
+Definitions (the tests recount every one of them in plain Python):
+
+- ``queue_totals`` / ``queue_daily``: events per queue (and UTC day) by
+  kind. ``expired`` counts expired *messages*; a dead lettered message
+  counts in its source queue; ``dead_letter_rate`` is dead_lettered /
+  (deleted + dead_lettered), the share of finished messages that failed.
+- ``claims_distribution``: how many claims a message had when it was
+  deleted (pops count as a claim) or dead lettered, per queue.
+- ``latency``: seconds from the original post to delete
+  (``post_to_delete``, in the queue that deleted it) and to dead letter
+  (``post_to_dead_letter``, in the source queue): exact p50/p95/p99 (linear
+  interpolation) and max. Messages posted before ``--since`` are left out.
+- ``failing_fingerprints``: body fingerprints by dead letter moves, with the
+  earliest sample body.
+- ``consumers``: per Client-ID, deliveries and how they ended (see
+  ``lifecycles.claim_holds``), and ``expired_claims``: distinct claims that
+  ran out, inferred or reported by the garbage collector.
+- ``dead_letter_rate``: the rate over all selected queues, per UTC day.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from zq import events as ev
+from zq.analytics.lifecycles import explicit_claim_expiries, is_kind
+
+QUEUE = ["project", "queue"]
+TABLE_NAMES = (
+    "queue_totals", "queue_daily", "claims_distribution", "latency",
+    "failing_fingerprints", "consumers", "dead_letter_rate",
+)
+
+
+def _count(condition: Column) -> Column:
+    return F.count(F.when(condition, 1))
+
+
+def _rate(failed: str, succeeded: str) -> Column:
+    finished = F.col(failed) + F.col(succeeded)
+    return F.when(finished > 0, F.col(failed) / finished)
+
+
+def _kind_counts() -> list[Column]:
+    return [
+        _count(is_kind(ev.POSTED)).alias("posted"),
+        _count(is_kind(ev.CLAIMED)).alias("claimed"),
+        _count(is_kind(ev.RELEASED)).alias("released"),
+        _count(is_kind(ev.DELETED)).alias("deleted"),
+        _count(is_kind(ev.DEAD_LETTERED)).alias("dead_lettered"),
+        _count(is_kind(ev.EXPIRED) & F.col("message_id").isNotNull()).alias("expired"),
+    ]
+
+
+def day_of(ts: str = "ts") -> Column:
+    return F.date_format(F.col(ts), "yyyy-MM-dd")
+
+
+def queue_totals(events: DataFrame) -> DataFrame:
+    return (
+        events.groupBy(*QUEUE).agg(*_kind_counts())
+        .withColumn("dead_letter_rate", _rate("dead_lettered", "deleted"))
+        .orderBy(F.desc("dead_lettered"), *QUEUE)
+    )
+
+
+def queue_daily(events: DataFrame) -> DataFrame:
+    return (
+        events.withColumn("day", day_of()).groupBy("day", *QUEUE).agg(*_kind_counts())
+        .withColumn("dead_letter_rate", _rate("dead_lettered", "deleted"))
+        .orderBy("day", *QUEUE)
+    )
+
+
+def claims_distribution(steps: DataFrame) -> DataFrame:
+    return (
+        steps.where(F.col("kind").isin(ev.DELETED, ev.DEAD_LETTERED))
+        .groupBy(*QUEUE, F.col("kind").alias("outcome"), F.col("claims_at").alias("claims"))
+        .agg(F.count(F.lit(1)).alias("messages"))
+        .orderBy(*QUEUE, "outcome", "claims")
+    )
+
+
+def latency(steps: DataFrame) -> DataFrame:
+    metric = F.when(is_kind(ev.DELETED), "post_to_delete").otherwise("post_to_dead_letter")
+    seconds = F.col("time") - F.col("posted_at")
+    return (
+        steps.where(F.col("kind").isin(ev.DELETED, ev.DEAD_LETTERED))
+        .where(F.col("posted_at").isNotNull())
+        .select(*QUEUE, metric.alias("metric"), seconds.alias("seconds"))
+        .groupBy(*QUEUE, "metric")
+        .agg(
+            F.count(F.lit(1)).alias("messages"),
+            F.percentile("seconds", F.lit(0.5)).alias("p50"),
+            F.percentile("seconds", F.lit(0.95)).alias("p95"),
+            F.percentile("seconds", F.lit(0.99)).alias("p99"),
+            F.max("seconds").alias("max"),
+        )
+        .orderBy(*QUEUE, "metric")
+    )
+
+
+def failing_fingerprints(steps: DataFrame, top: int = 20) -> DataFrame:
+    moves = steps.where(is_kind(ev.DEAD_LETTERED)).withColumn(
+        "fp", F.coalesce(F.col("fingerprint"), F.col("message_fingerprint"))
+    )
+    earliest_sample = F.min(F.when(F.col("sample").isNotNull(), F.struct("time", "seq", "sample")))
+    return (
+        moves.groupBy(F.col("fp").alias("fingerprint"))
+        .agg(
+            F.count(F.lit(1)).alias("dead_letters"),
+            F.countDistinct("backend", "project", "message_id").alias("messages"),
+            F.array_join(F.array_sort(F.collect_set("queue")), ",").alias("queues"),
+            earliest_sample.getField("sample").alias("sample"),
+        )
+        .orderBy(F.desc("dead_letters"), "fingerprint")
+        .limit(top)
+    )
+
+
+def _client(column: str = "client_id") -> Column:
+    return F.coalesce(F.col(column), F.lit("(none)")).alias("client_id")
+
+
+def consumers(holds: DataFrame, events: DataFrame, top: int = 20) -> DataFrame:
+    ended = F.col("ended_by")
+    per_client = holds.groupBy(_client()).agg(
+        F.count(F.lit(1)).alias("deliveries"),
+        F.countDistinct("claim_id").alias("claims"),
+        _count(ended == "deleted").alias("deleted"),
+        _count(ended == "released").alias("released"),
+        _count(ended == "expired").alias("expired"),
+    )
+    expired_claims = (
+        holds.where(ended == "expired").select(_client(), "claim_id")
+        .unionByName(explicit_claim_expiries(events).select(_client(), "claim_id"))
+        .groupBy("client_id").agg(F.countDistinct("claim_id").alias("expired_claims"))
+    )
+    counts = ["deliveries", "claims", "deleted", "released", "expired", "expired_claims"]
+    return (
+        per_client.join(expired_claims, "client_id", "full_outer")
+        .fillna(0, subset=counts)
+        .orderBy(F.desc(F.col("expired") + F.col("released")), F.desc("expired_claims"),
+                 "client_id")
+        .limit(top)
+    )
+
+
+def dead_letter_rate(events: DataFrame) -> DataFrame:
+    return (
+        events.withColumn("day", day_of()).groupBy("day")
+        .agg(_count(is_kind(ev.DELETED)).alias("deleted"),
+             _count(is_kind(ev.DEAD_LETTERED)).alias("dead_lettered"))
+        .withColumn("dead_letter_rate", _rate("dead_lettered", "deleted"))
+        .orderBy("day")
+    )
+
+
+def compute(events: DataFrame, steps: DataFrame, holds: DataFrame, *, top: int = 20
+            ) -> dict[str, DataFrame]:
+    """Every table, by name (in TABLE_NAMES order)."""
+    return {
+        "queue_totals": queue_totals(events),
+        "queue_daily": queue_daily(events),
+        "claims_distribution": claims_distribution(steps),
+        "latency": latency(steps),
+        "failing_fingerprints": failing_fingerprints(steps, top),
+        "consumers": consumers(holds, events, top),
+        "dead_letter_rate": dead_letter_rate(events),
+    }

@@ -1,0 +1,102 @@
+"""The ``zq`` command line: one parser, subcommands from the modules that own them.
+
+Each module listed in COMMAND_MODULES has ``register(subparsers)``, which adds
+its subcommand(s) and binds ``handler(args) -> int | None``. Exit status: 0 on
+success, 1 when the command fails (bad configuration, unreachable storage,
+...), 2 for a bad command line. Errors are one line on stderr, never a
+traceback (``zq --traceback ...`` shows it when debugging zq itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from zq import __version__
+from zq.commands.options import CommandError
+from zq.config import ConfigError
+from zq.errors import ZqError
+
+# The modules that add subcommands, in the order `zq --help` lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "zq.commands.serve",
+    "zq.commands.db",
+    "zq.commands.gc",
+    "zq.commands.config",
+    "zq.analytics.cli",  # events export, stats
+)
+
+# Modules whose import failed: name -> reason. Shown by `zq --help`; the
+# test suite requires it to be empty, so a module lost in a merge fails the
+# tests loudly while the other commands keep working for users.
+UNAVAILABLE: dict[str, str] = {}
+
+DESCRIPTION = """\
+zq: a multi-tenant message queue speaking the OpenStack Zaqar v2 REST API,
+built around dead letter queues. Messages that keep failing are moved to a
+dead letter queue after _max_claim_count claims, with their claim count and
+history, and every state change is an event analysts can export."""
+
+EPILOG = """\
+examples:
+  zq serve                                    serve on SQLite in the data directory
+  zq serve --storage postgresql://zq@db/zq    serve on PostgreSQL
+  zq db upgrade --storage mysql://zq@db/zq    create or migrate an SQL schema
+  zq gc                                       remove expired messages now
+  zq config                                   show the effective configuration
+
+Run `zq COMMAND --help` for the options of a command.
+Configuration: defaults < --config FILE or $ZQ_CONFIG < ZQ_* variables < flags."""
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``zq`` parser with every available subcommand."""
+    UNAVAILABLE.clear()
+    parser = argparse.ArgumentParser(
+        prog="zq", description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"zq {__version__}")
+    parser.add_argument("--traceback", action="store_true",
+                        help="on failure, show the Python traceback (for debugging zq)")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            UNAVAILABLE[name] = str(exc)
+            continue
+        module.register(subparsers)
+    if UNAVAILABLE:
+        missing = "; ".join(f"{name} ({reason})" for name, reason in UNAVAILABLE.items())
+        parser.epilog = f"{EPILOG}\n\nunavailable commands: {missing}"
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``zq`` with ``argv`` (default: the process arguments); returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits with 2 on a bad command line
+    try:
+        result = args.handler(args)
+    except (ConfigError, CommandError, ZqError) as exc:
+        return fail(args, exc, str(exc))
+    except KeyboardInterrupt:
+        print("zq: interrupted", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as exc:  # a driver's or library's own error
+        return fail(args, exc, f"{type(exc).__name__}: {exc}")
+    return EXIT_OK if result is None else int(result)
+
+
+def fail(args: argparse.Namespace, exc: BaseException, message: str) -> int:
+    """Report a failed command in one line (or with its traceback if asked)."""
+    if args.traceback:
+        raise exc
+    first_line = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
+    print(f"zq: error: {first_line}", file=sys.stderr)
+    return EXIT_FAILURE

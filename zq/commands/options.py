@@ -1,0 +1,71 @@
+"""Flags and start-up steps that several subcommands share.
+
+The configuration is built once per command: defaults, then the TOML file
+(``--config`` or ``ZQ_CONFIG``), then ``ZQ_*`` variables (all by
+zq.config.load_config), then the command's flags on top.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+from zq.config import Config, default_data_dir, load_config
+from zq.errors import ZqError
+from zq.storage import open_storage
+from zq.storage.base import Storage
+from zq.storage.uri import redact
+
+
+class CommandError(Exception):
+    """A command cannot do its job; zq prints the message and exits with 1."""
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--config FILE`` and ``--storage URI`` to a subcommand."""
+    group = parser.add_argument_group("configuration")
+    group.add_argument(
+        "--config", metavar="FILE",
+        help="TOML configuration file (default: $ZQ_CONFIG, else built-in defaults)",
+    )
+    group.add_argument(
+        "--storage", metavar="URI",
+        help="storage URI, e.g. sqlite:///var/lib/zq/zq.sqlite3, "
+             "postgresql://user@host/db, mysql://user@host/db, redis://host:6379 "
+             "(default: [storage] uri, $ZQ_STORAGE, else SQLite in the data directory)",
+    )
+
+
+def config_from_args(args: argparse.Namespace, **flag_sections: Mapping[str, Any]) -> Config:
+    """The effective configuration: file and environment, then the flags.
+
+    ``flag_sections`` maps a section to the flags given for it, with None
+    for a flag that was not given (so it does not override anything).
+    """
+    config = load_config(args.config)
+    sections = {"storage": {"uri": getattr(args, "storage", None)}, **flag_sections}
+    overrides = {
+        section: {key: value for key, value in values.items() if value is not None}
+        for section, values in sections.items()
+    }
+    overrides = {section: values for section, values in overrides.items() if values}
+    return config.with_overrides(**overrides) if overrides else config
+
+
+def open_reachable_storage(uri: str) -> Storage:
+    """Connect to ``uri`` and check that it answers; CommandError if not."""
+    try:
+        storage = open_storage(uri)
+    except ZqError as exc:
+        raise CommandError(f"storage {redact(uri)}: {exc}") from exc
+    if not storage.ping():
+        storage.close()
+        raise CommandError(f"storage {redact(uri)} is unreachable.")
+    return storage
+
+
+def ensure_default_data_dir(config: Config) -> None:
+    """Create the data directory when the embedded SQLite default is used."""
+    if not config.storage.uri:
+        default_data_dir().mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,54 @@
+"""``zq serve``: run the HTTP API."""
+
+from __future__ import annotations
+
+import argparse
+
+from zq.commands.options import add_config_arguments, config_from_args
+from zq.config import Config
+
+DESCRIPTION = """\
+Serve the Zaqar v2 API over HTTP on gunicorn: several worker processes, each
+with a few threads, each with its own storage connections and a garbage
+collector that removes expired messages every [gc] interval seconds.
+
+Without a storage URI, zq keeps its data in an SQLite file in the data
+directory ($XDG_DATA_HOME/zq, else ~/.local/share/zq) and migrates it on
+start. PostgreSQL and MariaDB databases are migrated with `zq db upgrade`.
+SIGTERM stops the server gracefully: requests in flight are completed."""
+
+EPILOG = """\
+examples:
+  zq serve
+  zq serve --port 9000 --workers 4
+  zq serve --storage postgresql://zq@db.example.com/zq
+  zq serve --config /etc/zq/zq.toml --host 0.0.0.0
+
+Flags override the configuration file (--config or $ZQ_CONFIG), which is
+overridden by ZQ_* environment variables; see `zq config`."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "serve", help="run the HTTP API server", description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--host", help="address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="TCP port, 0 for any free port (default: 8888)")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="worker processes (default: 2)")
+    add_config_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> None:
+    from zq.server import serve  # gunicorn and falcon load only for this command
+
+    serve(config_for(args))
+
+
+def config_for(args: argparse.Namespace) -> Config:
+    """The configuration with this command's flags applied on top."""
+    return config_from_args(
+        args, server={"host": args.host, "port": args.port, "workers": args.workers}
+    )
