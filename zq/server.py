@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import logging
 import socket
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
+import zq.auth
+import zq.logs
 from zq.commands.options import CommandError, ensure_default_data_dir, open_reachable_storage
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
@@ -30,8 +31,6 @@ log = logging.getLogger("zq.server")
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
 
-LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
-LOG_DATE_FORMAT = "%Y-%m-%d %H:%M:%S %z"  # the same lines as gunicorn's own
 
 
 def bind_address(host: str, port: int) -> str:
@@ -53,6 +52,13 @@ def gunicorn_settings(config: Config) -> dict[str, Any]:
         # gunicorn reports only problems; zq logs its own start line.
         "loglevel": "warning",
         "accesslog": None,
+        # Stated rather than left to gunicorn's defaults: they bound what one
+        # client can make a worker hold (request line, header count and size)
+        # and how long an idle keep-alive connection keeps a thread.
+        "limit_request_line": 4094,
+        "limit_request_fields": 100,
+        "limit_request_field_size": 8190,
+        "keepalive": 5,
     }
 
 
@@ -180,20 +186,11 @@ def drain_unread_body(app: WSGIApp, limit: int) -> WSGIApp:
     return wrapped
 
 
-def configure_logging() -> None:
-    """Send zq's log lines to stderr, formatted like gunicorn's."""
-    logger = logging.getLogger("zq")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT))
-        logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-
-
 def serve(config: Config) -> None:
     """Run the server until SIGTERM (graceful) or SIGINT (quick)."""
     check_server_config(config)
     check_address_free(config.server.host, config.server.port)
-    configure_logging()
+    zq.auth.check_config(config)
+    zq.logs.configure(config.log)
     uri = prepare_storage(config)
     ZqServer(config, uri).run()
