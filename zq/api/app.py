@@ -11,13 +11,15 @@ from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.health import Health, Home, Ping
 from zq.api.messages import MessageCollection, MessageItem
 from zq.api.middleware import RequestId, RequestRules
+from zq.api.pools import ADMIN_ROUTES, PoolingOff
 from zq.api.queues import QueueCollection, QueueItem, QueuePurge, QueueStatsResource
 from zq.api.resource import Resource
 from zq.clock import Clock, SystemClock
 from zq.config import Config
-from zq.pooling import SingleBackend
+from zq.pooling import Pools
+from zq.pooling.admin import PoolAdmin
+from zq.pooling.setup import open_pools
 from zq.service import QueueService
-from zq.storage import open_storage
 from zq.storage.base import Storage
 
 ROUTES: list[tuple[str, type[Resource]]] = [
@@ -36,21 +38,31 @@ ROUTES: list[tuple[str, type[Resource]]] = [
 
 
 def create_app(
-    config: Config, *, storage: Storage | None = None, clock: Clock | None = None
+    config: Config,
+    *,
+    storage: Storage | None = None,
+    clock: Clock | None = None,
+    pools: Pools | None = None,
+    admin: PoolAdmin | None = None,
 ) -> falcon.App:
-    """The WSGI app serving the Zaqar v2 API on one backend.
+    """The WSGI app serving the Zaqar v2 API.
 
-    Without ``storage``, opens ``config.storage.resolved_uri()``.
+    The resolver follows the configuration (zq.pooling.setup.open_pools):
+    with ``[pooling] enabled`` the pools of the management store, otherwise
+    ``storage`` or the one at ``config.storage.resolved_uri()``. Tests may
+    pass their own ``pools`` (and ``admin``).
     """
     clock = clock or SystemClock()
-    if storage is None:
-        storage = open_storage(config.storage.resolved_uri(), clock=clock)
-    service = QueueService(config.limits, SingleBackend(storage))
-    return build_app(service, clock, config)
+    if pools is None:
+        pools, admin = open_pools(config, clock=clock, storage=storage)
+    service = QueueService(config.limits, pools)
+    return build_app(service, clock, config, admin=admin)
 
 
-def build_app(service: QueueService, clock: Clock, config: Config) -> falcon.App:
-    """The app around an already built service (pooling passes its own)."""
+def build_app(
+    service: QueueService, clock: Clock, config: Config, *, admin: PoolAdmin | None = None
+) -> falcon.App:
+    """The app around an already built service; pool admin routes when ``admin``."""
     app = falcon.App(middleware=[RequestId(), RequestRules(config.limits)])
     app.req_options.strip_url_path_trailing_slash = True
     json = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
@@ -59,4 +71,6 @@ def build_app(service: QueueService, clock: Clock, config: Config) -> falcon.App
     errors.install(app)
     for template, resource in ROUTES:
         app.add_route(template, resource(service, clock))
+    for template, admin_resource in ADMIN_ROUTES:
+        app.add_route(template, admin_resource(admin) if admin else PoolingOff())
     return app

@@ -7,18 +7,12 @@ from dataclasses import dataclass
 
 from sqlalchemy import exc
 
-from zq.config import default_data_dir
 from zq.errors import StorageUnavailable
 from zq.pooling import migrate
 from zq.pooling.catalog import Catalog
 from zq.pooling.registry import Registry
 from zq.storage.sql import dialects
 from zq.storage.sql.database import Database
-
-
-def default_management_uri() -> str:
-    """The embedded default: an SQLite file next to the default storage."""
-    return f"sqlite:///{default_data_dir() / 'zq-management.sqlite3'}"
 
 
 @dataclass(frozen=True)
