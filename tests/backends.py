@@ -83,15 +83,22 @@ def sqlite_session() -> Iterator[StorageFactory]:
         yield lambda clock: open_sql(uri, clock=clock)
 
 
+SERVERS = {
+    # kind: (environment variable, default admin URL)
+    "postgresql": ("ZQ_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"),
+    "mariadb": ("ZQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test"),
+}
+
+
 @contextmanager
-def _server_database(kind: str, env: str, default: str) -> Iterator[StorageFactory]:
-    """A freshly created, migrated database on a SQL server, dropped at the end."""
+def empty_database(kind: str) -> Iterator[str]:
+    """A freshly created, empty database on a SQL server; its URI. Dropped after."""
     import sqlalchemy as sa
 
-    from zq.storage.sql import dialects, migrate, open_sql
+    from zq.storage.sql import dialects
 
-    admin_uri = os.environ.get(env, default)
-    admin_url = dialects.to_sqlalchemy_url(admin_uri)
+    env, default = SERVERS[kind]
+    admin_url = dialects.to_sqlalchemy_url(os.environ.get(env, default))
     name = f"zq_test_{secrets.token_hex(6)}"
     admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
     try:
@@ -104,10 +111,8 @@ def _server_database(kind: str, env: str, default: str) -> Iterator[StorageFacto
             f"is unreachable or refused CREATE DATABASE ({error.orig}). Start it, point "
             f"{env} at a server, or leave {kind} out of ZQ_TEST_BACKENDS."
         ) from error
-    uri = admin_url.set(database=name).render_as_string(hide_password=False)
     try:
-        migrate.upgrade(uri)
-        yield lambda clock: open_sql(uri, clock=clock)
+        yield admin_url.set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as conn:
             force = " WITH (FORCE)" if kind == "postgresql" else ""
@@ -115,16 +120,46 @@ def _server_database(kind: str, env: str, default: str) -> Iterator[StorageFacto
         admin.dispose()
 
 
+@contextmanager
+def _server_session(kind: str) -> Iterator[StorageFactory]:
+    """A migrated database of its own on a SQL server, for one test session."""
+    from zq.storage.sql import migrate, open_sql
+
+    with empty_database(kind) as uri:
+        migrate.upgrade(uri)
+        yield lambda clock: open_sql(uri, clock=clock)
+
+
 @backend("postgresql")
 def postgresql_session() -> AbstractContextManager[StorageFactory]:
-    return _server_database(
-        "postgresql", "ZQ_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
-    )
+    return _server_session("postgresql")
 
 
 @backend("mariadb")
 def mariadb_session() -> AbstractContextManager[StorageFactory]:
-    return _server_database("mariadb", "ZQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
+    return _server_session("mariadb")
+
+
+# --- Redis ------------------------------------------------------------------
+
+
+@backend("redis")
+def redis_session() -> AbstractContextManager[StorageFactory]:
+    """A random key prefix on ZQ_TEST_REDIS_URL; its keys are deleted at the end."""
+    from tests.redis_session import redis_session as prefixed_session
+
+    return prefixed_session()
+
+
+# --- MongoDB ---------------------------------------------------------------
+
+
+@backend("mongo")
+def mongo_session() -> AbstractContextManager[StorageFactory]:
+    """mongomock in memory; a real server (fresh database) when ZQ_TEST_MONGO_URL is set."""
+    from tests.drivers.mongo.session import mongo_session
+
+    return mongo_session()
 
 
 # --- fixtures --------------------------------------------------------------

@@ -176,13 +176,18 @@ def claim_options(document: Any, limits: Limits) -> tuple[int, int]:
 
 
 def purge_document(document: Any) -> set[str]:
-    """``{"resource_types": [...]}`` of a purge; everything when absent."""
+    """``{"resource_types": [...]}`` of a purge; everything when no body is sent.
+
+    A body without ``resource_types`` is refused, as Zaqar does: a client that
+    sends a body meant to choose, and an empty purge-everything by accident
+    would lose data.
+    """
     if document is None:
         return set(PURGEABLE_RESOURCES)
     document = object_document(document, "The purge body")
-    types = document.get("resource_types")
-    if types is None:
-        return set(PURGEABLE_RESOURCES)
+    if "resource_types" not in document:
+        raise InvalidRequest('The purge body must contain "resource_types".')
+    types = document["resource_types"]
     if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
         raise InvalidRequest('"resource_types" must be a list of strings.')
     unknown = set(types) - PURGEABLE_RESOURCES

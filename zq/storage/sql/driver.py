@@ -50,7 +50,7 @@ def open_sql(uri: str, *, clock: Clock) -> Storage:
     engine = dialects.create_engine(uri)
     try:
         if engine.dialect.name == "sqlite":
-            migrate.upgrade_engine(engine)
+            migrate.ensure_current(engine)
         else:
             migrate.require_current(engine)
     except exc.DBAPIError as error:

@@ -84,19 +84,33 @@ def require_current(engine: sa.Engine) -> None:
     expected = head_revision()
     if found == expected:
         return
-    where = engine.url.render_as_string(hide_password=True)
-    if found is None:
-        problem = "has no zq schema"
-    elif found in _known_revisions():
-        problem = f"has schema revision {found}, older than {expected}"
-    else:
-        raise StorageUnavailable(
-            f"The database {where} has schema revision {found}, which this version of "
-            f"zq does not know (expected {expected}); upgrade zq."
-        )
+    _refuse_unknown(engine, found, expected)
+    problem = "has no zq schema" if found is None else (
+        f"has schema revision {found}, older than {expected}")
     raise StorageUnavailable(
-        f"The database {where} {problem}; run `zq db upgrade` to migrate it."
+        f"The database {_where(engine)} {problem}; run `zq db upgrade` to migrate it."
     )
+
+
+def ensure_current(engine: sa.Engine) -> None:
+    """Upgrade the schema if it is behind (the embedded SQLite does this itself)."""
+    found = _revision(engine)
+    expected = head_revision()
+    if found != expected:
+        _refuse_unknown(engine, found, expected)
+        upgrade_engine(engine)
+
+
+def _refuse_unknown(engine: sa.Engine, found: str | None, expected: str) -> None:
+    if found is not None and found not in _known_revisions():
+        raise StorageUnavailable(
+            f"The database {_where(engine)} has schema revision {found}, which this "
+            f"version of zq does not know (expected {expected}); upgrade zq."
+        )
+
+
+def _where(engine: sa.Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)
 
 
 def _revision(engine: sa.Engine) -> str | None:

@@ -1,0 +1,67 @@
+"""A claim, delete or release costs a handful of statements, whatever the batch."""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import contextmanager
+
+import sqlalchemy as sa
+
+from tests.contract.helpers import claim, post
+from zq.dead_letter import DeadLetterPolicy
+
+
+@contextmanager
+def counting(engine: sa.Engine):
+    statements: list[str] = []
+
+    def before(conn, cursor, statement, parameters, context, executemany):
+        if not statement.lstrip().upper().startswith(("BEGIN", "SAVEPOINT", "RELEASE")):
+            statements.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", before)
+    try:
+        yield statements
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", before)
+
+
+def test_claim_cost_does_not_grow_with_the_batch(sql_storage):
+    project = f"p-{uuid.uuid4().hex}"
+    post(sql_storage, project, "q", 22)
+    with counting(sql_storage.engine) as small:
+        claim(sql_storage, project, "q", 2)
+    with counting(sql_storage.engine) as large:
+        claim(sql_storage, project, "q", 20)
+    assert len(small) == len(large) <= 4
+
+
+def test_claim_with_dead_letter_moves_stays_small(sql_storage):
+    project = f"p-{uuid.uuid4().hex}"
+    policy = DeadLetterPolicy(max_claim_count=1, queue="dlq")
+    post(sql_storage, project, "q", 10)
+    first = claim(sql_storage, project, "q", 10, dead_letter=policy)
+    sql_storage.claims.release(project, "q", first.id, client_id=None)
+    post(sql_storage, project, "q", 10)
+    with counting(sql_storage.engine) as statements:
+        claimed = claim(sql_storage, project, "q", 10, dead_letter=policy)
+    assert len(claimed.messages) == 10
+    # select, dlq create, move, select again, insert claim, mark, events.
+    assert len(statements) <= 8
+
+
+def test_delete_and_release_are_a_handful(sql_storage):
+    project = f"p-{uuid.uuid4().hex}"
+    post(sql_storage, project, "q", 10)
+    claimed = claim(sql_storage, project, "q", 10)
+    ids = [m.id for m in claimed.messages]
+    with counting(sql_storage.engine) as deleting:
+        sql_storage.messages.delete(project, "q", ids[0], claim_id=claimed.id, client_id=None)
+    with counting(sql_storage.engine) as deleting_many:
+        sql_storage.messages.delete_many(project, "q", ids[1:5], claim_ids=[claimed.id],
+                                         client_id=None)
+    with counting(sql_storage.engine) as releasing:
+        sql_storage.claims.release(project, "q", claimed.id, client_id=None)
+    assert len(deleting) <= 3
+    assert len(deleting_many) <= 3
+    assert len(releasing) <= 4

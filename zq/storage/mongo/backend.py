@@ -1,0 +1,32 @@
+"""What every MongoDB controller works with: collections, clock, unit runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from zq.clock import Clock
+from zq.storage.mongo.unit import UnitRunner
+
+
+@dataclass(frozen=True)
+class Backend:
+    database: Any
+    clock: Clock
+    units: UnitRunner
+
+    @property
+    def queues(self) -> Any:
+        return self.database["queues"]
+
+    @property
+    def messages(self) -> Any:
+        return self.database["messages"]
+
+    @property
+    def claims(self) -> Any:
+        return self.database["claims"]
+
+    @property
+    def counters(self) -> Any:
+        return self.database["counters"]

@@ -1,0 +1,223 @@
+"""Claims: a document per claim in ``claims``; messages point at it by id.
+
+A message is held while its ``claim_id`` names the claim and its
+``claim_expires`` (kept equal to the claim's expiry) lies ahead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bson import ObjectId
+from pymongo import ReturnDocument
+
+from zq import events as kinds
+from zq.dead_letter import DeadLetterPolicy
+from zq.errors import ClaimNotFound
+from zq.storage.base import ClaimController, ClaimRecord
+from zq.storage.mongo.backend import Backend
+from zq.storage.mongo.delivery import deliver
+from zq.storage.mongo.documents import expiry_date, free, held_by, object_id, to_record
+from zq.storage.mongo.events import event_doc
+
+
+class MongoClaimController(ClaimController):
+    def __init__(self, backend: Backend) -> None:
+        self._b = backend
+
+    def create(
+        self,
+        project: str,
+        queue: str,
+        *,
+        ttl: int,
+        grace: int,
+        limit: int,
+        client_id: str | None,
+        dead_letter: DeadLetterPolicy | None,
+    ) -> ClaimRecord | None:
+        def change(session: Any) -> tuple[ClaimRecord | None, list[dict[str, Any]]]:
+            now = self._b.clock.now()
+            claim_expires = now + ttl
+            claim = _new_claim(project, queue, ttl, grace, client_id, now)
+            claim_id = str(claim["_id"])
+            # The claim exists before any message points at it; a crash
+            # mid-walk leaves a claim that simply expires.
+            self._b.claims.insert_one(claim, session=session)
+            message_expires = claim_expires + grace
+
+            def take(candidate: dict[str, Any]) -> dict[str, Any] | None:
+                return self._b.messages.find_one_and_update(
+                    {"_id": candidate["_id"], "project": project, "queue": queue,
+                     "claim_count": candidate["claim_count"], **free(now)},
+                    {
+                        "$set": {"claim_id": claim_id, "claim_expires": claim_expires},
+                        "$inc": {"claim_count": 1},
+                        "$max": {
+                            "expires": message_expires,
+                            "expires_at": expiry_date(message_expires, now),
+                        },
+                    },
+                    return_document=ReturnDocument.AFTER,
+                    session=session,
+                )
+
+            taken, events = deliver(
+                self._b, project, queue, limit=limit, now=now, client_id=client_id,
+                dead_letter=dead_letter, take=take, session=session,
+            )
+            if not taken:
+                self._b.claims.delete_one({"_id": claim["_id"]}, session=session)
+                return None, events
+            events += [
+                event_doc(kinds.CLAIMED, now, project, queue, message_id=str(doc["_id"]),
+                          claim_id=claim_id, client_id=client_id,
+                          claim_count=doc["claim_count"])
+                for doc in taken
+            ]
+            record = _claim_record(claim, [to_record(doc, now) for doc in taken])
+            return record, events
+
+        return self._b.units.run(change)
+
+    def get(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
+        now = self._b.clock.now()
+        claim = self._live_claim(project, queue, claim_id, now)
+        docs = self._b.messages.find(
+            {"project": project, "queue": queue, **held_by(claim_id, now)},
+            sort=[("marker", 1)],
+        )
+        return _claim_record(claim, [to_record(doc, now) for doc in docs])
+
+    def renew(
+        self,
+        project: str,
+        queue: str,
+        claim_id: str,
+        *,
+        ttl: int,
+        grace: int,
+        client_id: str | None,
+    ) -> None:
+        def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
+            now = self._b.clock.now()
+            claim_expires = now + ttl
+            oid = object_id(claim_id)
+            claim = None if oid is None else self._b.claims.find_one_and_update(
+                {"_id": oid, "project": project, "queue": queue, "expires": {"$gt": now}},
+                {"$set": {"ttl": ttl, "grace": grace, "expires": claim_expires,
+                          "expires_at": expiry_date(claim_expires, now)}},
+                session=session,
+            )
+            if claim is None:
+                raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+            held = {"project": project, "queue": queue, **held_by(claim_id, now)}
+            ids = [doc["_id"] for doc in self._b.messages.find(
+                held, {"_id": 1}, sort=[("marker", 1)], session=session)]
+            message_expires = claim_expires + grace
+            self._b.messages.update_many(
+                {**held, "_id": {"$in": ids}},
+                {
+                    "$set": {"claim_expires": claim_expires},
+                    "$max": {
+                        "expires": message_expires,
+                        "expires_at": expiry_date(message_expires, now),
+                    },
+                },
+                session=session,
+            )
+            return None, self._held_events(kinds.RENEWED, project, queue, claim_id,
+                                           client_id, ids, now, session)
+
+        self._b.units.run(change)
+
+    def release(
+        self, project: str, queue: str, claim_id: str, *, client_id: str | None
+    ) -> None:
+        oid = object_id(claim_id)
+        if oid is None:
+            return
+
+        def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
+            now = self._b.clock.now()
+            # An expired claim is left for gc, which records its expiry.
+            claim = self._b.claims.find_one_and_delete(
+                {"_id": oid, "project": project, "queue": queue, "expires": {"$gt": now}},
+                session=session,
+            )
+            if claim is None:
+                return None, []
+            held = {"project": project, "queue": queue, **held_by(claim_id, now)}
+            ids = [doc["_id"] for doc in self._b.messages.find(
+                held, {"_id": 1}, sort=[("marker", 1)], session=session)]
+            self._b.messages.update_many(
+                {**held, "_id": {"$in": ids}},
+                {"$set": {"claim_id": None, "claim_expires": 0.0}},
+                session=session,
+            )
+            return None, self._held_events(kinds.RELEASED, project, queue, claim_id,
+                                           client_id, ids, now, session)
+
+        self._b.units.run(change)
+
+    def _live_claim(self, project: str, queue: str, claim_id: str, now: float) -> dict[str, Any]:
+        oid = object_id(claim_id)
+        claim = None if oid is None else self._b.claims.find_one(
+            {"_id": oid, "project": project, "queue": queue, "expires": {"$gt": now}}
+        )
+        if claim is None:
+            raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+        return claim
+
+    def _held_events(
+        self,
+        kind: str,
+        project: str,
+        queue: str,
+        claim_id: str,
+        client_id: str | None,
+        ids: list[ObjectId],
+        now: float,
+        session: Any,
+    ) -> list[dict[str, Any]]:
+        """One event per message the claim held, with its claim count."""
+        docs = self._b.messages.find(
+            {"_id": {"$in": ids}}, {"claim_count": 1, "marker": 1},
+            sort=[("marker", 1)], session=session,
+        )
+        return [
+            event_doc(kind, now, project, queue, message_id=str(doc["_id"]),
+                      claim_id=claim_id, client_id=client_id,
+                      claim_count=doc["claim_count"])
+            for doc in docs
+        ]
+
+
+def _new_claim(
+    project: str, queue: str, ttl: int, grace: int, client_id: str | None, now: float
+) -> dict[str, Any]:
+    expires = now + ttl
+    return {
+        "_id": ObjectId(),
+        "project": project,
+        "queue": queue,
+        "ttl": ttl,
+        "grace": grace,
+        "created": now,
+        "expires": expires,
+        "expires_at": expiry_date(expires, now),
+        "client_id": client_id,
+    }
+
+
+def _claim_record(claim: dict[str, Any], messages: list[Any]) -> ClaimRecord:
+    return ClaimRecord(
+        id=str(claim["_id"]),
+        queue=claim["queue"],
+        ttl=claim["ttl"],
+        grace=claim["grace"],
+        created=claim["created"],
+        expires=claim["expires"],
+        messages=messages,
+    )
+

@@ -1,0 +1,59 @@
+"""The indexes every query needs, created idempotently at start-up.
+
+Each entry names the queries it serves; docs/mongo.md lists them and
+tests/drivers/mongo/test_indexes.py checks that every filter the driver
+sends is served by one of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from pymongo.errors import CollectionInvalid
+
+from zq.storage.mongo.documents import TTL_INDEX_DELAY
+
+ASC = 1
+
+# collection -> [(name, keys, options)]
+INDEXES: dict[str, list[tuple[str, list[tuple[str, int]], dict[str, Any]]]] = {
+    "queues": [
+        # get/exists/set/delete by name; list and count by name order.
+        ("project_name", [("project", ASC), ("name", ASC)], {"unique": True}),
+    ],
+    "messages": [
+        # Queue order: list, claim candidates, pop, stats, purge. Unique, so
+        # two messages never share a position in a queue.
+        ("queue_order", [("project", ASC), ("queue", ASC), ("marker", ASC)], {"unique": True}),
+        # Claim get/renew/release and gc's count of a dead claim's messages.
+        ("claim", [("claim_id", ASC)], {}),
+        # gc: messages whose expiry (injected clock) has passed.
+        ("expires", [("expires", ASC)], {}),
+        # Server-side backstop: removes what gc did not collect.
+        ("ttl", [("expires_at", ASC)], {"expireAfterSeconds": TTL_INDEX_DELAY}),
+    ],
+    "claims": [
+        ("expires", [("expires", ASC)], {}),
+        ("ttl", [("expires_at", ASC)], {"expireAfterSeconds": TTL_INDEX_DELAY}),
+    ],
+    # counters and events are only addressed by _id.
+}
+
+
+# Collections created up front: a transaction on an older server cannot
+# create a collection implicitly.
+COLLECTIONS = ("queues", "messages", "claims", "counters", "events")
+
+
+def ensure_indexes(database: Any) -> None:
+    """Create the collections and every index; repeating it changes nothing."""
+    existing = set(database.list_collection_names())
+    for collection in COLLECTIONS:
+        if collection not in existing:
+            # Another process may have created it a moment ago.
+            with contextlib.suppress(CollectionInvalid):
+                database.create_collection(collection)
+    for collection, indexes in INDEXES.items():
+        for name, keys, options in indexes:
+            database[collection].create_index(keys, name=name, **options)

@@ -1,0 +1,265 @@
+"""Messages: post, read, delete and pop."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bson import ObjectId
+
+from zq import events as kinds
+from zq.dead_letter import DeadLetterPolicy
+from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
+from zq.storage.base import MessageController, MessageRecord, NewMessage
+from zq.storage.mongo.backend import Backend
+from zq.storage.mongo.counters import markers_key, reserve
+from zq.storage.mongo.delivery import deliver
+from zq.storage.mongo.documents import (
+    alive,
+    expiry_date,
+    free,
+    object_id,
+    to_record,
+)
+from zq.storage.mongo.events import event_doc
+from zq.storage.mongo.queues import ensure_queue
+
+
+class MongoMessageController(MessageController):
+    def __init__(self, backend: Backend) -> None:
+        self._b = backend
+
+    def post(
+        self,
+        project: str,
+        queue: str,
+        messages: Sequence[NewMessage],
+        *,
+        client_id: str | None,
+    ) -> list[str]:
+        if not messages:
+            return []
+        # Markers are reserved outside the unit: a retried transaction or a
+        # failed insert only leaves a gap, and the hot counter document stays
+        # out of the transaction's write set.
+        last = reserve(self._b.counters, markers_key(project), len(messages))
+        first = last - len(messages) + 1
+
+        def change(session: Any) -> tuple[list[str], list[dict[str, Any]]]:
+            now = self._b.clock.now()
+            ensure_queue(self._b, project, queue, session=session)
+            docs = [
+                _new_document(project, queue, message, first + i, client_id, now)
+                for i, message in enumerate(messages)
+            ]
+            self._b.messages.insert_many(docs, ordered=True, session=session)
+            events = [
+                event_doc(
+                    kinds.POSTED, now, project, queue,
+                    message_id=str(doc["_id"]), client_id=client_id, claim_count=0,
+                    detail={
+                        "ttl": message.ttl,
+                        "delay": message.delay,
+                        "fingerprint": message.fingerprint,
+                        "size": len(message.body.encode()),
+                    },
+                )
+                for doc, message in zip(docs, messages, strict=True)
+            ]
+            return [str(doc["_id"]) for doc in docs], events
+
+        return self._b.units.run(change)
+
+    def list(
+        self,
+        project: str,
+        queue: str,
+        *,
+        marker: int | None = None,
+        limit: int = 10,
+        echo: bool = False,
+        client_id: str | None = None,
+        include_claimed: bool = False,
+        include_delayed: bool = False,
+    ) -> list[MessageRecord]:
+        now = self._b.clock.now()
+        query: dict[str, Any] = {"project": project, "queue": queue, **alive(now)}
+        if marker is not None:
+            query["marker"] = {"$gt": marker}
+        if not echo and client_id is not None:
+            query["client_id"] = {"$ne": client_id}
+        if not include_claimed:
+            query["claim_expires"] = {"$lte": now}
+        if not include_delayed:
+            query["delay_until"] = {"$lte": now}
+        docs = self._b.messages.find(query, sort=[("marker", 1)], limit=limit)
+        return [to_record(doc, now) for doc in docs]
+
+    def get(self, project: str, queue: str, message_id: str) -> MessageRecord:
+        now = self._b.clock.now()
+        oid = object_id(message_id)
+        doc = None if oid is None else self._b.messages.find_one(
+            {"_id": oid, "project": project, "queue": queue, **alive(now)}
+        )
+        if doc is None:
+            raise MessageNotFound(f"Message {message_id!r} does not exist.")
+        return to_record(doc, now)
+
+    def get_many(
+        self, project: str, queue: str, message_ids: Sequence[str]
+    ) -> list[MessageRecord]:
+        ids = _object_ids(message_ids)
+        if not ids:
+            return []
+        now = self._b.clock.now()
+        docs = self._b.messages.find(
+            {"_id": {"$in": ids}, "project": project, "queue": queue, **alive(now)},
+            sort=[("marker", 1)],
+        )
+        return [to_record(doc, now) for doc in docs]
+
+    def delete(
+        self,
+        project: str,
+        queue: str,
+        message_id: str,
+        *,
+        claim_id: str | None,
+        client_id: str | None,
+    ) -> None:
+        oid = object_id(message_id)
+        if oid is None:
+            return
+
+        def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
+            now = self._b.clock.now()
+            where = {"_id": oid, "project": project, "queue": queue, **alive(now)}
+            doc = self._b.messages.find_one(where, session=session)
+            if doc is None:
+                return None, []
+            held = doc["claim_expires"] > now
+            if claim_id is None and held:
+                raise MessageIsClaimed(f"Message {message_id!r} is claimed.")
+            if claim_id is not None and not (held and doc["claim_id"] == claim_id):
+                raise ClaimMismatch(f"Claim {claim_id!r} does not hold message {message_id!r}.")
+            # Delete only in the state just checked: if a claim took or left
+            # the message meanwhile, nothing is deleted and no event recorded.
+            state = ({"claim_id": claim_id, "claim_expires": {"$gt": now}} if held
+                     else {"claim_expires": {"$lte": now}})
+            deleted = self._b.messages.delete_one({**where, **state}, session=session)
+            if deleted.deleted_count == 0:
+                return None, []
+            return None, [_deleted_event(doc, now, client_id)]
+
+        self._b.units.run(change)
+
+    def delete_many(
+        self,
+        project: str,
+        queue: str,
+        message_ids: Sequence[str],
+        *,
+        claim_ids: Sequence[str] | None = None,
+        client_id: str | None,
+    ) -> list[str]:
+        ids = _object_ids(message_ids)
+
+        def change(session: Any) -> tuple[list[str], list[dict[str, Any]]]:
+            now = self._b.clock.now()
+            deleted: list[str] = []
+            events: list[dict[str, Any]] = []
+            for oid in ids:
+                query = {"_id": oid, "project": project, "queue": queue, **alive(now)}
+                if claim_ids is not None:
+                    query["claim_id"] = {"$in": list(claim_ids)}
+                    query["claim_expires"] = {"$gt": now}
+                doc = self._b.messages.find_one_and_delete(query, session=session)
+                if doc is not None:
+                    deleted.append(str(oid))
+                    events.append(_deleted_event(doc, now, client_id))
+            return deleted, events
+
+        return self._b.units.run(change)
+
+    def pop(
+        self,
+        project: str,
+        queue: str,
+        *,
+        limit: int,
+        client_id: str | None,
+        dead_letter: DeadLetterPolicy | None,
+    ) -> list[MessageRecord]:
+        def change(session: Any) -> tuple[list[MessageRecord], list[dict[str, Any]]]:
+            now = self._b.clock.now()
+
+            def take(candidate: dict[str, Any]) -> dict[str, Any] | None:
+                doc = self._b.messages.find_one_and_delete(
+                    {"_id": candidate["_id"], "project": project, "queue": queue,
+                     "claim_count": candidate["claim_count"], **free(now)},
+                    session=session,
+                )
+                # Pop counts as a claim: the returned record shows it.
+                return None if doc is None else {**doc, "claim_count": doc["claim_count"] + 1}
+
+            popped, events = deliver(
+                self._b, project, queue, limit=limit, now=now, client_id=client_id,
+                dead_letter=dead_letter, take=take, session=session,
+            )
+            events += [
+                event_doc(kinds.DELETED, now, project, queue, message_id=str(doc["_id"]),
+                          client_id=client_id, claim_count=doc["claim_count"],
+                          detail={"pop": True})
+                for doc in popped
+            ]
+            return [to_record(doc, now) for doc in popped], events
+
+        return self._b.units.run(change)
+
+
+def _new_document(
+    project: str,
+    queue: str,
+    message: NewMessage,
+    marker: int,
+    client_id: str | None,
+    now: float,
+) -> dict[str, Any]:
+    expires = now + message.ttl
+    return {
+        "_id": ObjectId(),
+        "project": project,
+        "queue": queue,
+        "marker": marker,
+        "body": message.body,
+        "fingerprint": message.fingerprint,
+        "ttl": message.ttl,
+        "created": now,
+        "expires": expires,
+        "expires_at": expiry_date(expires, now),
+        "client_id": client_id,
+        "claim_id": None,
+        "claim_expires": 0.0,
+        "delay_until": now + message.delay,
+        "claim_count": 0,
+        "history": [],
+    }
+
+
+def _deleted_event(doc: dict[str, Any], now: float, client_id: str | None) -> dict[str, Any]:
+    held = doc["claim_expires"] > now
+    return event_doc(
+        kinds.DELETED, now, doc["project"], doc["queue"],
+        message_id=str(doc["_id"]), claim_id=doc["claim_id"] if held else None,
+        client_id=client_id, claim_count=doc["claim_count"],
+    )
+
+
+def _object_ids(message_ids: Sequence[str]) -> list[ObjectId]:
+    """The valid ids among ``message_ids``, in order, without repeats."""
+    seen: dict[ObjectId, None] = {}
+    for text in message_ids:
+        oid = object_id(text)
+        if oid is not None:
+            seen.setdefault(oid, None)
+    return list(seen)

@@ -1,0 +1,147 @@
+"""Queues: one document per queue in ``queues``, metadata kept as JSON text.
+
+Metadata is stored as text so that any key a client chooses (dots, a
+leading ``$``) round-trips exactly, as it does on the other drivers.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+from pymongo.errors import DuplicateKeyError
+
+from zq import events as kinds
+from zq.errors import QueueNotFound
+from zq.storage.base import MessageStamp, QueueController, QueueRecord, QueueStats
+from zq.storage.mongo.backend import Backend
+from zq.storage.mongo.documents import alive
+from zq.storage.mongo.events import event_doc
+
+
+def ensure_queue(backend: Backend, project: str, queue: str, *, session: Any = None) -> None:
+    """Create the queue with empty metadata unless it exists (posting, dead lettering)."""
+    try:
+        backend.queues.update_one(
+            {"project": project, "name": queue},
+            {"$setOnInsert": {"metadata": "{}"}},
+            upsert=True,
+            session=session,
+        )
+    except DuplicateKeyError:
+        # Outside a transaction two first upserts can race on the unique
+        # index; the loser finds the queue created, which is all it wanted.
+        # (Inside one the server reports a retryable write conflict instead.)
+        if session is not None:
+            raise
+
+
+class MongoQueueController(QueueController):
+    def __init__(self, backend: Backend) -> None:
+        self._b = backend
+
+    def create(self, project: str, queue: str, metadata: dict[str, Any]) -> bool:
+        try:
+            self._b.queues.insert_one(
+                {"project": project, "name": queue, "metadata": _dump(metadata)}
+            )
+        except DuplicateKeyError:
+            return False
+        return True
+
+    def exists(self, project: str, queue: str) -> bool:
+        return self._b.queues.find_one({"project": project, "name": queue}) is not None
+
+    def get_metadata(self, project: str, queue: str) -> dict[str, Any]:
+        doc = self._b.queues.find_one({"project": project, "name": queue})
+        if doc is None:
+            raise QueueNotFound(f"Queue {queue!r} does not exist.")
+        return orjson.loads(doc["metadata"])
+
+    def set_metadata(self, project: str, queue: str, metadata: dict[str, Any]) -> None:
+        result = self._b.queues.update_one(
+            {"project": project, "name": queue}, {"$set": {"metadata": _dump(metadata)}}
+        )
+        if result.matched_count == 0:
+            raise QueueNotFound(f"Queue {queue!r} does not exist.")
+
+    def delete(self, project: str, queue: str) -> None:
+        def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
+            removed = self._remove_contents(project, queue, session)
+            self._b.queues.delete_one({"project": project, "name": queue}, session=session)
+            return None, self._purged(project, queue, removed, {"queue_deleted": True})
+
+        self._b.units.run(change)
+
+    def purge(self, project: str, queue: str) -> None:
+        def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
+            removed = self._remove_contents(project, queue, session)
+            return None, self._purged(project, queue, removed, {})
+
+        self._b.units.run(change)
+
+    def list(
+        self,
+        project: str,
+        *,
+        marker: str | None = None,
+        limit: int = 10,
+        name: str | None = None,
+    ) -> list[QueueRecord]:
+        query = _name_query(project, name)
+        if marker is not None:
+            query["name"] = {**query.get("name", {}), "$gt": marker}
+        docs = self._b.queues.find(query, sort=[("name", 1)], limit=limit)
+        return [QueueRecord(doc["name"], orjson.loads(doc["metadata"])) for doc in docs]
+
+    def count(self, project: str, *, name: str | None = None) -> int:
+        return self._b.queues.count_documents(_name_query(project, name))
+
+    def stats(self, project: str, queue: str) -> QueueStats:
+        now = self._b.clock.now()
+        in_queue = {"project": project, "queue": queue, **alive(now)}
+        messages = self._b.messages
+        claimed = messages.count_documents({**in_queue, "claim_expires": {"$gt": now}})
+        free = messages.count_documents({**in_queue, "claim_expires": {"$lte": now}})
+        if claimed + free == 0:
+            return QueueStats(free=0, claimed=0)
+        return QueueStats(
+            free=free,
+            claimed=claimed,
+            oldest=self._stamp(in_queue, 1),
+            newest=self._stamp(in_queue, -1),
+        )
+
+    def _stamp(self, in_queue: dict[str, Any], direction: int) -> MessageStamp | None:
+        docs = list(self._b.messages.find(
+            in_queue, {"created": 1}, sort=[("marker", direction)], limit=1
+        ))
+        return MessageStamp(str(docs[0]["_id"]), docs[0]["created"]) if docs else None
+
+    def _remove_contents(self, project: str, queue: str, session: Any) -> int:
+        # Only what a client can still see: expired messages and claims are
+        # left to gc, which records their ``expired`` events.
+        in_queue = {"project": project, "queue": queue, **alive(self._b.clock.now())}
+        removed = self._b.messages.delete_many(in_queue, session=session).deleted_count
+        self._b.claims.delete_many(in_queue, session=session)
+        return removed
+
+    def _purged(
+        self, project: str, queue: str, removed: int, extra: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        if not removed:
+            return []
+        return [event_doc(kinds.PURGED, self._b.clock.now(), project, queue,
+                          detail={"messages": removed, **extra})]
+
+
+def _name_query(project: str, name: str | None) -> dict[str, Any]:
+    query: dict[str, Any] = {"project": project}
+    if name:
+        query["name"] = {"$regex": re.escape(name)}
+    return query
+
+
+def _dump(metadata: dict[str, Any]) -> str:
+    return orjson.dumps(metadata, option=orjson.OPT_SORT_KEYS).decode()

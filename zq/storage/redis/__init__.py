@@ -1,0 +1,50 @@
+"""Redis storage driver: every state change is one Lua script.
+
+URI: ``redis://[[user]:password@]host[:port][/db][?prefix=NAME]`` or
+``rediss://`` for TLS. ``prefix`` (default ``zq``; letters, digits, ``_``,
+``.``, ``-``) starts every key, so several deployments or test sessions
+share one Redis without colliding. Requires Redis 7.0 or later (script
+flags, exclusive XRANGE, XTRIM MINID).
+
+Atomicity. Each state change (post, claim, pop, delete, delete_many,
+renew, release, purge, queue_create, queue_set_metadata, queue_delete, gc,
+events_trim) is one script in ``lua/``, with its events appended by XADD
+inside the same script. Scripts receive the time from the driver's clock
+and never read the server's TIME. Dead letter decisions are made in
+zq.dead_letter and passed in as arguments (see ``wire.policy_args``); the
+claim and pop scripts only apply them. Scripts check everything before their
+first write, and are flagged (``#!lua``) so that Redis refuses them before
+they start when it is out of memory.
+
+Key layout (``P`` is ``prefix:``; ``enc(s)`` is ``len(s) .. ':' .. s`` in
+bytes). Every family starts with its own head, and names and project ids
+appear only length-prefixed or as hash fields and set members, so no
+queue name or project id (``.``, ``:`` or any bytes) can make two keys
+collide::
+
+    P queues           hash  enc(project) .. queue -> qid (a number)
+    P qseq             string counter for qids
+    P p:enc(project)   zset  queue names of the project (score 0, by name)
+    P q:<qid>          hash  project, name, meta (JSON text)
+    P qo:<qid>         zset  message ids by marker: the queue's order
+    P qc:<qid>         set   claim ids of the queue
+    P marker           string counter for markers (one sequence per backend)
+    P m:<id>           hash  q, body, ttl, created, expires, client, claim,
+                             cexp (claim expiry), count, hist (JSON list),
+                             marker, delay (free from), fp (fingerprint)
+    P c:<cid>          hash  q, ttl, grace, created, expires, client
+    P cm:<cid>         set   message ids the claim took
+    P xm               zset  message ids by expiry time
+    P xc               zset  claim ids by expiry time
+    P events           stream of events, read by the exporter
+
+Expiry. Reads and writes compare stored times with the time passed in, so
+an expired message or claim is invisible at once. Memory is reclaimed by
+``gc``, which takes what expired from ``xm`` and ``xc`` (never scanning the
+keyspace) and records the ``expired`` events. Keys carry no Redis TTL:
+Redis would remove them by its own clock, without the events.
+"""
+
+from zq.storage.redis.storage import RedisStorage, open_redis
+
+__all__ = ["RedisStorage", "open_redis"]

@@ -1,0 +1,74 @@
+"""Claims on Redis: one hash and one member set per claim."""
+
+from __future__ import annotations
+
+import uuid
+
+from zq.clock import Clock
+from zq.dead_letter import DeadLetterPolicy
+from zq.errors import ClaimNotFound
+from zq.storage.base import ClaimController, ClaimRecord, MessageRecord
+from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.wire import message_records, optional, policy_args
+
+
+class RedisClaims(ClaimController):
+    def __init__(self, scripts: ScriptBook, clock: Clock) -> None:
+        self._scripts = scripts
+        self._clock = clock
+
+    def create(
+        self,
+        project: str,
+        queue: str,
+        *,
+        ttl: int,
+        grace: int,
+        limit: int,
+        client_id: str | None,
+        dead_letter: DeadLetterPolicy | None,
+    ) -> ClaimRecord | None:
+        now = self._clock.now()
+        claim_id = uuid.uuid4().hex
+        rows = self._scripts.run(
+            "claim", now, project, queue, claim_id, int(ttl), int(grace), limit,
+            optional(client_id), *policy_args(dead_letter, queue, now),
+        )
+        if not rows:
+            return None
+        return ClaimRecord(id=claim_id, queue=queue, ttl=int(ttl), grace=int(grace),
+                           created=now, expires=now + ttl,
+                           messages=message_records(queue, rows))
+
+    def get(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
+        found = self._scripts.run("claim_get", self._clock.now(), project, queue, claim_id)
+        if found is None:
+            raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+        ttl, grace, created, expires, *rows = found
+        messages: list[MessageRecord] = sorted(message_records(queue, rows),
+                                               key=lambda m: m.marker)
+        return ClaimRecord(id=claim_id, queue=queue, ttl=int(ttl), grace=int(grace),
+                           created=float(created), expires=float(expires),
+                           messages=messages)
+
+    def renew(
+        self,
+        project: str,
+        queue: str,
+        claim_id: str,
+        *,
+        ttl: int,
+        grace: int,
+        client_id: str | None,
+    ) -> None:
+        renewed = self._scripts.run("renew", self._clock.now(), project, queue, claim_id,
+                                    int(ttl), int(grace), optional(client_id))
+        if renewed != 1:
+            raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+
+    def release(
+        self, project: str, queue: str, claim_id: str, *, client_id: str | None
+    ) -> None:
+        self._scripts.run("release", self._clock.now(), project, queue, claim_id,
+                          optional(client_id))
+

@@ -1,0 +1,56 @@
+"""The event log on Redis: one stream per backend (per key prefix)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from zq.clock import Clock
+from zq.errors import InvalidRequest
+from zq.storage.base import Event, EventLog
+from zq.storage.redis.scripts import ScriptBook
+
+
+def _event(cursor: str, flat: list[str]) -> Event:
+    # Field names are the ones event() in lua/_lib.lua writes.
+    fields = dict(zip(flat[0::2], flat[1::2], strict=True))
+    count = fields.get("n")
+    return Event(
+        cursor=cursor,
+        time=float(fields["t"]),
+        project=fields["p"],
+        queue=fields["q"],
+        kind=fields["k"],
+        message_id=fields.get("m"),
+        claim_id=fields.get("c"),
+        client_id=fields.get("cl"),
+        claim_count=None if count is None else int(count),
+        detail=json.loads(fields["d"]) if "d" in fields else {},
+    )
+
+
+def next_stream_id(cursor: str) -> str:
+    """The smallest stream id after ``cursor`` (``ms-seq``)."""
+    ms, sep, seq = cursor.partition("-")
+    if not (ms.isdigit() and sep and seq.isdigit()):
+        raise InvalidRequest(f"{cursor!r} is not a Redis event cursor (ms-seq).")
+    return f"{ms}-{int(seq) + 1}"
+
+
+class RedisEventLog(EventLog):
+    def __init__(self, scripts: ScriptBook, clock: Clock) -> None:
+        self._scripts = scripts
+        self._clock = clock
+
+    def _run(self, name: str, *args: Any) -> Any:
+        return self._scripts.run(name, self._clock.now(), *args)
+
+    def read(self, *, after: str | None = None, limit: int = 1000) -> list[Event]:
+        if after is not None:
+            next_stream_id(after)  # reject a malformed cursor with a clear error
+        rows = self._run("events_read", after or "", limit)
+        return [_event(cursor, flat) for cursor, flat in rows]
+
+    def trim(self, *, up_to: str) -> int:
+        # XTRIM MINID keeps ids >= the threshold: the one after up_to.
+        return int(self._run("events_trim", next_stream_id(up_to)))

@@ -1,0 +1,24 @@
+#!lua
+-- ARGV: project, queue, message id, claim id ('' = none), client.
+-- Returns 0 (deleted or nothing to delete), 1 (claimed, no claim id given)
+-- or 2 (the claim id given does not hold the message).
+local project, queue, id, cid, client = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local qid = queue_id(project, queue)
+if not qid then
+  return 0
+end
+local m = load_msg(id)
+if not m or m.q ~= qid or not alive(m) then
+  return 0
+end
+if cid == '' then
+  if held(m) then
+    return 1
+  end
+elseif not (held(m) and m.claim == cid) then
+  return 2
+end
+local holder = held(m) and m.claim or nil
+remove_msg(m)
+event(project, queue, 'deleted', id, holder, client, m.count)
+return 0

@@ -1,0 +1,125 @@
+"""Messages on Redis: one hash per message, ordered per queue by marker."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from zq.clock import Clock
+from zq.dead_letter import DeadLetterPolicy
+from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
+from zq.storage.base import MessageController, MessageRecord, NewMessage
+from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.wire import flag, message_records, optional, policy_args
+
+# delete.lua's answers besides 0 (done, or nothing to do).
+_CLAIMED = 1
+_MISMATCH = 2
+
+
+class RedisMessages(MessageController):
+    def __init__(self, scripts: ScriptBook, clock: Clock) -> None:
+        self._scripts = scripts
+        self._clock = clock
+
+    def _run(self, name: str, *args: Any) -> Any:
+        return self._scripts.run(name, self._clock.now(), *args)
+
+    def post(
+        self,
+        project: str,
+        queue: str,
+        messages: Sequence[NewMessage],
+        *,
+        client_id: str | None,
+    ) -> list[str]:
+        ids = [uuid.uuid4().hex for _ in messages]
+        args: list[Any] = [project, queue, optional(client_id)]
+        for mid, message in zip(ids, messages, strict=True):
+            args += [mid, message.body, int(message.ttl), int(message.delay),
+                     message.fingerprint]
+        if ids:
+            self._run("post", *args)
+        return ids
+
+    def list(
+        self,
+        project: str,
+        queue: str,
+        *,
+        marker: int | None = None,
+        limit: int = 10,
+        echo: bool = False,
+        client_id: str | None = None,
+        include_claimed: bool = False,
+        include_delayed: bool = False,
+    ) -> list[MessageRecord]:
+        rows = self._run(
+            "list", project, queue, "" if marker is None else int(marker), limit,
+            flag(echo), optional(client_id), flag(include_claimed), flag(include_delayed),
+        )
+        return message_records(queue, rows)
+
+    def get(self, project: str, queue: str, message_id: str) -> MessageRecord:
+        found = self.get_many(project, queue, [message_id])
+        if not found:
+            raise MessageNotFound(f"Message {message_id!r} does not exist.")
+        return found[0]
+
+    def get_many(
+        self, project: str, queue: str, message_ids: Sequence[str]
+    ) -> list[MessageRecord]:
+        if not message_ids:
+            return []
+        rows = self._run("get_many", project, queue, *message_ids)
+        return sorted(message_records(queue, rows), key=lambda m: m.marker)
+
+    def delete(
+        self,
+        project: str,
+        queue: str,
+        message_id: str,
+        *,
+        claim_id: str | None,
+        client_id: str | None,
+    ) -> None:
+        answer = self._run("delete", project, queue, message_id, optional(claim_id),
+                           optional(client_id))
+        if answer == _CLAIMED:
+            raise MessageIsClaimed(
+                f"Message {message_id!r} is claimed; give its claim id to delete it."
+            )
+        if answer == _MISMATCH:
+            raise ClaimMismatch(
+                f"Claim {claim_id!r} does not hold message {message_id!r}."
+            )
+
+    def delete_many(
+        self,
+        project: str,
+        queue: str,
+        message_ids: Sequence[str],
+        *,
+        claim_ids: Sequence[str] | None = None,
+        client_id: str | None,
+    ) -> list[str]:
+        if not message_ids:
+            return []
+        allowed = ["*"] if claim_ids is None else list(claim_ids)
+        return self._run("delete_many", project, queue, optional(client_id),
+                         len(message_ids), *message_ids, *allowed)
+
+    def pop(
+        self,
+        project: str,
+        queue: str,
+        *,
+        limit: int,
+        client_id: str | None,
+        dead_letter: DeadLetterPolicy | None,
+    ) -> list[MessageRecord]:
+        now = self._clock.now()
+        rows = self._scripts.run("pop", now, project, queue, limit, optional(client_id),
+                                 *policy_args(dead_letter, queue, now))
+        return message_records(queue, rows)

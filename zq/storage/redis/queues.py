@@ -1,0 +1,73 @@
+"""Queues on Redis: a catalog hash, one hash per queue, a name index per project."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from zq.clock import Clock
+from zq.errors import QueueNotFound
+from zq.storage.base import MessageStamp, QueueController, QueueRecord, QueueStats
+from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.wire import optional
+
+
+def _metadata_json(metadata: dict[str, Any]) -> str:
+    return json.dumps(metadata, separators=(",", ":"))
+
+
+class RedisQueues(QueueController):
+    def __init__(self, scripts: ScriptBook, clock: Clock) -> None:
+        self._scripts = scripts
+        self._clock = clock
+
+    def _run(self, name: str, *args: Any) -> Any:
+        return self._scripts.run(name, self._clock.now(), *args)
+
+    def create(self, project: str, queue: str, metadata: dict[str, Any]) -> bool:
+        return self._run("queue_create", project, queue, _metadata_json(metadata)) == 1
+
+    def exists(self, project: str, queue: str) -> bool:
+        return self._run("queue_get", project, queue) is not None
+
+    def get_metadata(self, project: str, queue: str) -> dict[str, Any]:
+        found = self._run("queue_get", project, queue)
+        if found is None:
+            raise QueueNotFound(f"Queue {queue!r} does not exist.")
+        return json.loads(found)
+
+    def set_metadata(self, project: str, queue: str, metadata: dict[str, Any]) -> None:
+        if self._run("queue_set_metadata", project, queue, _metadata_json(metadata)) != 1:
+            raise QueueNotFound(f"Queue {queue!r} does not exist.")
+
+    def delete(self, project: str, queue: str) -> None:
+        self._run("queue_delete", project, queue)
+
+    def list(
+        self,
+        project: str,
+        *,
+        marker: str | None = None,
+        limit: int = 10,
+        name: str | None = None,
+    ) -> list[QueueRecord]:
+        flat = self._run("queue_list", project, optional(marker), limit, optional(name))
+        return [QueueRecord(name=flat[i], metadata=json.loads(flat[i + 1]))
+                for i in range(0, len(flat), 2)]
+
+    def count(self, project: str, *, name: str | None = None) -> int:
+        return len(self._run("queue_list", project, "", -1, optional(name))) // 2
+
+    def stats(self, project: str, queue: str) -> QueueStats:
+        free, claimed, old_id, old_at, new_id, new_at = self._run("queue_stats", project, queue)
+        if not old_id:
+            return QueueStats(free=int(free), claimed=int(claimed))
+        return QueueStats(
+            free=int(free),
+            claimed=int(claimed),
+            oldest=MessageStamp(id=old_id, created=float(old_at)),
+            newest=MessageStamp(id=new_id, created=float(new_at)),
+        )
+
+    def purge(self, project: str, queue: str) -> None:
+        self._run("purge", project, queue)

@@ -1,0 +1,60 @@
+"""The driver's Lua scripts: loaded by name from ``lua/``, called by SHA.
+
+Each ``lua/<name>.lua`` file is one atomic unit. ``lua/_lib.lua`` (the key
+layout and the helpers every script shares) is prepended to each file when
+it is loaded, after the script's ``#!lua`` line. redis-py's ``Script`` calls
+EVALSHA and, on NOSCRIPT (after a restart, a failover or SCRIPT FLUSH),
+loads the script again and repeats the call once.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+import redis
+
+from zq.errors import StorageUnavailable
+
+LIBRARY = "_lib"
+
+
+def script_source(name: str) -> str:
+    """The full text sent to Redis for script ``name``: shebang, library, body."""
+    folder = resources.files(__package__).joinpath("lua")
+    body = folder.joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    library = folder.joinpath(f"{LIBRARY}.lua").read_text(encoding="utf-8")
+    shebang, _, rest = body.partition("\n")
+    if not shebang.startswith("#!lua"):
+        raise ValueError(f"lua/{name}.lua must start with a #!lua line")
+    return f"{shebang}\n{library}\n{rest}"
+
+
+def script_names() -> list[str]:
+    """Every script of the package, library excluded."""
+    folder = resources.files(__package__).joinpath("lua")
+    return sorted(
+        entry.name.removesuffix(".lua")
+        for entry in folder.iterdir()
+        if entry.name.endswith(".lua") and not entry.name.startswith("_")
+    )
+
+
+class ScriptBook:
+    """The registered scripts of one client, run with prefix and time first."""
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self._prefix = prefix
+        self._scripts = {name: client.register_script(script_source(name))
+                         for name in script_names()}
+
+    def run(self, name: str, now: float, *args: Any) -> Any:
+        """Run script ``name`` with ``ARGV = [prefix, now, *args]``."""
+        argv = [self._prefix, repr(float(now)), *args]
+        try:
+            return self._scripts[name](keys=[], args=argv)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            # Whether a state change ran is unknown here: never retried.
+            raise StorageUnavailable(f"Redis is unreachable: {exc}") from exc
+        except redis.RedisError as exc:
+            raise StorageUnavailable(f"Redis script {name} failed: {exc}") from exc

@@ -1,0 +1,60 @@
+"""The Redis backend: one client, the scripts, the four controllers."""
+
+from __future__ import annotations
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from zq.clock import Clock
+from zq.storage.base import Storage
+from zq.storage.redis.claims import RedisClaims
+from zq.storage.redis.eventlog import RedisEventLog
+from zq.storage.redis.messages import RedisMessages
+from zq.storage.redis.queues import RedisQueues
+from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.uri import parse_uri
+
+# Expired messages and claims removed per gc script run; small enough that
+# one run never blocks the server noticeably.
+GC_BATCH = 500
+
+
+class RedisStorage(Storage):
+    def __init__(self, client: redis.Redis, prefix: str, clock: Clock) -> None:
+        self.client = client
+        self.prefix = prefix
+        self._clock = clock
+        self._scripts = ScriptBook(client, prefix)
+        self.queues = RedisQueues(self._scripts, clock)
+        self.messages = RedisMessages(self._scripts, clock)
+        self.claims = RedisClaims(self._scripts, clock)
+        self.events = RedisEventLog(self._scripts, clock)
+
+    def ping(self) -> bool:
+        try:
+            return bool(self.client.ping())
+        except redis.RedisError:
+            return False
+
+    def gc(self) -> int:
+        removed = 0
+        while True:
+            gone, claims_seen, messages_seen = self._scripts.run(
+                "gc", self._clock.now(), GC_BATCH)
+            removed += int(gone)
+            if claims_seen < GC_BATCH and messages_seen < GC_BATCH:
+                return removed
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def open_redis(uri: str, *, clock: Clock) -> Storage:
+    """Connect to ``redis://[:password@]host:port/db[?prefix=NAME]`` (or rediss://)."""
+    target = parse_uri(uri)
+    # No automatic retries: after a lost reply nobody knows whether a script
+    # ran, and running a claim or pop twice would not be harmless.
+    client = redis.Redis.from_url(target.url, decode_responses=True,
+                                  retry=Retry(NoBackoff(), 0))
+    return RedisStorage(client, target.prefix, clock)

@@ -1,0 +1,56 @@
+"""What goes into the scripts (arguments) and comes out (records)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from zq.dead_letter import DeadLetterPolicy
+from zq.events import SAMPLE_CHARS
+from zq.storage.base import MessageRecord
+
+
+def message_record(queue: str, row: list[Any]) -> MessageRecord:
+    """One message as returned by ``record()`` in lua/_lib.lua."""
+    mid, body, ttl, created, expires, client, claim, count, hist, marker = row
+    return MessageRecord(
+        id=mid,
+        queue=queue,
+        body=body,
+        ttl=int(ttl),
+        created=float(created),
+        expires=float(expires),
+        client_id=client or None,
+        claim_id=claim or None,
+        claim_count=int(count),
+        history=json.loads(hist),
+        marker=int(marker),
+    )
+
+
+def message_records(queue: str, rows: list[Any]) -> list[MessageRecord]:
+    return [message_record(queue, row) for row in rows]
+
+
+def optional(value: str | None) -> str:
+    """None as the empty string the scripts read as 'absent'."""
+    return "" if value is None else value
+
+
+def flag(value: bool) -> str:
+    return "1" if value else ""
+
+
+def policy_args(policy: DeadLetterPolicy | None, source: str, now: float) -> list[str]:
+    """The six arguments ``read_policy`` in lua/_lib.lua expects.
+
+    Every decision comes from zq.dead_letter: the threshold, the target,
+    the ttl (empty: the message keeps its own) and the history entry; the
+    script only applies them.
+    """
+    if policy is None:
+        return ["", "", "", "", "", ""]
+    entry = json.dumps(policy.history_entry(source, now), separators=(",", ":"))
+    ttl = "" if policy.ttl is None else str(int(policy.ttl))
+    return [str(policy.max_claim_count), policy.queue, ttl, policy.reason, entry,
+            str(SAMPLE_CHARS)]
