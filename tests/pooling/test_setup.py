@@ -36,7 +36,7 @@ def test_pooling_from_the_environment(text, expected):
 def test_pooling_enabled_must_be_a_boolean(tmp_path):
     path = tmp_path / "zq.toml"
     path.write_text("[pooling]\nenabled = 3\n")
-    with pytest.raises(ConfigError, match="pooling.enabled"):
+    with pytest.raises(ConfigError, match=r"pooling\.enabled"):
         load_config(path, environ={})
     with pytest.raises(ConfigError, match="true or false"):
         load_config(environ={"ZQ_POOLING_ENABLED": "maybe"})
