@@ -81,6 +81,40 @@ class GcConfig:
     interval: float = 30.0  # seconds between collections inside the server; 0 disables
 
 
+AUTH_STRATEGIES = ("none", "token", "keystone")
+LOG_FORMATS = ("json", "text")
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """Who a request comes from; see docs/security.md."""
+
+    # none: trust X-Project-ID and X-Roles (behind a gateway, or local use);
+    # token: bearer tokens from tokens_file; keystone: keystonemiddleware.
+    strategy: str = "none"
+    tokens_file: str = ""  # JSON file written by ``zq token add``
+    keystone_config_file: str = ""  # oslo.config file with [keystone_authtoken]
+
+    def __post_init__(self) -> None:
+        _choice(self.strategy, AUTH_STRATEGIES, "auth.strategy")
+
+
+@dataclass(frozen=True)
+class SignedUrlsConfig:
+    # HMAC-SHA256 key of pre-signed URLs; empty disables POST .../share.
+    secret_key: str = ""
+    max_expires: int = 7 * 86400  # seconds a signature may be valid for, at most
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    level: str = "INFO"
+    format: str = "json"  # one JSON object per line, or "text" (key=value)
+
+    def __post_init__(self) -> None:
+        _choice(self.format, LOG_FORMATS, "log.format")
+
+
 @dataclass(frozen=True)
 class PoolingConfig:
     """Pools and flavors: queues spread over several storage backends."""
@@ -101,6 +135,9 @@ class Config:
     storage: StorageConfig = field(default_factory=StorageConfig)
     limits: Limits = field(default_factory=Limits)
     gc: GcConfig = field(default_factory=GcConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    signed_urls: SignedUrlsConfig = field(default_factory=SignedUrlsConfig)
+    log: LogConfig = field(default_factory=LogConfig)
     pooling: PoolingConfig = field(default_factory=PoolingConfig)
 
     def with_overrides(self, **sections: Mapping[str, Any]) -> Config:
@@ -170,6 +207,11 @@ def _coerce_bool(value: Any, where: str) -> bool:
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
         return value.strip().lower() in _TRUE
     raise ConfigError(f"{where}: expected true or false, got {value!r}.")
+
+
+def _choice(value: str, choices: tuple[str, ...], where: str) -> None:
+    if value not in choices:
+        raise ConfigError(f"{where}: expected one of {', '.join(choices)}, got {value!r}.")
 
 
 def _coerce(value: Any, type_name: Any, where: str) -> Any:

@@ -8,7 +8,7 @@ import falcon
 
 from zq.api import representation
 from zq.api.bodies import read_json
-from zq.api.middleware import require_admin
+from zq.auth import require_admin
 from zq.errors import NotFound
 from zq.pooling.admin import PoolAdmin
 from zq.pooling.registry import FlavorDef, PoolDef
