@@ -11,15 +11,17 @@ from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.health import Health, Home, Ping
 from zq.api.messages import MessageCollection, MessageItem
 from zq.api.middleware import AccessLog, RequestId, RequestRules
+from zq.api.pools import ADMIN_ROUTES, PoolingOff
 from zq.api.queues import QueueCollection, QueueItem, QueuePurge, QueueStatsResource
 from zq.api.resource import Resource
 from zq.api.share import QueueShare
 from zq.auth import Authenticate, keystone
 from zq.clock import Clock, SystemClock
 from zq.config import Config
-from zq.pooling import SingleBackend
+from zq.pooling import Pools
+from zq.pooling.admin import PoolAdmin
+from zq.pooling.setup import open_pools
 from zq.service import QueueService
-from zq.storage import open_storage
 from zq.storage.base import Storage
 
 ROUTES: list[tuple[str, type[Resource]]] = [
@@ -38,19 +40,27 @@ ROUTES: list[tuple[str, type[Resource]]] = [
 
 
 def create_app(
-    config: Config, *, storage: Storage | None = None, clock: Clock | None = None
+    config: Config,
+    *,
+    storage: Storage | None = None,
+    clock: Clock | None = None,
+    pools: Pools | None = None,
+    admin: PoolAdmin | None = None,
 ) -> keystone.WsgiApp:
-    """The WSGI app serving the Zaqar v2 API on one backend.
+    """The WSGI app serving the Zaqar v2 API.
 
-    Without ``storage``, opens ``config.storage.resolved_uri()``. With
-    ``[auth] strategy = "keystone"`` the falcon app is returned wrapped in
-    keystonemiddleware. Raises ConfigError for unusable auth settings.
+    The resolver follows the configuration (zq.pooling.setup.open_pools):
+    with ``[pooling] enabled`` the pools of the management store, otherwise
+    ``storage`` or the one at ``config.storage.resolved_uri()``. Tests may
+    pass their own ``pools`` (and ``admin``). With ``[auth] strategy =
+    "keystone"`` the falcon app is returned wrapped in keystonemiddleware.
+    Raises ConfigError for unusable auth settings.
     """
     clock = clock or SystemClock()
-    if storage is None:
-        storage = open_storage(config.storage.resolved_uri(), clock=clock)
-    service = QueueService(config.limits, SingleBackend(storage))
-    return wrap_auth(build_app(service, clock, config), config)
+    if pools is None:
+        pools, admin = open_pools(config, clock=clock, storage=storage)
+    service = QueueService(config.limits, pools)
+    return wrap_auth(build_app(service, clock, config, admin=admin), config)
 
 
 def wrap_auth(app: falcon.App, config: Config) -> keystone.WsgiApp:
@@ -60,8 +70,10 @@ def wrap_auth(app: falcon.App, config: Config) -> keystone.WsgiApp:
     return app
 
 
-def build_app(service: QueueService, clock: Clock, config: Config) -> falcon.App:
-    """The app around an already built service (pooling passes its own)."""
+def build_app(
+    service: QueueService, clock: Clock, config: Config, *, admin: PoolAdmin | None = None
+) -> falcon.App:
+    """The app around an already built service; pool admin routes when ``admin``."""
     app = falcon.App(middleware=[
         RequestId(), AccessLog(), RequestRules(config.limits), Authenticate(config, clock),
     ])
@@ -75,4 +87,6 @@ def build_app(service: QueueService, clock: Clock, config: Config) -> falcon.App
     app.add_route(
         "/v2/queues/{queue_name}/share", QueueShare(service, clock, config.signed_urls)
     )
+    for template, admin_resource in ADMIN_ROUTES:
+        app.add_route(template, admin_resource(admin) if admin else PoolingOff())
     return app
