@@ -85,6 +85,9 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="events per Parquet file and per cursor step (default 50000)")
     parser.add_argument("--no-trim", dest="trim", action="store_false",
                         help="leave exported events in the backend log")
+    parser.add_argument("--settle", type=float, default=30.0, metavar="SECONDS",
+                        help="export only events at least this old, so an event whose "
+                             "transaction commits late is never skipped (default 30)")
 
 
 def register(subparsers: Any) -> None:
@@ -144,7 +147,7 @@ def run_export(args: argparse.Namespace) -> int:
         for uri in uris:
             storages[backend_id(uri)] = open_storage(uri)
         results = export(storages, args.to, batch_size=args.batch_size, trim=args.trim,
-                         progress=_say)
+                         progress=_say, settle=args.settle)
     except (ExportError, ZqError, ValueError, OSError) as exc:
         print(f"zq: error: {exc}", file=sys.stderr)
         return 1
