@@ -82,12 +82,64 @@ class GcConfig:
     interval: float = 30.0  # seconds between collections inside the server; 0 disables
 
 
+AUTH_STRATEGIES = ("none", "token", "keystone")
+LOG_FORMATS = ("json", "text")
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """Who a request comes from; see docs/security.md."""
+
+    # none: trust X-Project-ID and X-Roles (behind a gateway, or local use);
+    # token: bearer tokens from tokens_file; keystone: keystonemiddleware.
+    strategy: str = "none"
+    tokens_file: str = ""  # JSON file written by ``zq token add``
+    keystone_config_file: str = ""  # oslo.config file with [keystone_authtoken]
+
+    def __post_init__(self) -> None:
+        _choice(self.strategy, AUTH_STRATEGIES, "auth.strategy")
+
+
+@dataclass(frozen=True)
+class SignedUrlsConfig:
+    # HMAC-SHA256 key of pre-signed URLs; empty disables POST .../share.
+    secret_key: str = ""
+    max_expires: int = 7 * 86400  # seconds a signature may be valid for, at most
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    level: str = "INFO"
+    format: str = "json"  # one JSON object per line, or "text" (key=value)
+
+    def __post_init__(self) -> None:
+        _choice(self.format, LOG_FORMATS, "log.format")
+
+
+@dataclass(frozen=True)
+class PoolingConfig:
+    """Pools and flavors: queues spread over several storage backends."""
+
+    enabled: bool = False
+    management: str = ""  # management store URI; empty: SQLite in the data directory
+
+    def resolved_management(self) -> str:
+        """The management store URI to open: the configured one, or the embedded default."""
+        if self.management:
+            return self.management
+        return f"sqlite:///{default_data_dir() / 'zq-management.sqlite3'}"
+
+
 @dataclass(frozen=True)
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     limits: Limits = field(default_factory=Limits)
     gc: GcConfig = field(default_factory=GcConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    signed_urls: SignedUrlsConfig = field(default_factory=SignedUrlsConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    pooling: PoolingConfig = field(default_factory=PoolingConfig)
 
     def with_overrides(self, **sections: Mapping[str, Any]) -> Config:
         """A copy with some fields replaced: ``with_overrides(server={"port": 1})``."""
@@ -145,8 +197,28 @@ def _merge(config: Config, data: Mapping[str, Any], *, source: str) -> Config:
     return dataclasses.replace(config, **sections)
 
 
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def _coerce_bool(value: Any, where: str) -> bool:
+    """A TOML boolean, or its spelling in an environment variable."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ConfigError(f"{where}: expected true or false, got {value!r}.")
+
+
+def _choice(value: str, choices: tuple[str, ...], where: str) -> None:
+    if value not in choices:
+        raise ConfigError(f"{where}: expected one of {', '.join(choices)}, got {value!r}.")
+
+
 def _coerce(value: Any, type_name: Any, where: str) -> Any:
     # Field types are strings under ``from __future__ import annotations``.
+    if str(type_name) == "bool":
+        return _coerce_bool(value, where)
     kind = {"int": int, "float": float, "str": str}.get(str(type_name))
     if kind is None:
         raise ConfigError(f"{where}: unsupported setting type {type_name}.")

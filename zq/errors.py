@@ -54,6 +54,24 @@ class ClaimMismatch(ZqError):
     title = "Claim does not hold the message"
 
 
+class Forbidden(ZqError):
+    """The change is not allowed in the current state (403)."""
+
+    title = "Forbidden"
+
+
+class PoolInUseByFlavor(Forbidden):
+    title = "Pool is in use by a flavor"
+
+
+class PoolNotFound(NotFound):
+    title = "Pool not found"
+
+
+class FlavorNotFound(NotFound):
+    title = "Flavor not found"
+
+
 class Conflict(ZqError):
     """The change contradicts the current state (409)."""
 
@@ -66,7 +84,19 @@ class DeadLetterConflict(Conflict):
     title = "Invalid dead letter queue"
 
 
+class PoolConflict(Conflict):
+    """A pool or flavor name or URI is taken, or a pool still holds queues (409)."""
+
+    title = "Pool conflict"
+
+
 class StorageUnavailable(ZqError):
     """The backend cannot be reached or failed (503)."""
 
     title = "Service unavailable"
+
+
+class NoPoolAvailable(StorageUnavailable):
+    """Pooling is on but no pool can take a new queue (503)."""
+
+    title = "No pool available"

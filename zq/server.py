@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import logging
 import socket
-import sys
 from collections.abc import Callable
 from functools import partial
 from multiprocessing.util import Finalize
 from typing import Any
 
+import zq.auth
+import zq.logs
 from zq.commands.options import CommandError, ensure_default_data_dir, open_reachable_storage
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
@@ -34,28 +35,29 @@ log = logging.getLogger("zq.server")
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
 
-LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"
-LOG_DATE_FORMAT = "%Y-%m-%d %H:%M:%S %z"
-
-# granian's own logging: problems only, and zq's loggers left alone.
+# granian's own records go through zq's handler (zq.logs), warnings and up.
 GRANIAN_LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": LOG_FORMAT, "datefmt": LOG_DATE_FORMAT}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain",
-                            "stream": "ext://sys.stderr"}},
-    "loggers": {name: {"handlers": ["stderr"], "level": "WARNING", "propagate": False}
+    "loggers": {name: {"level": "WARNING", "propagate": True}
                 for name in ("_granian", "granian.access")},
 }
 
+# Bounds on what one client can make the server hold before the app sees
+# the request (docs/security.md). Idle keep-alive connections and bodies
+# being received are held by granian's Rust runtime, not by Python threads.
+MAX_REQUEST_HEAD = 417792  # bytes of request line and headers (granian's buffer)
 
-def url_for(host: str, port: int) -> str:
-    """The base URL of an address; IPv6 literals need brackets."""
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+def bind_address(host: str, port: int) -> str:
+    """``host:port``; IPv6 literals need brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def granian_settings(config: Config, port: int) -> dict[str, Any]:
     """The granian settings that follow from zq's configuration."""
+    from granian.http import HTTP1Settings
+
     server = config.server
     return {
         "address": server.host,
@@ -69,6 +71,9 @@ def granian_settings(config: Config, port: int) -> dict[str, Any]:
         "log_dictconfig": GRANIAN_LOGGING,
         "log_level": "warning",
         "log_access": False,
+        # The request line and headers must arrive within the timeout.
+        "http1_settings": HTTP1Settings(header_read_timeout=server.timeout * 1000 or 30000,
+                                        keep_alive=True, max_buffer_size=MAX_REQUEST_HEAD),
     }
 
 
@@ -83,21 +88,24 @@ def check_server_config(config: Config) -> None:
         raise CommandError(f"threads must be at least 1, got {server.threads}.")
 
 
-def free_port(host: str, port: int) -> int:
-    """The port to serve on: ``port`` if it can be bound, any free one for 0.
+def check_address_free(host: str, port: int) -> int:
+    """The port to serve on; fails in one line when the address cannot be bound.
 
     Every granian worker binds the address itself (SO_REUSEPORT), so port 0
-    is resolved here, once, for all of them; a port already taken fails
-    here with a clear message rather than in each worker.
+    is resolved here, once, to a free port for all of them, and a taken port
+    fails here rather than in each worker.
     """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            raise CommandError(f"cannot listen on {url_for(host, port)}: {exc.strerror}.") from exc
-        return probe.getsockname()[1]
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            # A port in TIME_WAIT is usable, as it is for the server.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+            return probe.getsockname()[1]
+    except OSError as exc:
+        raise CommandError(f"cannot listen on {bind_address(host, port)}: "
+                           f"{exc.strerror or exc}.") from exc
 
 
 def prepare_storage(config: Config) -> str:
@@ -117,11 +125,8 @@ def prepare_storage(config: Config) -> str:
     return uri
 
 
-def load_worker_app(config: Config, storage_uri: str) -> WSGIApp:
-    """Build this worker's storage, collector and app (runs in the worker).
-
-    The storage and collector are closed when the worker process exits.
-    """
+def open_worker(config: Config, storage_uri: str) -> tuple[WSGIApp, Callable[[], None]]:
+    """This worker's app on its own storage and collector, and what closes them."""
     from zq.api.app import create_app
 
     storage = open_storage(storage_uri)
@@ -135,10 +140,16 @@ def load_worker_app(config: Config, storage_uri: str) -> WSGIApp:
             collector.stop()
         storage.close()
 
-    # multiprocessing runs these at a worker's exit (atexit handlers do not run there).
-    Finalize(storage, close_worker, exitpriority=10)
     app = create_app(config, storage=storage)
-    return drain_unread_body(app, config.limits.max_request_body)
+    return drain_unread_body(app, config.limits.max_request_body), close_worker
+
+
+def load_worker_app(config: Config, storage_uri: str) -> WSGIApp:
+    """What granian runs in each worker process, after the fork."""
+    app, close_worker = open_worker(config, storage_uri)
+    # multiprocessing runs these at a worker's exit (atexit handlers do not run there).
+    Finalize(app, close_worker, exitpriority=10)
+    return app
 
 
 def drain_unread_body(app: WSGIApp, limit: int) -> WSGIApp:
@@ -166,29 +177,20 @@ def drain_unread_body(app: WSGIApp, limit: int) -> WSGIApp:
     return wrapped
 
 
-def configure_logging() -> None:
-    """Send zq's log lines to stderr, one format for zq and the server."""
-    logger = logging.getLogger("zq")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_DATE_FORMAT))
-        logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-
-
 def serve(config: Config) -> None:
     """Run the server until SIGTERM or SIGINT (requests in flight are completed)."""
     from granian import Granian
 
     check_server_config(config)
-    configure_logging()
-    uri = prepare_storage(config)
     server = config.server
-    port = free_port(server.host, server.port)
+    port = check_address_free(server.host, server.port)
+    zq.auth.check_config(config)
+    zq.logs.configure(config.log)
+    uri = prepare_storage(config)
     granian = Granian("zq", **granian_settings(config, port))
     log.info(
-        "zq serving %s/v2 on storage %s with %d worker(s) x %d thread(s)",
-        url_for(server.host, port), redact(uri), server.workers, server.threads,
+        "zq serving http://%s/v2 on storage %s with %d worker(s) x %d thread(s)",
+        bind_address(server.host, port), redact(uri), server.workers, server.threads,
     )
     granian.serve(target_loader=partial(load_worker_app, config, uri), wrap_loader=False)
     log.info("zq stopped")

@@ -9,7 +9,6 @@ through a zq.pooling resolver and knows nothing about HTTP.
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -66,13 +65,23 @@ class QueueService:
         """Create a queue with optional metadata; False when it already existed."""
         queue = self._queue_name(queue)
         checked = meta.validate({} if metadata is None else metadata, self.limits)
-        storage = self._storage(project, queue)
-        if storage.queues.exists(project, queue):
+        if self.pools.pool_of(project, queue) is not None and self._storage(
+            project, queue
+        ).queues.exists(project, queue):
             return False
-        self._check_dead_letter_target(project, queue, checked)
+        flavor = checked.get(meta.FLAVOR)
+        if flavor is not None:
+            self.pools.check_flavor(flavor)
+        target = checked.get(meta.DEAD_LETTER_QUEUE)
+        self._check_dead_letter_chain(project, queue, target)
         self._metadata_cache.forget(project, queue)
+        storage = self.pools.place(project, queue, flavor=flavor, dead_letter_queue=target)
+        if target is not None:
+            # A queue registered earlier (e.g. lazily as a dead letter queue)
+            # gets its link here; a new one got it when placed.
+            self.pools.link_dead_letter(project, queue, target)
         created = storage.queues.create(project, queue, checked)
-        self._ensure_dead_letter_queue(project, queue, checked)
+        self._create_dead_letter_queue(project, queue, target)
         return created
 
     def queue_metadata(self, project: str, queue: str) -> dict[str, Any]:
@@ -95,17 +104,24 @@ class QueueService:
         current = storage.queues.get_metadata(project, queue)
         updated = apply_patch(current, changes)
         checked = meta.validate(updated, self.limits)
-        if checked.get(meta.DEAD_LETTER_QUEUE) != current.get(meta.DEAD_LETTER_QUEUE):
-            self._check_dead_letter_target(project, queue, checked)
+        flavor = checked.get(meta.FLAVOR)
+        if flavor is not None and flavor != current.get(meta.FLAVOR):
+            # A queue stays where it was placed; _flavor only has to exist.
+            self.pools.check_flavor(flavor)
+        target = checked.get(meta.DEAD_LETTER_QUEUE)
+        if target != current.get(meta.DEAD_LETTER_QUEUE):
+            self._check_dead_letter_chain(project, queue, target)
+            self.pools.link_dead_letter(project, queue, target)
         storage.queues.set_metadata(project, queue, checked)
         self._metadata_cache.forget(project, queue)
-        self._ensure_dead_letter_queue(project, queue, checked)
+        self._create_dead_letter_queue(project, queue, target)
         return meta.with_defaults(checked, self.limits)
 
     def delete_queue(self, project: str, queue: str) -> None:
         """Remove a queue with its messages and claims; no error when absent."""
         queue = self._queue_name(queue)
         self._storage(project, queue).queues.delete(project, queue)
+        self.pools.forget(project, queue)
         self._metadata_cache.forget(project, queue)
 
     def list_queues(
@@ -123,23 +139,18 @@ class QueueService:
             self.limits.default_page_size if limit is None else limit,
             self.limits.max_queues_per_page,
         )
-        backends = list(self.pools.storages().values())
-        pages = [
-            s.queues.list(project, marker=marker or None, limit=size, name=name or None)
-            for s in backends
-        ]
-        # Each backend holds different queues: merge their sorted pages.
-        merged = list(heapq.merge(*pages, key=lambda q: q.name))[:size]
+        # The resolver knows the index of queues (the catalog, under pooling).
+        found = self.pools.list_queues(
+            project, marker=marker or None, limit=size, name=name or None, detailed=detailed
+        )
         if detailed:
-            merged = [
-                QueueRecord(q.name, meta.with_defaults(q.metadata, self.limits)) for q in merged
-            ]
+            page = [QueueRecord(q.name, meta.with_defaults(q.metadata, self.limits)) for q in found]
         else:
-            merged = [QueueRecord(q.name, {}) for q in merged]
+            page = [QueueRecord(q.name, {}) for q in found]
         count = None
         if with_count:
-            count = sum(s.queues.count(project, name=name or None) for s in backends)
-        return QueuePage(merged, count)
+            count = self.pools.count_queues(project, name=name or None)
+        return QueuePage(page, count)
 
     def queue_stats(self, project: str, queue: str) -> QueueStats:
         """Counts of alive messages (zeros for a queue never created)."""
@@ -187,7 +198,8 @@ class QueueService:
                     fingerprint=events.fingerprint(body),
                 )
             )
-        storage = self._storage(project, queue)
+        # Posting creates a queue implicitly: a new one is placed (no flavor).
+        storage = self.pools.place(project, queue)
         return storage.messages.post(project, queue, new, client_id=client_id)
 
     def list_messages(
@@ -278,7 +290,7 @@ class QueueService:
             queue,
             limit=count,
             client_id=client_id,
-            dead_letter=self._dead_letter_policy(project, queue),
+            dead_letter=self._dead_letter_policy(project, queue, storage),
         )
 
     # -- claims ---------------------------------------------------------
@@ -307,7 +319,7 @@ class QueueService:
             grace=grace,
             limit=size,
             client_id=client_id,
-            dead_letter=self._dead_letter_policy(project, queue),
+            dead_letter=self._dead_letter_policy(project, queue, storage),
         )
 
     def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
@@ -349,7 +361,7 @@ class QueueService:
     def health(self) -> dict[str, Any]:
         """Reachability and read-only probe results, per pool when pooling."""
         reports = {name: _probe(storage) for name, storage in self.pools.storages().items()}
-        if len(reports) == 1:
+        if not self.pools.per_pool and len(reports) == 1:
             return next(iter(reports.values()))
         return reports
 
@@ -361,27 +373,37 @@ class QueueService:
     def _storage(self, project: str, queue: str) -> Storage:
         return self.pools.storage_for(project, queue)
 
-    def _stored_metadata(self, project: str, queue: str) -> dict[str, Any]:
+    def _stored_metadata(
+        self, project: str, queue: str, storage: Storage | None = None
+    ) -> dict[str, Any]:
         # Queues are lazy: one never created behaves as one with no metadata.
+        storage = storage or self._storage(project, queue)
         try:
-            return self._storage(project, queue).queues.get_metadata(project, queue)
+            return storage.queues.get_metadata(project, queue)
         except QueueNotFound:
             return {}
 
-    def _cached_metadata(self, project: str, queue: str) -> dict[str, Any]:
+    def _cached_metadata(
+        self, project: str, queue: str, storage: Storage | None = None
+    ) -> dict[str, Any]:
         # Posts and claims only: reading metadata back always shows the stored one.
         return self._metadata_cache.get(
-            project, queue, lambda: self._stored_metadata(project, queue))
+            project, queue, lambda: self._stored_metadata(project, queue, storage))
 
     def _dead_letter_policy(
-        self, project: str, queue: str
+        self, project: str, queue: str, storage: Storage
     ) -> dead_letter.DeadLetterPolicy | None:
-        return dead_letter.policy_from_metadata(self._cached_metadata(project, queue))
+        """The queue's policy, its dead letter queue registered on the queue's pool.
 
-    def _check_dead_letter_target(
-        self, project: str, queue: str, metadata: dict[str, Any]
-    ) -> None:
-        target = metadata.get(meta.DEAD_LETTER_QUEUE)
+        The driver's move is one step inside one backend, and it creates a
+        missing dead letter queue there: the catalog must say so first.
+        """
+        policy = dead_letter.policy_from_metadata(self._cached_metadata(project, queue, storage))
+        if policy is not None:
+            self._dead_letter_storage(project, queue, policy.queue)
+        return policy
+
+    def _check_dead_letter_chain(self, project: str, queue: str, target: str | None) -> None:
         if target is None:
             return
 
@@ -389,19 +411,29 @@ class QueueService:
             return self._stored_metadata(project, name).get(meta.DEAD_LETTER_QUEUE)
 
         dead_letter.check_chain(queue, target, next_in_chain)
-        # A move is one atomic step inside one backend.
-        if self._storage(project, target) is not self._storage(project, queue):
-            raise DeadLetterConflict(
-                f"Dead letter queue {target!r} lives on another pool than {queue!r}; "
-                "a queue and its dead letter queue must share a pool."
-            )
 
-    def _ensure_dead_letter_queue(
-        self, project: str, queue: str, metadata: dict[str, Any]
-    ) -> None:
-        target = metadata.get(meta.DEAD_LETTER_QUEUE)
+    def _dead_letter_storage(self, project: str, queue: str, target: str) -> Storage:
+        """The storage of ``queue``'s dead letter queue, which must share its pool.
+
+        A dead letter queue not registered yet is registered on the
+        queue's pool; one on another pool is a DeadLetterConflict.
+        """
+        target_pool = self.pools.pool_of(project, target)
+        if target_pool is None:
+            self.pools.place(project, target, beside=queue)
+            target_pool = self.pools.pool_of(project, target)
+        source_pool = self.pools.pool_of(project, queue)
+        if target_pool != source_pool:
+            raise DeadLetterConflict(
+                f"Dead letter queue {target!r} lives on pool {target_pool!r} but queue "
+                f"{queue!r} lives on pool {source_pool!r}; a queue and its dead letter "
+                "queue must share a pool."
+            )
+        return self._storage(project, target)
+
+    def _create_dead_letter_queue(self, project: str, queue: str, target: str | None) -> None:
         if target is not None:
-            self._storage(project, target).queues.create(project, target, {})
+            self._dead_letter_storage(project, queue, target).queues.create(project, target, {})
 
 
 def apply_patch(

@@ -60,8 +60,9 @@ def run(
 def _run(args: argparse.Namespace, spark: SparkSession | None, out: IO[str],
          say: Callable[[str], None]) -> int:
     if spark is None:
-        say(f"starting Spark ({args.master or 'local[*]'})")
+        say("starting Spark")
         spark = spark_session(args.master, conf=dict(args.conf))
+        say(f"Spark {spark.version} on {spark.sparkContext.master}")
     from pyspark.errors import AnalysisException
 
     from zq.analytics import lifecycles as lc

@@ -10,15 +10,19 @@ from zq.api import errors
 from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.health import Health, Home, Ping
 from zq.api.messages import MessageCollection, MessageItem
-from zq.api.middleware import RequestId, RequestRules
+from zq.api.middleware import AccessLog, RequestId, RequestRules
+from zq.api.pools import ADMIN_ROUTES, PoolingOff
 from zq.api.queues import QueueCollection, QueueItem, QueuePurge, QueueStatsResource
 from zq.api.resource import Resource
+from zq.api.share import QueueShare
+from zq.auth import Authenticate, keystone
 from zq.clock import Clock, SystemClock
 from zq.config import Config
 from zq.metadata_cache import MetadataCache
-from zq.pooling import SingleBackend
+from zq.pooling import Pools
+from zq.pooling.admin import PoolAdmin
+from zq.pooling.setup import open_pools
 from zq.service import QueueService
-from zq.storage import open_storage
 from zq.storage.base import Storage
 
 ROUTES: list[tuple[str, type[Resource]]] = [
@@ -37,23 +41,44 @@ ROUTES: list[tuple[str, type[Resource]]] = [
 
 
 def create_app(
-    config: Config, *, storage: Storage | None = None, clock: Clock | None = None
-) -> falcon.App:
-    """The WSGI app serving the Zaqar v2 API on one backend.
+    config: Config,
+    *,
+    storage: Storage | None = None,
+    clock: Clock | None = None,
+    pools: Pools | None = None,
+    admin: PoolAdmin | None = None,
+) -> keystone.WsgiApp:
+    """The WSGI app serving the Zaqar v2 API.
 
-    Without ``storage``, opens ``config.storage.resolved_uri()``.
+    The resolver follows the configuration (zq.pooling.setup.open_pools):
+    with ``[pooling] enabled`` the pools of the management store, otherwise
+    ``storage`` or the one at ``config.storage.resolved_uri()``. Tests may
+    pass their own ``pools`` (and ``admin``). With ``[auth] strategy =
+    "keystone"`` the falcon app is returned wrapped in keystonemiddleware.
+    Raises ConfigError for unusable auth settings.
     """
     clock = clock or SystemClock()
-    if storage is None:
-        storage = open_storage(config.storage.resolved_uri(), clock=clock)
-    service = QueueService(config.limits, SingleBackend(storage),
+    if pools is None:
+        pools, admin = open_pools(config, clock=clock, storage=storage)
+    service = QueueService(config.limits, pools,
                            metadata_cache=MetadataCache(config.server.metadata_cache))
-    return build_app(service, clock, config)
+    return wrap_auth(build_app(service, clock, config, admin=admin), config)
 
 
-def build_app(service: QueueService, clock: Clock, config: Config) -> falcon.App:
-    """The app around an already built service (pooling passes its own)."""
-    app = falcon.App(middleware=[RequestId(), RequestRules(config.limits)])
+def wrap_auth(app: falcon.App, config: Config) -> keystone.WsgiApp:
+    """``app`` behind keystonemiddleware when the auth strategy asks for it."""
+    if config.auth.strategy == "keystone":
+        return keystone.wrap(app, config.auth)
+    return app
+
+
+def build_app(
+    service: QueueService, clock: Clock, config: Config, *, admin: PoolAdmin | None = None
+) -> falcon.App:
+    """The app around an already built service; pool admin routes when ``admin``."""
+    app = falcon.App(middleware=[
+        RequestId(), AccessLog(), RequestRules(config.limits), Authenticate(config, clock),
+    ])
     app.req_options.strip_url_path_trailing_slash = True
     json = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json
@@ -61,4 +86,9 @@ def build_app(service: QueueService, clock: Clock, config: Config) -> falcon.App
     errors.install(app)
     for template, resource in ROUTES:
         app.add_route(template, resource(service, clock))
+    app.add_route(
+        "/v2/queues/{queue_name}/share", QueueShare(service, clock, config.signed_urls)
+    )
+    for template, admin_resource in ADMIN_ROUTES:
+        app.add_route(template, admin_resource(admin) if admin else PoolingOff())
     return app

@@ -9,6 +9,7 @@ import falcon
 import orjson
 
 from zq import validation
+from zq.api.middleware import is_chunked
 from zq.errors import InvalidRequest
 
 
@@ -21,12 +22,14 @@ class JsonBody:
 def read_json(req: falcon.Request, cap: int, what: str) -> JsonBody:
     """The request's JSON document, refusing more than ``cap`` bytes (400).
 
-    The declared Content-Length is checked before anything is read; a body
-    without one is read at most ``cap + 1`` bytes.
+    The declared Content-Length is checked before anything is read; a
+    chunked body (no Content-Length) is read at most ``cap + 1`` bytes, from
+    the stream RequestRules capped at ``limits.max_request_body``.
     """
     if req.content_length is not None:
         validation.body_size(req.content_length, cap, what)
-    raw = req.bounded_stream.read(cap + 1)
+    stream = req.stream if is_chunked(req) else req.bounded_stream
+    raw = stream.read(cap + 1)
     validation.body_size(len(raw), cap, what)
     if not raw.strip():
         return JsonBody(None, 0)

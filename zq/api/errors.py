@@ -22,6 +22,7 @@ STATUS: dict[type[errors.ZqError], str] = {
     errors.InvalidRequest: falcon.HTTP_400,
     errors.ClaimMismatch: falcon.HTTP_400,
     errors.MessageIsClaimed: falcon.HTTP_403,
+    errors.Forbidden: falcon.HTTP_403,
     errors.NotFound: falcon.HTTP_404,
     errors.Conflict: falcon.HTTP_409,
     errors.StorageUnavailable: falcon.HTTP_503,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import falcon
 
-from zq.api.middleware import require_admin
 from zq.api.resource import Resource
+from zq.auth import require_admin
 from zq.errors import StorageUnavailable
 
 

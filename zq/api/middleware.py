@@ -1,35 +1,97 @@
-"""Cross-cutting request handling: request ids, required headers, body limits.
+"""Cross-cutting request handling: request ids, access log, required headers, body limits.
 
-Resources can rely on ``req.context.project`` and ``req.context.client_id``
-for every ``/v2/...`` route.
+Resources can rely on ``req.context.project``, ``req.context.identity``
+(set by zq.auth.middleware.Authenticate) and ``req.context.client_id`` for
+every ``/v2/...`` route.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
-from typing import Any
+from typing import Any, BinaryIO
 
 import falcon
 
 from zq import validation
+from zq.auth.middleware import API_PREFIX
+from zq.auth.middleware import require_admin as require_admin  # the hook's old home
 from zq.config import Limits
 from zq.errors import InvalidRequest
+from zq.logs import REQUEST_ID
 
 REQUEST_ID_HEADER = "X-Openstack-Request-Id"
 FORM_MEDIA_TYPE = "application/x-www-form-urlencoded"
-API_PREFIX = "/v2/"
+
+ACCESS_LOG = logging.getLogger("zq.access")
 
 
 class RequestId:
-    """Give every response a fresh request id, as Zaqar does."""
+    """Give every response a fresh request id, as Zaqar does, and every log line of it."""
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.request_id = f"req-{uuid.uuid4()}"
+        req.context.request_id_token = REQUEST_ID.set(req.context.request_id)
 
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
     ) -> None:
         resp.set_header(REQUEST_ID_HEADER, req.context.request_id)
+        REQUEST_ID.reset(req.context.request_id_token)
+
+
+class AccessLog:
+    """One log line per request: method, path, status, duration, project.
+
+    Never the query string, headers or body: they may hold message
+    contents or credentials.
+    """
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.context.started = time.perf_counter()
+
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
+    ) -> None:
+        duration_ms = round((time.perf_counter() - req.context.started) * 1000, 3)
+        status = falcon.code_to_http_status(resp.status)[:3]
+        ACCESS_LOG.info(
+            "%s %s %s", req.method, req.path, status,
+            extra={
+                "method": req.method, "path": req.path, "status": int(status),
+                "duration_ms": duration_ms,
+                "project": getattr(req.context, "project", None),
+            },
+        )
+
+
+class CappedStream:
+    """A body stream of unknown length that refuses to yield more than ``limit`` bytes."""
+
+    def __init__(self, stream: BinaryIO, limit: int) -> None:
+        self.stream = stream
+        self.limit = limit
+        self.consumed = 0
+
+    def read(self, size: int = -1) -> bytes:
+        # Ask for one byte past the limit at most, so an oversized body is
+        # detected without ever buffering more than limit + 1 bytes.
+        allowed = self.limit + 1 - self.consumed
+        chunk = self.stream.read(allowed if size is None or size < 0 else min(size, allowed))
+        self.consumed += len(chunk)
+        if self.consumed > self.limit:
+            raise falcon.HTTPContentTooLarge(
+                description=f"The request body is larger than the {self.limit} bytes "
+                "accepted."
+            )
+        return chunk
+
+
+def is_chunked(req: falcon.Request) -> bool:
+    """Whether the body comes without a Content-Length (Transfer-Encoding: chunked)."""
+    encoding = (req.get_header("Transfer-Encoding") or "").lower()
+    return req.content_length is None and "chunked" in encoding
 
 
 class RequestRules:
@@ -37,8 +99,9 @@ class RequestRules:
 
     Accept must allow JSON (406), form-encoded bodies are refused (400),
     bodies over ``limits.max_request_body`` are refused before being read
-    (413), Client-ID must be a UUID and X-Project-ID present (400).
-    Also reads ``include_history``, zq's opt-in to show dead letter history.
+    (413; a chunked body is cut off as soon as it passes the limit), and
+    Client-ID must be a UUID (400). Also reads ``include_history``, zq's
+    opt-in to show dead letter history.
     """
 
     def __init__(self, limits: Limits) -> None:
@@ -60,20 +123,10 @@ class RequestRules:
                 description=f"The request body is {length} bytes; at most "
                 f"{self.limits.max_request_body} are accepted."
             )
+        if is_chunked(req):
+            req.stream = CappedStream(req.stream, self.limits.max_request_body)
         req.context.include_history = req.get_param_as_bool(
             "include_history", default=False
         )
         if req.path.startswith(API_PREFIX):
             req.context.client_id = validation.client_id(req.get_header("Client-ID"))
-            req.context.project = validation.project_id(
-                req.get_header("X-Project-ID"), self.limits
-            )
-
-
-def require_admin(req: falcon.Request, resp: falcon.Response, resource: Any, params: Any) -> None:
-    """falcon hook: only admins (``X-Roles`` holding ``admin``) may pass."""
-    roles = {r.strip().lower() for r in (req.get_header("X-Roles") or "").split(",")}
-    if "admin" not in roles:
-        raise falcon.HTTPForbidden(
-            title="Forbidden", description="This operation requires the admin role."
-        )
