@@ -28,6 +28,7 @@ class Recorder:
     end_to_end: list[float] = field(default_factory=list)
     errors: int = 0
     messages: int = 0
+    reserved: int = 0  # requests started or about to start
     started: float = field(default_factory=time.perf_counter)
     extra: dict[str, object] = field(default_factory=dict)
 
@@ -44,7 +45,17 @@ class Recorder:
 
     def budget_left(self) -> bool:
         """Whether another request fits in the request and time bounds."""
-        return self.requests < self.max_requests and self.elapsed() < self.duration
+        return self.reserved < self.max_requests and self.elapsed() < self.duration
+
+    def reserve(self, requests: int = 1) -> bool:
+        """Take ``requests`` from the budget before sending them (an exact bound).
+
+        False, and nothing taken, when they would pass the request or time bound.
+        """
+        if self.reserved + requests > self.max_requests or self.elapsed() >= self.duration:
+            return False
+        self.reserved += requests
+        return True
 
     def summary(self, workload: str, elapsed: float | None = None) -> dict[str, object]:
         elapsed = self.elapsed() if elapsed is None else elapsed

@@ -35,7 +35,8 @@ MAX_CLAIM_COUNT = 3
 PREFILL_BATCH = 20  # messages per post while preparing a backlog (untimed)
 CLAIM_TTL = {"ttl": 300, "grace": 60}
 
-# One operation: called with the time it was due (open loop) or None.
+# One operation: called with the time it was due (open loop) or None; False
+# ends the run (its requests are taken from the budget before it is called).
 Operation = Callable[[float | None], Awaitable[bool]]
 
 
@@ -70,11 +71,14 @@ def claim_id_of(answer: Answer) -> str:
 
 
 async def drive(settings: Settings, recorder: Recorder, operation: Operation,
-                workers: int | None = None) -> None:
-    """Run ``operation`` until the bounds: closed loop, or at ``settings.rate``."""
+                workers: int | None = None, cost: int = 1) -> None:
+    """Run ``operation`` (``cost`` requests at most) until the bounds.
+
+    Closed loop (``workers`` at once), or open loop at ``settings.rate``.
+    """
     if settings.rate <= 0:
         async def worker() -> None:
-            while recorder.budget_left():
+            while recorder.reserve(cost):
                 if not await operation(None):
                     return
         await asyncio.gather(*(worker() for _ in range(workers or settings.concurrency)))
@@ -95,7 +99,7 @@ async def drive(settings: Settings, recorder: Recorder, operation: Operation,
         delay = due - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
-        if not recorder.budget_left():
+        if not recorder.reserve(cost):
             break
         await slots.acquire()  # a server that falls behind: latency counts from ``due``
         task = asyncio.create_task(one(due))
@@ -178,7 +182,7 @@ async def claim_delete_workload(client: Client, settings: Settings) -> dict[str,
             recorder.messages += len(ids)
         return True
 
-    await drive(settings, recorder, operation)
+    await drive(settings, recorder, operation, cost=2)
     summary = recorder.summary("claim-delete")
     await client.request("DELETE", queue)
     return summary
@@ -200,7 +204,8 @@ async def produce_and_consume(client: Client, settings: Settings, recorder: Reco
         return True
 
     async def consumer() -> None:
-        while recorder.budget_left() and not stop.is_set():
+        # Claim, delete, and release when poison was left: three requests at most.
+        while not stop.is_set() and recorder.reserve(3):
             claimed = await claim(client, recorder, queue, settings, None)
             if claimed is None:
                 continue
