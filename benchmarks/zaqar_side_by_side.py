@@ -70,6 +70,7 @@ uri = redis://{redis}?dbid={db}
 # (workload, batch) pairs; the same for every target.
 CASES = [("post", 1), ("post", 10), ("claim-delete", 10), ("cycle", 10), ("poison", 10)]
 MINIMAL_CASES = [("ping", 10), ("post", 10), ("claim-delete", 10)]
+CACHE_CASES = [("post", 10), ("claim-delete", 10), ("cycle", 10)]
 POSTGRES_CASES = [("post", 10), ("claim-delete", 10), ("cycle", 10)]
 
 
@@ -289,6 +290,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--zq-db", type=int, default=11, help="Redis db of zq's keys")
     parser.add_argument("--zaqar-db", type=int, default=12, help="Redis db of Zaqar's keys")
+    parser.add_argument("--metadata-cache", type=float, default=0.0, metavar="SECONDS",
+                        help="also run zq with [server] metadata_cache = SECONDS (target "
+                             "zq-cache) on post, claim-delete and cycle")
     parser.add_argument("--skip-zaqar", action="store_true")
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--out", type=Path, default=None, help="also write the table here")
@@ -314,6 +318,11 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     add("zq", [*zq_server, "--port", str(port), "--storage",
                f"redis://{REDIS}/{args.zq_db}?prefix={zq_prefix}"], zq_env, port)
+    if args.metadata_cache > 0:
+        port = free_port()
+        add("zq-cache", [*zq_server, "--port", str(port), "--storage",
+                         f"redis://{REDIS}/{args.zq_db}?prefix={zq_prefix}"],
+            {**zq_env, "ZQ_SERVER_METADATA_CACHE": str(args.metadata_cache)}, port)
     if not args.skip_zaqar:
         version = ensure_zaqar(args.venv)
         home = scratch / "zaqar-home"
@@ -347,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
             for repeat in range(args.repeat):
                 for workload, batch in CASES:
                     for target in (order if repeat % 2 == 0 else order[::-1]):
+                        if target.name == "zq-cache" and (workload, batch) not in CACHE_CASES:
+                            continue
                         target.results.setdefault(case_key(workload, batch), []).append(
                             loadgen(target, workload, batch, args))
                 for workload, batch in MINIMAL_CASES:
