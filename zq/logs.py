@@ -83,7 +83,7 @@ def configure(config: LogConfig, stream: TextIO | None = None) -> logging.Handle
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    # ``log.level`` is zq's own verbosity; libraries (alembic, gunicorn,
+    # ``log.level`` is zq's own verbosity; libraries (alembic, granian,
     # urllib3, ...) only speak up for warnings, or their INFO chatter would
     # bury zq's lines.
     root.setLevel(logging.WARNING)
