@@ -2,11 +2,14 @@
 
 The server is started with ``--port 0`` (the kernel picks a free port, so
 parallel runs never collide) and the address is read from its start line.
-Every wait is bounded; ``stop()`` always ends the process.
+It runs in a process group of its own (the gunicorn master and its workers),
+so ``kill()`` can SIGKILL all of it at once, as a crash or the OOM killer
+would. Every wait is bounded; ``stop()`` always ends the process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -55,7 +58,7 @@ class ServerProcess:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "zq", "serve", *self.args],
                 cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
         deadline = time.monotonic() + START_TIMEOUT
         while not self.url:
@@ -86,6 +89,16 @@ class ServerProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def kill(self, timeout: float = 10.0) -> None:
+        """SIGKILL the master and every worker at once (the whole process group)."""
+        if self.process is None:
+            return
+        # The kernel ends every member of the group; a worker can neither
+        # catch SIGKILL nor outlive it with an open socket or connection.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout)
+
     def stop(self, timeout: float = 30.0) -> int | None:
         """SIGTERM (graceful), then SIGKILL after ``timeout``; returns the exit status."""
         if self.process is None:
@@ -95,6 +108,5 @@ class ServerProcess:
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+                self.kill()
         return self.process.returncode
