@@ -99,12 +99,19 @@ class ServerProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout)
 
-    def stop(self, timeout: float = 30.0) -> int | None:
-        """SIGTERM (graceful), then SIGKILL after ``timeout``; returns the exit status."""
+    def stop(self, timeout: float = 30.0, *, group: bool = False) -> int | None:
+        """SIGTERM (graceful), then SIGKILL after ``timeout``; returns the exit status.
+
+        ``group`` sends SIGTERM to the master and every worker at once, as
+        systemd does by default; otherwise only the master gets it.
+        """
         if self.process is None:
             return None
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+            if group:
+                os.killpg(self.process.pid, signal.SIGTERM)
+            else:
+                self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
