@@ -47,6 +47,19 @@ DESCRIPTIONS = {
     "limits.max_request_body": "bytes of any request body",
     "gc.interval": "seconds between garbage collections in each server worker "
                    "(jittered by ±20%); 0 disables",
+    "auth.strategy": "`none` (trust `X-Project-ID`/`X-Roles`), `token` (bearer tokens "
+                     "from `tokens_file`) or `keystone` (keystonemiddleware); "
+                     "see docs/security.md",
+    "auth.tokens_file": "JSON file of hashed tokens written by `zq token add`",
+    "auth.keystone_config_file": "oslo.config file with a `[keystone_authtoken]` section",
+    "signed_urls.secret_key": "HMAC key of pre-signed URLs (`POST .../share`); "
+                              "empty disables sharing",
+    "signed_urls.max_expires": "longest validity of a pre-signed URL, seconds",
+    "log.level": "zq's log level (libraries log warnings only)",
+    "log.format": "`json` (one object per line) or `text` (key=value)",
+    "pooling.enabled": "spread queues over pools and flavors (see docs/pools.md)",
+    "pooling.management": "management store URI (pools, flavors, catalog); "
+                          "empty: SQLite file `zq-management.sqlite3` in the data directory",
 }
 
 

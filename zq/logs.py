@@ -83,5 +83,9 @@ def configure(config: LogConfig, stream: TextIO | None = None) -> logging.Handle
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(config.level.upper())
+    # ``log.level`` is zq's own verbosity; libraries (alembic, gunicorn,
+    # urllib3, ...) only speak up for warnings, or their INFO chatter would
+    # bury zq's lines.
+    root.setLevel(logging.WARNING)
+    logging.getLogger("zq").setLevel(config.level.upper())
     return handler

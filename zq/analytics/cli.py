@@ -85,23 +85,42 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="events per Parquet file and per cursor step (default 50000)")
     parser.add_argument("--no-trim", dest="trim", action="store_false",
                         help="leave exported events in the backend log")
+    parser.add_argument("--settle", type=float, default=30.0, metavar="SECONDS",
+                        help="export only events at least this old, so an event whose "
+                             "transaction commits late is never skipped (default 30)")
 
 
 def register(subparsers: Any) -> None:
     """Add ``events`` (with ``export``) and ``stats`` to zq's subcommands."""
-    events = subparsers.add_parser("events", help="the event log of claim statistics")
+    events = subparsers.add_parser(
+        "events", help="the event log of claim statistics",
+        description="Work with the event log every backend keeps: each post, claim, "
+                    "renewal, release, delete, dead letter move and expiry is an event.",
+        epilog="examples:\n  zq events export --to /data/zq-events\n"
+               "  zq events export --to s3a://bucket/zq-events --storage redis://cache:6379",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = events.add_subparsers(dest="events_command", metavar="ACTION", required=True)
     export = actions.add_parser(
         "export", help="drain the backends' event logs into a Parquet dataset",
         description="Append every new event of each backend to a date-partitioned Parquet "
-                    "dataset; safe to re-run after a crash.")
+                    "dataset; safe to re-run after a crash.",
+        epilog="examples:\n  zq events export --to /data/zq-events\n"
+               "  zq events export --to /data/zq-events --storage postgresql://zq@db/zq "
+               "--storage redis://cache:6379",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_export_arguments(export)
     export.set_defaults(handler=run_export)
 
     stats = subparsers.add_parser(
         "stats", help="claim statistics with Spark over an exported dataset",
         description="Compute per-queue counts, claims per message, latencies, failing "
-                    "fingerprints and consumers from exported events, with PySpark.")
+                    "fingerprints and consumers from exported events, with PySpark.",
+        epilog="examples:\n  zq stats --events /data/zq-events\n"
+               "  zq stats --events /data/zq-events --queue orders --format json\n"
+               "  zq stats --events /data/zq-events --out /tmp/report  # CSV, Parquet, PNG, HTML\n"
+               "  zq stats --events /data/zq-events --sql \"SELECT queue, count(*) FROM events "
+               "GROUP BY queue\"",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_stats_arguments(stats)
     stats.set_defaults(handler=run_stats)
 
@@ -128,7 +147,7 @@ def run_export(args: argparse.Namespace) -> int:
         for uri in uris:
             storages[backend_id(uri)] = open_storage(uri)
         results = export(storages, args.to, batch_size=args.batch_size, trim=args.trim,
-                         progress=_say)
+                         progress=_say, settle=args.settle)
     except (ExportError, ZqError, ValueError, OSError) as exc:
         print(f"zq: error: {exc}", file=sys.stderr)
         return 1
