@@ -24,7 +24,12 @@ from gunicorn.app.base import BaseApplication
 import zq.auth
 import zq.logs
 from zq.clock import SystemClock
-from zq.commands.options import CommandError, ensure_default_data_dir, open_reachable_storage
+from zq.commands.options import (
+    CommandError,
+    ensure_default_data_dir,
+    first_line,
+    open_reachable_storage,
+)
 from zq.commands.pooling import ensure_management_dir, open_reachable_management
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
@@ -125,9 +130,7 @@ def prepare_management(config: Config) -> str:
         try:
             upgrade_management(uri)
         except Exception as exc:  # e.g. a directory that cannot hold the file
-            text = str(getattr(exc, "orig", None) or exc).strip()
-            reason = text.splitlines()[0] if text else type(exc).__name__
-            raise CommandError(f"management store {redact(uri)}: {reason}") from exc
+            raise CommandError(f"management store {redact(uri)}: {first_line(exc)}") from exc
     open_reachable_management(uri).close()  # fail now, not in every worker
     return uri
 

@@ -99,3 +99,9 @@ def ensure_default_data_dir(config: Config) -> None:
     """Create the data directory when the embedded SQLite default is used."""
     if not config.storage.uri:
         default_data_dir().mkdir(parents=True, exist_ok=True)
+
+
+def first_line(exc: BaseException) -> str:
+    """An error's first line (SQLAlchemy appends SQL and links below the driver's message)."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zq.commands.options import CommandError
+from zq.commands.options import CommandError, first_line
 from zq.config import Config, default_data_dir
 from zq.pooling.store import ManagementStore, open_management
 from zq.storage.uri import redact
@@ -46,9 +46,7 @@ def open_reachable_management(uri: str) -> ManagementStore:
     try:
         store = open_management(uri)
     except Exception as exc:  # StorageUnavailable, or a driver's own error
-        text = str(getattr(exc, "description", None) or exc).strip()
-        reason = text.splitlines()[0] if text else type(exc).__name__
-        raise CommandError(f"management store {redact(uri)}: {reason}") from exc
+        raise CommandError(f"management store {redact(uri)}: {first_line(exc)}") from exc
     if not store.ping():
         store.close()
         raise CommandError(f"management store {redact(uri)} is unreachable.")
