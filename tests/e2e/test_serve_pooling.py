@@ -117,7 +117,8 @@ def test_pools_queues_dead_letters_gc_and_export(
         f"Removed 0 expired message(s) from pool 'pool-a' ({uris['pool-a']}).",
         f"Removed 0 expired message(s) from pool 'pool-b' ({uris['pool-b']}).",
     ]
-    exported = run_zq("events", "export", "--to", str(tmp / "events"), "--pooling",
+    exported = run_zq("events", "export", "--to", str(tmp / "events"), "--settle", "0",
+                      "--pooling",
                       env=server.env)
     assert exported.returncode == 0, exported.stderr
     lines = exported.stdout.splitlines()

@@ -89,6 +89,9 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="events per Parquet file and per cursor step (default 50000)")
     parser.add_argument("--no-trim", dest="trim", action="store_false",
                         help="leave exported events in the backend log")
+    parser.add_argument("--settle", type=float, default=30.0, metavar="SECONDS",
+                        help="export only events at least this old, so an event whose "
+                             "transaction commits late is never skipped (default 30)")
     add_pooling_arguments(parser)
 
 
@@ -163,7 +166,7 @@ def run_export(args: argparse.Namespace) -> int:
         try:
             storage = open_storage(target.uri)
             (result,) = export({name: storage}, args.to, batch_size=args.batch_size,
-                               trim=args.trim, progress=_say)
+                               trim=args.trim, progress=_say, settle=args.settle)
         except (ExportError, ZqError, ValueError, OSError) as exc:
             print(f"zq: error: {shown}: {first_line(exc)}", file=sys.stderr)
             failed += 1

@@ -19,6 +19,16 @@ overwriting whatever part of the batch had been written. A crash between (3)
 and (4) leaves events the cursor has passed; the next run trims them first.
 No event is lost, none is written twice.
 
+Events are taken only once they have *settled*: older than ``settle``
+seconds. SQL and MongoDB give an event its cursor when it is written, not
+when its transaction commits, so a slow transaction can commit an event
+*behind* one already read; reading past it would skip it for good (and the
+trim would delete it). Stopping at the first event younger than the settle
+window leaves such an event for the next run, as long as no transaction
+takes longer than the window (the default, 30 s, is far above the
+milliseconds a zq transaction takes). Redis appends in scripts, so it has no
+such gap, but the same rule costs it nothing.
+
 One exporter per dataset at a time: runs are meant to be sequential (a cron
 job), not concurrent.
 """
@@ -26,6 +36,7 @@ job), not concurrent.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +54,7 @@ from zq.storage.base import Event, Storage
 STATE_FILE = "_zq_export_state.json"
 STATE_VERSION = 1
 DEFAULT_BATCH = 50_000
+DEFAULT_SETTLE = 30.0  # seconds an event must be old before it is exported
 
 Progress = Callable[[str], None]
 
@@ -84,23 +96,30 @@ def export(
     batch_size: int = DEFAULT_BATCH,
     trim: bool = True,
     progress: Progress | None = None,
+    settle: float = DEFAULT_SETTLE,
+    now: Callable[[], float] = time.time,
 ) -> list[BackendResult]:
     """Append every new event of every backend to the dataset at ``to``.
 
     ``storages`` maps a backend id (see ``backend_id``) to its open Storage;
     the id names the backend's cursor and files in the dataset, so it must
     stay the same from run to run. With ``trim`` the backend log is trimmed
-    up to the exported cursor.
+    up to the exported cursor. Events younger than ``settle`` seconds (by
+    ``now()``) wait for the next run (see the module docstring).
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
+    if settle < 0:
+        raise ValueError("settle must not be negative")
+    settled_before = now() - settle
     sink = open_sink(to) if isinstance(to, str) else to
     say = progress or (lambda _msg: None)
     state = _State.load(sink)
     results = []
     for name, storage in storages.items():
         _check_backend_name(name)
-        result = _export_backend(name, storage, sink, state, batch_size, trim, say)
+        result = _export_backend(name, storage, sink, state, batch_size, trim, say,
+                                 settled_before)
         results.append(result)
         say(f"{name}: exported {result.events} events in {len(result.files)} files")
     return results
@@ -114,6 +133,7 @@ def _export_backend(
     batch_size: int,
     trim: bool,
     say: Progress,
+    settled_before: float,
 ) -> BackendResult:
     entry = state.backend(name)
     result = BackendResult(name, cursor=entry["cursor"])
@@ -132,7 +152,8 @@ def _export_backend(
             )
         _finish_batch(name, storage, sink, state, events, pending["seq"], trim, result)
     while True:
-        events = storage.events.read(after=entry["cursor"], limit=batch_size)
+        events = settled(storage.events.read(after=entry["cursor"], limit=batch_size),
+                         settled_before)
         if not events:
             return result
         seq = entry["seq"]
@@ -140,6 +161,14 @@ def _export_backend(
         state.save(sink)
         _finish_batch(name, storage, sink, state, events, seq, trim, result)
         say(f"{name}: {result.events} events exported")
+
+
+def settled(events: list[Event], settled_before: float) -> list[Event]:
+    """The leading events older than ``settled_before``; the rest wait for a later run."""
+    for index, event in enumerate(events):
+        if event.time >= settled_before:
+            return events[:index]
+    return events
 
 
 def _finish_batch(

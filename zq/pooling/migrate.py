@@ -8,79 +8,17 @@ even when both live in one database.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-
-from zq.errors import StorageUnavailable
-from zq.storage.sql import dialects
-from zq.storage.sql import migrate as storage_migrate
+from zq.storage.sql.migrate import SchemaMigrations
 
 VERSION_TABLE = "zq_management_version"
 
+MANAGEMENT = SchemaMigrations(
+    "management", VERSION_TABLE, "management store", "zq db upgrade --management URI"
+)
 
-def migrations_dir() -> Path:
-    """The directory holding the management store's env.py and versions/."""
-    return storage_migrate.migrations_dir() / "management"
-
-
-def _config() -> Config:
-    config = Config()
-    config.set_main_option("script_location", str(migrations_dir()))
-    return config
-
-
-def head_revision() -> str:
-    """The management schema revision the code expects."""
-    head = ScriptDirectory.from_config(_config()).get_current_head()
-    assert head is not None
-    return head
-
-
-def upgrade_management(uri: str) -> None:
-    """Bring the management store at ``uri`` to the latest schema."""
-    engine = dialects.create_engine(uri)
-    try:
-        upgrade_engine(engine)
-    finally:
-        engine.dispose()
-
-
-def current_revision(uri: str) -> str | None:
-    """The management schema revision at ``uri``; None when never migrated."""
-    engine = dialects.create_engine(uri)
-    try:
-        return _revision(engine)
-    finally:
-        engine.dispose()
-
-
-def upgrade_engine(engine: sa.Engine) -> None:
-    """Upgrade through an existing engine, in one write transaction."""
-    config = _config()
-    writer = engine.execution_options(**{dialects.WRITE_OPTION: True})
-    with writer.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "head")
-
-
-def require_current(engine: sa.Engine) -> None:
-    """StorageUnavailable unless the management schema is at the expected revision."""
-    found = _revision(engine)
-    expected = head_revision()
-    if found != expected:
-        where = engine.url.render_as_string(hide_password=True)
-        raise StorageUnavailable(
-            f"The management store {where} has schema revision {found or 'none'}, "
-            f"expected {expected}; run `zq db upgrade --management URI` to migrate it."
-        )
-
-
-def _revision(engine: sa.Engine) -> str | None:
-    with engine.connect() as conn:
-        context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-        return context.get_current_revision()
+head_revision = MANAGEMENT.head_revision
+upgrade_management = MANAGEMENT.upgrade
+current_revision = MANAGEMENT.current_revision
+upgrade_engine = MANAGEMENT.upgrade_engine
+require_current = MANAGEMENT.require_current
+migrations_dir = MANAGEMENT.script_dir

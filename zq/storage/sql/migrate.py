@@ -2,12 +2,16 @@
 
 The scripts live in the top-level ``migrations/`` directory of a source
 checkout; an installed wheel ships them as data files under
-``<prefix>/share/zq/migrations`` (see setup.cfg).
+``<prefix>/share/zq/migrations`` (see setup.cfg). Two schemas use them: the
+storage (``migrations/``, Alembic's default version table) and the pooling
+management store (``migrations/management/``, its own version table); each
+is one ``SchemaMigrations``.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -21,7 +25,7 @@ from zq.storage.sql import dialects
 
 
 def migrations_dir() -> Path:
-    """The directory holding env.py and versions/."""
+    """The directory holding the storage schema's env.py and versions/."""
     candidates = [
         Path(__file__).resolve().parents[3] / "migrations",
         Path(sys.prefix) / "share" / "zq" / "migrations",
@@ -34,89 +38,107 @@ def migrations_dir() -> Path:
     )
 
 
-def _config() -> Config:
-    config = Config()
-    config.set_main_option("script_location", str(migrations_dir()))
-    return config
+@dataclass(frozen=True)
+class SchemaMigrations:
+    """One Alembic script directory and the version table it records itself in."""
 
+    subdirectory: str  # below migrations_dir(); "" for the storage schema
+    version_table: str
+    what: str  # "database" or "management store", for messages
+    upgrade_command: str  # what the user runs to migrate
 
-def head_revision() -> str:
-    """The revision the code expects."""
-    head = ScriptDirectory.from_config(_config()).get_current_head()
-    assert head is not None
-    return head
+    def script_dir(self) -> Path:
+        return migrations_dir() / self.subdirectory if self.subdirectory else migrations_dir()
 
+    def _config(self) -> Config:
+        config = Config()
+        config.set_main_option("script_location", str(self.script_dir()))
+        return config
 
-def upgrade(uri: str) -> None:
-    """Bring the database at ``uri`` to the latest schema."""
-    engine = dialects.create_engine(uri)
-    try:
-        upgrade_engine(engine)
-    finally:
-        engine.dispose()
+    def head_revision(self) -> str:
+        """The revision the code expects."""
+        head = ScriptDirectory.from_config(self._config()).get_current_head()
+        assert head is not None
+        return head
 
+    def upgrade(self, uri: str) -> None:
+        """Bring the schema at ``uri`` to the latest revision."""
+        engine = dialects.create_engine(uri)
+        try:
+            self.upgrade_engine(engine)
+        finally:
+            engine.dispose()
 
-def current_revision(uri: str) -> str | None:
-    """The schema revision of the database at ``uri``; None when never migrated."""
-    engine = dialects.create_engine(uri)
-    try:
-        return _revision(engine)
-    finally:
-        engine.dispose()
+    def current_revision(self, uri: str) -> str | None:
+        """The schema revision at ``uri``; None when never migrated."""
+        engine = dialects.create_engine(uri)
+        try:
+            return self.revision(engine)
+        finally:
+            engine.dispose()
 
+    def upgrade_engine(self, engine: sa.Engine) -> None:
+        """Upgrade through an existing engine, in one write transaction.
 
-def upgrade_engine(engine: sa.Engine) -> None:
-    """Upgrade through an existing engine, in one write transaction.
+        On SQLite the write transaction makes concurrent first starts (several
+        server workers) wait for each other instead of creating tables twice.
+        """
+        config = self._config()
+        writer = engine.execution_options(**{dialects.WRITE_OPTION: True})
+        with writer.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
 
-    On SQLite the write transaction makes concurrent first starts (several
-    server workers) wait for each other instead of creating tables twice.
-    """
-    config = _config()
-    writer = engine.execution_options(**{dialects.WRITE_OPTION: True})
-    with writer.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "head")
-
-
-def require_current(engine: sa.Engine) -> None:
-    """Raise StorageUnavailable unless the schema is at the expected revision."""
-    found = _revision(engine)
-    expected = head_revision()
-    if found == expected:
-        return
-    _refuse_unknown(engine, found, expected)
-    problem = "has no zq schema" if found is None else (
-        f"has schema revision {found}, older than {expected}")
-    raise StorageUnavailable(
-        f"The database {_where(engine)} {problem}; run `zq db upgrade` to migrate it."
-    )
-
-
-def ensure_current(engine: sa.Engine) -> None:
-    """Upgrade the schema if it is behind (the embedded SQLite does this itself)."""
-    found = _revision(engine)
-    expected = head_revision()
-    if found != expected:
-        _refuse_unknown(engine, found, expected)
-        upgrade_engine(engine)
-
-
-def _refuse_unknown(engine: sa.Engine, found: str | None, expected: str) -> None:
-    if found is not None and found not in _known_revisions():
+    def require_current(self, engine: sa.Engine) -> None:
+        """Raise StorageUnavailable unless the schema is at the expected revision."""
+        found = self.revision(engine)
+        expected = self.head_revision()
+        if found == expected:
+            return
+        self._refuse_unknown(engine, found, expected)
+        problem = f"has no zq {self.what} schema" if found is None else (
+            f"has schema revision {found}, older than {expected}")
         raise StorageUnavailable(
-            f"The database {_where(engine)} has schema revision {found}, which this "
-            f"version of zq does not know (expected {expected}); upgrade zq."
+            f"The {self.what} {_where(engine)} {problem}; run `{self.upgrade_command}` "
+            "to migrate it."
         )
+
+    def ensure_current(self, engine: sa.Engine) -> None:
+        """Upgrade the schema if it is behind (the embedded SQLite does this itself)."""
+        found = self.revision(engine)
+        expected = self.head_revision()
+        if found != expected:
+            self._refuse_unknown(engine, found, expected)
+            self.upgrade_engine(engine)
+
+    def revision(self, engine: sa.Engine) -> str | None:
+        with engine.connect() as conn:
+            context = MigrationContext.configure(
+                conn, opts={"version_table": self.version_table})
+            return context.get_current_revision()
+
+    def _refuse_unknown(self, engine: sa.Engine, found: str | None, expected: str) -> None:
+        if found is not None and found not in self._known_revisions():
+            raise StorageUnavailable(
+                f"The {self.what} {_where(engine)} has schema revision {found}, which this "
+                f"version of zq does not know (expected {expected}); upgrade zq."
+            )
+
+    def _known_revisions(self) -> set[str]:
+        scripts = ScriptDirectory.from_config(self._config())
+        return {script.revision for script in scripts.walk_revisions()}
 
 
 def _where(engine: sa.Engine) -> str:
     return engine.url.render_as_string(hide_password=True)
 
 
-def _revision(engine: sa.Engine) -> str | None:
-    with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+STORAGE = SchemaMigrations("", "alembic_version", "database", "zq db upgrade")
 
-
-def _known_revisions() -> set[str]:
-    return {script.revision for script in ScriptDirectory.from_config(_config()).walk_revisions()}
+# The storage schema's operations, as the rest of zq calls them.
+head_revision = STORAGE.head_revision
+upgrade = STORAGE.upgrade
+current_revision = STORAGE.current_revision
+upgrade_engine = STORAGE.upgrade_engine
+require_current = STORAGE.require_current
+ensure_current = STORAGE.ensure_current
