@@ -1,10 +1,13 @@
 """The production HTTP server: gunicorn, several processes, threaded workers.
 
 The master process prepares the storage once (creates the default data
-directory, migrates an SQLite schema, checks that the backend answers) and
-then forks the workers. Each worker builds its own storage connections and
+directory, migrates an SQLite schema, checks that the backend answers; with
+pooling, the same for the management store) and then forks the workers.
+Each worker builds its own resolver (zq.pooling.setup.open_pools: one
+storage, or the pools of the management store), its connections and its
 falcon app after the fork, so no connection is ever shared between
-processes, and runs its own garbage collector thread (zq.housekeeping).
+processes, and runs its own garbage collector thread (zq.housekeeping) over
+every backend of its resolver.
 Workers are ``gthread``: a few threads each, so one slow client holds one
 thread, not a whole worker.
 """
@@ -20,17 +23,24 @@ from gunicorn.app.base import BaseApplication
 
 import zq.auth
 import zq.logs
-from zq.commands.options import CommandError, ensure_default_data_dir, open_reachable_storage
+from zq.clock import SystemClock
+from zq.commands.options import (
+    CommandError,
+    ensure_default_data_dir,
+    first_line,
+    open_reachable_storage,
+)
+from zq.commands.pooling import ensure_management_dir, open_reachable_management
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
-from zq.storage import open_storage, scheme_of
-from zq.storage.base import Storage
+from zq.pooling.base import Pools
+from zq.pooling.migrate import upgrade_management
+from zq.storage import scheme_of
 from zq.storage.uri import redact
 
 log = logging.getLogger("zq.server")
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
-
 
 
 def bind_address(host: str, port: int) -> str:
@@ -106,13 +116,41 @@ def prepare_storage(config: Config) -> str:
     return uri
 
 
-class ZqServer(BaseApplication):
-    """gunicorn driven from Python: the settings come from a zq Config."""
+def prepare_management(config: Config) -> str:
+    """Make the management store ready before forking; returns its URI.
 
-    def __init__(self, config: Config, storage_uri: str) -> None:
+    The default SQLite file gets its directory created and an SQLite store
+    is migrated here, once; a PostgreSQL or MariaDB store must already be
+    current (``zq db upgrade --management``). Pools are not checked: an
+    unreachable one shows in ``/v2/health`` and does not stop the others.
+    """
+    uri = config.pooling.resolved_management()
+    ensure_management_dir(config)
+    if scheme_of(uri) == "sqlite":
+        try:
+            upgrade_management(uri)
+        except Exception as exc:  # e.g. a directory that cannot hold the file
+            raise CommandError(f"management store {redact(uri)}: {first_line(exc)}") from exc
+    open_reachable_management(uri).close()  # fail now, not in every worker
+    return uri
+
+
+def prepare(config: Config) -> str:
+    """Prepare what the workers will serve from; the URI the start line names."""
+    return prepare_management(config) if config.pooling.enabled else prepare_storage(config)
+
+
+class ZqServer(BaseApplication):
+    """gunicorn driven from Python: the settings come from a zq Config.
+
+    ``served_uri`` is what ``prepare`` returned (the storage, or with
+    pooling the management store); it names the backend in the start line.
+    """
+
+    def __init__(self, config: Config, served_uri: str) -> None:
         self.zq_config = config
-        self.storage_uri = storage_uri
-        self._storage: Storage | None = None
+        self.served_uri = served_uri
+        self._pools: Pools | None = None
         self._collector: GarbageCollector | None = None
         super().__init__(prog="zq serve")
 
@@ -127,31 +165,37 @@ class ZqServer(BaseApplication):
             self.cfg.set(key, value)
 
     def load(self) -> Any:
-        """Build this worker's storage, collector and app (runs after the fork)."""
+        """Build this worker's resolver, collector and app (runs after the fork)."""
         from zq.api.app import create_app
+        from zq.pooling.setup import open_pools
 
-        self._storage = open_storage(self.storage_uri)
+        clock = SystemClock()
+        pools, admin = open_pools(self.zq_config, clock=clock)
+        self._pools = pools
         interval = self.zq_config.gc.interval
         if interval > 0:
-            self._collector = GarbageCollector(self._storage, interval)
+            # A callable, not a snapshot: pools registered later are collected too.
+            self._collector = GarbageCollector(pools.storages, interval)
             self._collector.start()
-        app = create_app(self.zq_config, storage=self._storage)
+        app = create_app(self.zq_config, clock=clock, pools=pools, admin=admin)
         return drain_unread_body(app, self.zq_config.limits.max_request_body)
 
     def close_worker(self) -> None:
         """Stop this worker's collector and release its connections."""
         if self._collector is not None:
             self._collector.stop()
-        if self._storage is not None:
-            self._storage.close()
+        if self._pools is not None:
+            self._pools.close()
 
     def _when_ready(self, arbiter: Any) -> None:
         # After binding, so a port of 0 shows the port actually chosen.
         urls = ", ".join(f"{listener}/v2" for listener in arbiter.LISTENERS)
         server = self.zq_config.server
+        where = ("the pools of management store" if self.zq_config.pooling.enabled
+                 else "storage")
         log.info(
-            "zq serving %s on storage %s with %d worker(s) x %d thread(s)",
-            urls, redact(self.storage_uri), server.workers, server.threads,
+            "zq serving %s on %s %s with %d worker(s) x %d thread(s)",
+            urls, where, redact(self.served_uri), server.workers, server.threads,
         )
 
     def _worker_exit(self, arbiter: Any, worker: Any) -> None:
@@ -192,5 +236,4 @@ def serve(config: Config) -> None:
     check_address_free(config.server.host, config.server.port)
     zq.auth.check_config(config)
     zq.logs.configure(config.log)
-    uri = prepare_storage(config)
-    ZqServer(config, uri).run()
+    ZqServer(config, prepare(config)).run()

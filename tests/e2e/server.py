@@ -22,7 +22,11 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
-START_LINE = re.compile(r"zq serving (http://\S+)/v2 on storage (\S+) with (\d+) worker")
+# Group 2 is the storage, or with pooling the management store.
+START_LINE = re.compile(
+    r"zq serving (http://\S+)/v2 on (?:storage|the pools of management store) (\S+) "
+    r"with (\d+) worker"
+)
 START_TIMEOUT = 60.0  # seconds; a 2-core machine shared with other test runs
 
 
