@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.pooling.registered import register_pools
 from zq import cli
 from zq.commands import serve as serve_command
 from zq.server import granian_settings
@@ -252,3 +253,140 @@ def test_bad_command_lines_exit_2_with_usage(
     assert status == 2
     assert "usage: zq" in err and "error:" in err
     assert "Traceback" not in err
+
+
+# -- pooling: serve flags, db upgrade --management, gc over every pool ---------
+
+def test_pooling_flags_override_the_config_file(tmp_path: Path) -> None:
+    config_file = tmp_path / "zq.toml"
+    config_file.write_text('[pooling]\nenabled = false\nmanagement = "sqlite:///file.db"\n')
+    args = cli.build_parser().parse_args([
+        "serve", "--config", str(config_file), "--pooling",
+        "--management", "postgresql://zq@db/zq_management",
+    ])
+    config = serve_command.config_for(args)
+    assert config.pooling.enabled is True
+    assert config.pooling.management == "postgresql://zq@db/zq_management"
+    config_file.write_text("[pooling]\nenabled = true\n")
+    args = cli.build_parser().parse_args(["serve", "--config", str(config_file), "--no-pooling"])
+    assert serve_command.config_for(args).pooling.enabled is False
+
+
+def test_management_without_pooling_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run_zq("serve", "--port", "0", "--management", "sqlite:///m.db",
+                            capsys=capsys)
+    assert_one_line_error(status, err, "--management", "add --pooling")
+
+
+def test_serve_with_an_unreachable_management_store_fails_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    uri = "postgresql://zq:s3cret@127.0.0.1:1/zq_management"
+    status, _, err = run_zq("serve", "--port", "0", "--pooling", "--management", uri,
+                            capsys=capsys)
+    assert_one_line_error(status, err, "management store postgresql://zq:***@127.0.0.1:1/")
+    assert "s3cret" not in err
+
+
+def test_db_upgrade_management_alone_migrates_only_the_management_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from zq.pooling import migrate
+
+    management = f"sqlite:///{tmp_path / 'management.sqlite3'}"
+    status, out, err = run_zq("db", "upgrade", "--management", management, capsys=capsys)
+    assert status == 0, err
+    head = migrate.head_revision()
+    assert out == f"Created the zq management schema in {management} (revision {head}).\n"
+    assert not (tmp_path / "data" / "zq" / "zq.sqlite3").exists()  # storage untouched
+    status, out, _ = run_zq("db", "upgrade", "--management", management, capsys=capsys)
+    assert status == 0
+    assert out == f"{management} is already at the latest management schema revision {head}.\n"
+
+
+def test_db_upgrade_management_without_uri_uses_the_configured_store_and_storage_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from zq.pooling import migrate as management_migrate
+    from zq.storage.sql import migrate as storage_migrate
+
+    management = f"sqlite:///{tmp_path / 'configured.sqlite3'}"
+    storage = f"sqlite:///{tmp_path / 'zq.sqlite3'}"
+    config_file = tmp_path / "zq.toml"
+    config_file.write_text(f'[pooling]\nmanagement = "{management}"\n')
+    status, out, err = run_zq("db", "upgrade", "--management", "--config", str(config_file),
+                              "--storage", storage, capsys=capsys)
+    assert status == 0, err
+    assert out.splitlines() == [
+        f"Created the zq schema in {storage} (revision {storage_migrate.head_revision()}).",
+        f"Created the zq management schema in {management} "
+        f"(revision {management_migrate.head_revision()}).",
+    ]
+
+
+def test_db_upgrade_says_from_which_revision_it_upgraded(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from zq.commands.db import migrate_with
+
+    revisions = iter(["m0001", "m0002"])
+    migrate_with("sqlite:///x.db", "management schema", lambda _uri: next(revisions),
+                 lambda _uri: None)
+    assert capsys.readouterr().out == (
+        "Upgraded sqlite:///x.db from management schema revision m0001 to m0002.\n"
+    )
+
+
+@pytest.mark.parametrize(("uri", "fragment"), [
+    ("redis://127.0.0.1:6379", "must be an SQL database, not redis"),
+    ("postgresql://zq:s3cret@127.0.0.1:1/m", "cannot migrate postgresql://zq:***@127.0.0.1:1/m"),
+])
+def test_db_upgrade_management_failures_are_one_line(
+    uri: str, fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _, err = run_zq("db", "upgrade", "--management", uri, capsys=capsys)
+    assert_one_line_error(status, err, fragment)
+    assert "s3cret" not in err
+
+
+def expire_one_message(uri: str) -> None:
+    """Post a message of ttl 60 at a clock two minutes in the past: it is expired now."""
+    import time
+
+    from zq.clock import ManualClock
+    from zq.events import fingerprint
+    from zq.storage import open_storage
+    from zq.storage.base import NewMessage
+
+    storage = open_storage(uri, clock=ManualClock(time.time() - 120))
+    try:
+        storage.messages.post("p", "q", [NewMessage("{}", 60, 0, fingerprint("{}"))],
+                              client_id=None)
+    finally:
+        storage.close()
+
+
+def test_gc_with_pooling_collects_every_pool_and_reports_a_failing_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    management = f"sqlite:///{tmp_path / 'management.sqlite3'}"
+    one, two = (f"sqlite:///{tmp_path / name}.sqlite3" for name in ("one", "two"))
+    down = "postgresql://zq:s3cret@127.0.0.1:1/zq"
+    register_pools(management, {"one": one, "two": two, "down": down})
+    expire_one_message(two)
+    status, out, err = run_zq("gc", "--pooling", "--management", management, capsys=capsys)
+    assert status == 1
+    assert out.splitlines() == [
+        f"Removed 0 expired message(s) from pool 'one' ({one}).",
+        f"Removed 1 expired message(s) from pool 'two' ({two}).",
+    ]
+    (line,) = err.strip().splitlines()
+    assert line.startswith("zq: error: pool 'down' (postgresql://zq:***@127.0.0.1:1/zq): ")
+    assert "s3cret" not in err
+
+
+def test_gc_with_pooling_and_no_pools(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_zq("gc", "--pooling", capsys=capsys)  # default management store
+    assert status == 0
+    assert out == "No pools are registered: nothing to collect.\n"
+    assert (tmp_path / "data" / "zq" / "zq-management.sqlite3").is_file()

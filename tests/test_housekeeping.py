@@ -86,3 +86,55 @@ def test_stop_ends_a_started_thread() -> None:
 def test_interval_zero_is_refused() -> None:
     with pytest.raises(ValueError, match="disables"):
         GarbageCollector(CountingStorage(), 0)  # type: ignore[arg-type]
+
+
+def test_every_backend_is_collected_each_round_and_new_ones_join() -> None:
+    backends = {"a": CountingStorage(1, 1), "b": CountingStorage(2, 2)}
+    collector = GarbageCollector(lambda: backends, 1.0)  # type: ignore[arg-type,return-value]
+    assert collector.collect_once() == 3
+    backends["c"] = CountingStorage(4)  # a pool registered while the worker runs
+    assert collector.collect_once() == 7
+    assert [storage.calls for storage in backends.values()] == [2, 2, 1]
+
+
+def test_a_failing_backend_is_logged_and_the_others_are_still_collected(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from zq.pooling.resolver import UnreachablePool
+
+    backends = {
+        "down": UnreachablePool("connection refused"),
+        "broken": CountingStorage(RuntimeError("disk full")),
+        "up": CountingStorage(5),
+    }
+    collector = GarbageCollector(lambda: backends, 1.0)  # type: ignore[arg-type,return-value]
+    with caplog.at_level(logging.WARNING, logger="zq.housekeeping"):
+        assert collector.collect_once() == 5
+    assert backends["up"].calls == 1  # type: ignore[union-attr]
+    assert "StorageUnavailable: connection refused (pool 'down')" in caplog.text
+    assert "RuntimeError: disk full (pool 'broken')" in caplog.text
+
+
+def test_a_round_where_every_backend_fails_reports_none() -> None:
+    from zq.pooling.resolver import UnreachablePool
+
+    collector = GarbageCollector(lambda: {"down": UnreachablePool("refused")}, 1.0)
+    assert collector.collect_once() is None
+
+
+def test_a_failure_to_list_the_pools_is_logged_and_the_loop_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls = []
+
+    def storages() -> dict:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("management store down")
+        return {"a": CountingStorage(1)}
+
+    stop = ScriptedStop(rounds=2)
+    with caplog.at_level(logging.WARNING, logger="zq.housekeeping"):
+        GarbageCollector(storages, 1.0, stop=stop).run()
+    assert len(calls) == 2
+    assert "cannot list the pools: ConnectionError: management store down" in caplog.text

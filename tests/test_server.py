@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import threading
 from pathlib import Path
 
 import pytest
@@ -11,10 +10,13 @@ import pytest
 from zq.commands.options import CommandError
 from zq.config import Config
 from zq.server import (
+    announce,
     check_address_free,
     check_server_config,
     drain_unread_body,
     open_worker,
+    prepare,
+    prepare_management,
     prepare_storage,
 )
 
@@ -43,29 +45,107 @@ def test_prepare_storage_creates_the_default_data_directory(
     assert (tmp_path / "xdg" / "zq" / "zq.sqlite3").is_file()
 
 
-def collectors() -> set[threading.Thread]:
-    return {t for t in threading.enumerate() if t.name == "zq-gc" and t.is_alive()}
-
-
 def test_a_worker_builds_its_own_storage_app_and_collector(tmp_path: Path) -> None:
     config = sqlite_config(tmp_path)
-    before = collectors()
-    app, close_worker = open_worker(config, prepare_storage(config))  # in each worker
-    [collector] = collectors() - before
-    assert callable(app)
-    assert collector.daemon
-    close_worker()
-    assert not collector.is_alive()
+    prepare_storage(config)
+    worker = open_worker(config)  # what each granian worker runs after the fork
+    try:
+        assert callable(worker.app)
+        assert worker.collector is not None
+        thread = worker.collector._thread
+        assert thread is not None and thread.is_alive() and thread.daemon
+    finally:
+        worker.close()
+    assert not thread.is_alive()
+
+
+def pooled_config(tmp_path: Path, management: str = "") -> Config:
+    return Config().with_overrides(
+        pooling={"enabled": True, "management": management}, gc={"interval": 3600.0}
+    )
+
+
+def test_prepare_with_pooling_migrates_the_default_management_store_not_the_storage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from zq.pooling import migrate
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    uri = prepare(pooled_config(tmp_path))
+    store = tmp_path / "xdg" / "zq" / "zq-management.sqlite3"
+    assert uri == f"sqlite:///{store}"
+    assert migrate.current_revision(uri) == migrate.head_revision()
+    assert not (tmp_path / "xdg" / "zq" / "zq.sqlite3").exists()  # storage unused
+
+
+def test_prepare_without_pooling_prepares_the_storage(tmp_path: Path) -> None:
+    config = sqlite_config(tmp_path)
+    assert prepare(config) == config.storage.uri
+    assert (tmp_path / "zq.sqlite3").is_file()
+
+
+def test_an_unreachable_management_store_stops_the_master_in_one_line(tmp_path: Path) -> None:
+    config = pooled_config(tmp_path, "postgresql://zq:s3cret@127.0.0.1:1/zq_management")
+    with pytest.raises(CommandError) as raised:
+        prepare_management(config)
+    message = str(raised.value)
+    assert message.startswith("management store postgresql://zq:***@127.0.0.1:1/zq_management")
+    assert "s3cret" not in message and "\n" not in message
+
+
+def test_a_pooled_worker_builds_its_resolver_admin_and_collector_over_every_pool(
+    tmp_path: Path,
+) -> None:
+    from falcon import testing
+
+    from zq.pooling.resolver import CatalogPools
+
+    config = pooled_config(tmp_path, f"sqlite:///{tmp_path / 'management.sqlite3'}")
+    prepare(config)
+    worker = open_worker(config)
+    try:
+        assert isinstance(worker.pools, CatalogPools)
+        client = testing.TestClient(worker.app)
+        headers = {"Client-ID": "3381af92-2b9e-11e3-b191-71861300734c",
+                   "X-Project-ID": "p", "X-Roles": "admin"}
+        created = client.simulate_put(
+            "/v2/pools/one", headers=headers,
+            json={"uri": f"sqlite:///{tmp_path / 'one.sqlite3'}", "weight": 1},
+        )
+        assert created.status_code == 201, created.text  # the admin API is wired
+        assert client.simulate_put("/v2/queues/q", headers=headers).status_code == 201
+        assert worker.pools.pool_of("p", "q") == "one"
+        # The collector asks for the pools on every round: the new one is there.
+        assert worker.collector is not None
+        assert worker.collector.collect_once() == 0
+        assert set(worker.collector._storages()) == {"one"}
+    finally:
+        worker.close()
+    assert worker.collector._thread is not None
+    assert not worker.collector._thread.is_alive()
+
+
+def test_the_start_line_names_pooling_and_the_management_store_without_password(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    config = pooled_config(tmp_path, "postgresql://zq:s3cret@db/zq_management")
+    with caplog.at_level(logging.INFO, logger="zq.server"):
+        announce(config, config.pooling.management, 8888)
+    assert ("zq serving http://127.0.0.1:8888/v2 on the pools of management store "
+            "postgresql://zq:***@db/zq_management with 2 worker(s)") in caplog.text
+    assert "s3cret" not in caplog.text
 
 
 def test_gc_interval_zero_starts_no_collector(tmp_path: Path) -> None:
     config = sqlite_config(tmp_path, interval=0.0)
-    before = collectors()
-    _, close_worker = open_worker(config, prepare_storage(config))
+    prepare_storage(config)
+    worker = open_worker(config)
     try:
-        assert collectors() - before == set()
+        assert worker.collector is None
     finally:
-        close_worker()
+        worker.close()
 
 
 def test_check_server_config_refuses_zero_threads() -> None:

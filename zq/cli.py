@@ -44,6 +44,7 @@ EPILOG = """\
 examples:
   zq serve                                    serve on SQLite in the data directory
   zq serve --storage postgresql://zq@db/zq    serve on PostgreSQL
+  zq serve --pooling                          spread queues over pools (see /v2/pools)
   zq db upgrade --storage mysql://zq@db/zq    create or migrate an SQL schema
   zq gc                                       remove expired messages now
   zq config                                   show the effective configuration

@@ -4,7 +4,9 @@ Expired messages and claims are invisible at once (every query compares
 with the clock); collection only reclaims their space and records their
 ``expired`` events. ``Storage.gc`` is safe to run from several processes at
 once, so every worker simply runs its own collector; jitter keeps the
-workers from collecting in lockstep.
+workers from collecting in lockstep. With pooling a worker has one backend
+per pool, and pools come and go while it runs: each round asks for the
+current backends and collects each one, whatever happens to the others.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from zq.storage.base import Storage
@@ -29,12 +32,21 @@ class StopEvent(Protocol):
     def set(self) -> None: ...
 
 
+# The backends to collect, by pool name, asked for again on every round
+# (e.g. ``pools.storages`` of a zq.pooling resolver).
+StorageSource = Callable[[], Mapping[str, Storage]]
+
+
 class GarbageCollector:
-    """Calls ``storage.gc()`` every ``interval`` seconds until stopped."""
+    """Calls ``gc()`` on every backend every ``interval`` seconds until stopped.
+
+    ``storages`` is one Storage, or a callable returning the current
+    backends by pool name.
+    """
 
     def __init__(
         self,
-        storage: Storage,
+        storages: Storage | StorageSource,
         interval: float,
         *,
         stop: StopEvent | None = None,
@@ -42,7 +54,11 @@ class GarbageCollector:
     ) -> None:
         if interval <= 0:
             raise ValueError("interval must be positive; 0 disables collection")
-        self.storage = storage
+        if callable(storages):
+            self._storages: StorageSource = storages
+        else:
+            single: Storage = storages
+            self._storages = lambda: {"": single}  # one backend, no pool name to show
         self.interval = interval
         self._stop: StopEvent = stop if stop is not None else threading.Event()
         self._rng = rng or random.Random()
@@ -53,14 +69,31 @@ class GarbageCollector:
         return self.interval * self._rng.uniform(1 - JITTER, 1 + JITTER)
 
     def collect_once(self) -> int | None:
-        """One collection; returns messages removed, or None when it failed."""
+        """One round over every backend; messages removed, None when none could be collected.
+
+        A backend that fails (an unreachable pool) is logged and skipped;
+        the others are still collected, and the next round tries it again.
+        """
         try:
-            removed = self.storage.gc()
-        except Exception as exc:  # never fatal: the next round tries again
-            log.warning("garbage collection failed: %s: %s", type(exc).__name__, exc)
+            storages = dict(self._storages())
+        except Exception as exc:  # e.g. the management store is down
+            log.warning("garbage collection failed: cannot list the pools: %s: %s",
+                        type(exc).__name__, exc)
             return None
-        if removed:
-            log.info("garbage collection removed %d expired message(s)", removed)
+        removed, failed = 0, 0
+        for pool, storage in storages.items():
+            where = f" (pool {pool!r})" if pool else ""
+            try:
+                count = storage.gc()
+            except Exception as exc:  # never fatal: the next round tries again
+                log.warning("garbage collection failed: %s: %s%s", type(exc).__name__, exc, where)
+                failed += 1
+                continue
+            if count:
+                log.info("garbage collection removed %d expired message(s)%s", count, where)
+            removed += count
+        if storages and failed == len(storages):
+            return None
         return removed
 
     def run(self) -> None:

@@ -1,17 +1,20 @@
 """The production HTTP server: granian, several processes, threaded workers.
 
-The master process prepares the storage once (creates the default data
-directory, migrates an SQLite schema, checks that the backend answers),
-checks that the address is free, and then starts the workers. Each worker
-builds its own storage connections and falcon app after the fork
+The master process prepares what the workers serve from once (creates the
+default data directory, migrates an SQLite schema, checks that the backend
+answers; with pooling, the same for the management store), checks that the
+address is free, and then starts the workers. Each worker builds its own
+resolver (zq.pooling.setup.open_pools: one storage, or the pools of the
+management store), its connections and its falcon app after the fork
 (``load_worker_app``), so no connection is ever shared between processes,
-and runs its own garbage collector thread (zq.housekeeping). Each worker
-serves HTTP from granian's Rust runtime and calls the WSGI app on a few
-Python threads, so one slow request holds one thread, not a whole worker.
+and runs its own garbage collector thread (zq.housekeeping) over every
+backend of its resolver. Each worker serves HTTP from granian's Rust
+runtime and calls the WSGI app on a few Python threads, so one slow request
+holds one thread, not a whole worker.
 
 granian rather than gunicorn's gthread workers: on the same machine, worker
-count and threads it served zq's claim-delete workload 1.7x faster and a
-no-op falcon endpoint 2x faster (docs/benchmarks.md).
+count and threads it served a no-op falcon endpoint about 2x and zq's post
+and claim-delete workloads 1.5-1.9x as fast (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -19,16 +22,26 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from multiprocessing.util import Finalize
 from typing import Any
 
 import zq.auth
 import zq.logs
-from zq.commands.options import CommandError, ensure_default_data_dir, open_reachable_storage
+from zq.clock import SystemClock
+from zq.commands.options import (
+    CommandError,
+    ensure_default_data_dir,
+    first_line,
+    open_reachable_storage,
+)
+from zq.commands.pooling import ensure_management_dir, open_reachable_management
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
-from zq.storage import open_storage, scheme_of
+from zq.pooling.base import Pools
+from zq.pooling.migrate import upgrade_management
+from zq.storage import scheme_of
 from zq.storage.uri import redact
 
 log = logging.getLogger("zq.server")
@@ -125,31 +138,78 @@ def prepare_storage(config: Config) -> str:
     return uri
 
 
-def open_worker(config: Config, storage_uri: str) -> tuple[WSGIApp, Callable[[], None]]:
-    """This worker's app on its own storage and collector, and what closes them."""
-    from zq.api.app import create_app
+def prepare_management(config: Config) -> str:
+    """Make the management store ready before forking; returns its URI.
 
-    storage = open_storage(storage_uri)
+    The default SQLite file gets its directory created and an SQLite store
+    is migrated here, once; a PostgreSQL or MariaDB store must already be
+    current (``zq db upgrade --management``). Pools are not checked: an
+    unreachable one shows in ``/v2/health`` and does not stop the others.
+    """
+    uri = config.pooling.resolved_management()
+    ensure_management_dir(config)
+    if scheme_of(uri) == "sqlite":
+        try:
+            upgrade_management(uri)
+        except Exception as exc:  # e.g. a directory that cannot hold the file
+            raise CommandError(f"management store {redact(uri)}: {first_line(exc)}") from exc
+    open_reachable_management(uri).close()  # fail now, not in every worker
+    return uri
+
+
+def prepare(config: Config) -> str:
+    """Prepare what the workers will serve from; the URI the start line names."""
+    return prepare_management(config) if config.pooling.enabled else prepare_storage(config)
+
+
+@dataclass
+class Worker:
+    """One worker process's app and what it holds: resolver and collector."""
+
+    app: WSGIApp
+    pools: Pools
+    collector: GarbageCollector | None
+
+    def close(self) -> None:
+        """Stop the collector and release every connection."""
+        if self.collector is not None:
+            self.collector.stop()
+        self.pools.close()
+
+
+def open_worker(config: Config) -> Worker:
+    """This worker's resolver, collector and app (runs in the worker, after the fork)."""
+    from zq.api.app import create_app
+    from zq.pooling.setup import open_pools
+
+    clock = SystemClock()
+    pools, admin = open_pools(config, clock=clock)
     collector = None
     if config.gc.interval > 0:
-        collector = GarbageCollector(storage, config.gc.interval)
+        # A callable, not a snapshot: pools registered later are collected too.
+        collector = GarbageCollector(pools.storages, config.gc.interval)
         collector.start()
-
-    def close_worker() -> None:
-        if collector is not None:
-            collector.stop()
-        storage.close()
-
-    app = create_app(config, storage=storage)
-    return drain_unread_body(app, config.limits.max_request_body), close_worker
+    app = create_app(config, clock=clock, pools=pools, admin=admin)
+    return Worker(drain_unread_body(app, config.limits.max_request_body), pools, collector)
 
 
-def load_worker_app(config: Config, storage_uri: str) -> WSGIApp:
-    """What granian runs in each worker process, after the fork."""
-    app, close_worker = open_worker(config, storage_uri)
+def load_worker_app(config: Config) -> WSGIApp:
+    """What granian runs in each worker process."""
+    worker = open_worker(config)
     # multiprocessing runs these at a worker's exit (atexit handlers do not run there).
-    Finalize(app, close_worker, exitpriority=10)
-    return app
+    Finalize(worker, worker.close, exitpriority=10)
+    return worker.app
+
+
+def announce(config: Config, served_uri: str, port: int) -> None:
+    """The start line: address, backend (no password), workers and threads."""
+    server = config.server
+    where = "the pools of management store" if config.pooling.enabled else "storage"
+    log.info(
+        "zq serving http://%s/v2 on %s %s with %d worker(s) x %d thread(s)",
+        bind_address(server.host, port), where, redact(served_uri),
+        server.workers, server.threads,
+    )
 
 
 def drain_unread_body(app: WSGIApp, limit: int) -> WSGIApp:
@@ -186,11 +246,8 @@ def serve(config: Config) -> None:
     port = check_address_free(server.host, server.port)
     zq.auth.check_config(config)
     zq.logs.configure(config.log)
-    uri = prepare_storage(config)
+    served_uri = prepare(config)
     granian = Granian("zq", **granian_settings(config, port))
-    log.info(
-        "zq serving http://%s/v2 on storage %s with %d worker(s) x %d thread(s)",
-        bind_address(server.host, port), redact(uri), server.workers, server.threads,
-    )
-    granian.serve(target_loader=partial(load_worker_app, config, uri), wrap_loader=False)
+    announce(config, served_uri, port)
+    granian.serve(target_loader=partial(load_worker_app, config), wrap_loader=False)
     log.info("zq stopped")

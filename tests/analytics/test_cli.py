@@ -89,3 +89,37 @@ def test_events_export_with_a_bad_storage_uri_is_an_error(tmp_path, capsys):
                                    "--storage", "nosuch://x"])
     assert args.handler(args) == 1
     assert "zq: error:" in capsys.readouterr().err
+
+
+def test_events_export_with_pooling_drains_every_pool(tmp_path, capsys):
+    from tests.pooling.registered import register_pools
+    from zq.analytics.export import backend_id
+
+    management = f"sqlite:///{tmp_path}/management.sqlite3"
+    pools = {name: f"sqlite:///{tmp_path}/{name}.sqlite3" for name in ("one", "two")}
+    for count, uri in zip((2, 3), pools.values(), strict=True):
+        storage = open_sql(uri, clock=ManualClock())
+        try:
+            body = '{"a":1}'
+            storage.messages.post("p", "q", [NewMessage(body, 60, 0, fingerprint(body))] * count,
+                                  client_id=None)
+        finally:
+            storage.close()
+    register_pools(management, {**pools, "down": "postgresql://zq:pw@127.0.0.1:1/zq"})
+    argv = ["events", "export", "--to", str(tmp_path / "ds"), "--pooling",
+            "--management", management]
+    args = zq_parser().parse_args(argv)
+    assert args.handler(args) == 1  # one pool could not be exported
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0].startswith(f"pool 'one' ({backend_id(pools['one'])}): 2 events exported")
+    assert lines[1].startswith(f"pool 'two' ({backend_id(pools['two'])}): 3 events exported")
+    down = backend_id("postgresql://zq@127.0.0.1:1/zq")
+    assert f"zq: error: pool 'down' ({down}): " in captured.err
+    assert "pw@" not in captured.err
+    # The cursors are per backend: a second run finds nothing new on either pool.
+    args = zq_parser().parse_args(argv)
+    args.handler(args)
+    out = capsys.readouterr().out
+    assert ": 0 events exported" in out.splitlines()[0]
+    assert ": 0 events exported" in out.splitlines()[1]

@@ -1,8 +1,10 @@
 """One ``zq serve`` per backend for the end-to-end tests, always stopped.
 
-Backends: SQLite (a temporary file) and PostgreSQL (a fresh database created
-for this session and dropped afterwards). ZQ_TEST_BACKENDS (comma list)
-narrows the selection; PostgreSQL's address is ZQ_TEST_POSTGRES_URL.
+Backends: SQLite (a temporary file), PostgreSQL (a fresh database created
+for this session and dropped afterwards), Redis (a fresh key prefix, deleted
+afterwards) and MongoDB as ``mongomock://`` (in memory, so one worker).
+ZQ_TEST_BACKENDS (comma list) narrows the selection; the servers' addresses
+are ZQ_TEST_POSTGRES_URL and ZQ_TEST_REDIS_URL.
 """
 
 from __future__ import annotations
@@ -10,17 +12,19 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from tests.e2e.server import ServerProcess, clean_environment, run_zq
+from tests.redis_session import redis_prefix, with_prefix
 
 POSTGRES_URL = os.environ.get(
     "ZQ_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
-E2E_BACKENDS = ("sqlite", "postgresql")
+E2E_BACKENDS = ("sqlite", "postgresql", "redis", "mongo")
 
 
 def selected(name: str) -> bool:
@@ -52,18 +56,25 @@ def postgres_database() -> Iterator[str]:
 ])
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[ServerProcess]:
-    """A running ``zq serve`` with two workers on the backend of the parameter."""
+    """A running ``zq serve`` (two workers; one on mongomock) on the parameter's backend."""
     tmp = tmp_path_factory.mktemp(f"e2e-{request.param}")
     env = clean_environment(tmp / "data")
-    if request.param == "sqlite":
-        uri = f"sqlite:///{tmp / 'zq.sqlite3'}"
-    else:
-        uri = request.getfixturevalue("postgres_database")
-        migrated = run_zq("db", "upgrade", "--storage", uri, env=env)
-        assert migrated.returncode == 0, migrated.stderr
-    process = ServerProcess(tmp / "server.log", env, "--workers", "2", "--storage", uri)
-    request.addfinalizer(process.stop)
-    yield process.start()
+    workers = "2"
+    with ExitStack() as cleanup:
+        if request.param == "sqlite":
+            uri = f"sqlite:///{tmp / 'zq.sqlite3'}"
+        elif request.param == "postgresql":
+            uri = request.getfixturevalue("postgres_database")
+            migrated = run_zq("db", "upgrade", "--storage", uri, env=env)
+            assert migrated.returncode == 0, migrated.stderr
+        elif request.param == "redis":
+            uri = with_prefix(*cleanup.enter_context(redis_prefix()))
+        else:
+            # mongomock keeps its data in one process's memory: one worker only.
+            uri, workers = f"mongomock://e2e-{uuid.uuid4().hex[:8]}", "1"
+        process = ServerProcess(tmp / "server.log", env, "--workers", workers, "--storage", uri)
+        cleanup.callback(process.stop)
+        yield process.start()
 
 
 @pytest.fixture

@@ -2,11 +2,14 @@
 
 The server is started with ``--port 0`` (the kernel picks a free port, so
 parallel runs never collide) and the address is read from its start line.
-Every wait is bounded; ``stop()`` always ends the process.
+It runs in a process group of its own (the gunicorn master and its workers),
+so ``kill()`` can SIGKILL all of it at once, as a crash or the OOM killer
+would. Every wait is bounded; ``stop()`` always ends the process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -19,7 +22,11 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
-START_LINE = re.compile(r"zq serving (http://\S+)/v2 on storage (\S+) with (\d+) worker")
+# Group 2 is the storage, or with pooling the management store.
+START_LINE = re.compile(
+    r"zq serving (http://\S+)/v2 on (?:storage|the pools of management store) (\S+) "
+    r"with (\d+) worker"
+)
 START_TIMEOUT = 60.0  # seconds; a 2-core machine shared with other test runs
 
 
@@ -55,7 +62,7 @@ class ServerProcess:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "zq", "serve", *self.args],
                 cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
         deadline = time.monotonic() + START_TIMEOUT
         while not self.url:
@@ -86,15 +93,31 @@ class ServerProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def stop(self, timeout: float = 30.0) -> int | None:
-        """SIGTERM (graceful), then SIGKILL after ``timeout``; returns the exit status."""
+    def kill(self, timeout: float = 10.0) -> None:
+        """SIGKILL the master and every worker at once (the whole process group)."""
+        if self.process is None:
+            return
+        # The kernel ends every member of the group; a worker can neither
+        # catch SIGKILL nor outlive it with an open socket or connection.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout)
+
+    def stop(self, timeout: float = 30.0, *, group: bool = False) -> int | None:
+        """SIGTERM (graceful), then SIGKILL after ``timeout``; returns the exit status.
+
+        ``group`` sends SIGTERM to the master and every worker at once, as
+        systemd does by default; otherwise only the master gets it.
+        """
         if self.process is None:
             return None
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+            if group:
+                os.killpg(self.process.pid, signal.SIGTERM)
+            else:
+                self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+                self.kill()
         return self.process.returncode

@@ -76,10 +76,14 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``zq events export``."""
+    from zq.commands.options import add_pooling_arguments
+
     parser.add_argument("--to", required=True, metavar="DIR",
                         help="dataset root (local path, hdfs://, s3a://)")
-    parser.add_argument("--storage", action="append", default=[], metavar="URI",
-                        help="backend to drain (repeatable; default: the configured storage)")
+    parser.add_argument("--storage", dest="storages", action="append", default=[],
+                        metavar="URI",
+                        help="backend to drain (repeatable; default: the configured storage, "
+                             "or every pool when pooling is on)")
     parser.add_argument("--config", metavar="FILE", help="zq configuration file (TOML)")
     parser.add_argument("--batch-size", type=_positive, default=50_000,
                         help="events per Parquet file and per cursor step (default 50000)")
@@ -88,6 +92,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--settle", type=float, default=30.0, metavar="SECONDS",
                         help="export only events at least this old, so an event whose "
                              "transaction commits late is never skipped (default 30)")
+    add_pooling_arguments(parser)
 
 
 def register(subparsers: Any) -> None:
@@ -103,10 +108,14 @@ def register(subparsers: Any) -> None:
     export = actions.add_parser(
         "export", help="drain the backends' event logs into a Parquet dataset",
         description="Append every new event of each backend to a date-partitioned Parquet "
-                    "dataset; safe to re-run after a crash.",
+                    "dataset; safe to re-run after a crash. Without --storage: the configured "
+                    "storage, or with pooling on (--pooling or [pooling] enabled) every pool "
+                    "of the management store, one line per pool; a pool that fails is "
+                    "reported and the others are still exported (exit status 1).",
         epilog="examples:\n  zq events export --to /data/zq-events\n"
                "  zq events export --to /data/zq-events --storage postgresql://zq@db/zq "
-               "--storage redis://cache:6379",
+               "--storage redis://cache:6379\n"
+               "  zq events export --to /data/zq-events --pooling   # every pool",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_export_arguments(export)
     export.set_defaults(handler=run_export)
@@ -130,35 +139,45 @@ def _say(message: str) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    """``zq events export``."""
+    """``zq events export``: each backend (storage or pool) drained on its own."""
     from zq.analytics.export import ExportError, backend_id, export
-    from zq.config import ConfigError, load_config
+    from zq.commands.options import CommandError, config_from_args, first_line
+    from zq.commands.pooling import Backend, backends
+    from zq.config import ConfigError
     from zq.errors import ZqError
     from zq.storage import open_storage
 
     try:
-        uris = args.storage or [load_config(args.config).storage.resolved_uri()]
-    except ConfigError as exc:
+        targets = ([Backend(uri) for uri in args.storages] if args.storages
+                   else backends(config_from_args(args)))
+    except (ConfigError, CommandError) as exc:
         print(f"zq: error: {exc}", file=sys.stderr)
         return 1
+    if not targets:
+        print("No pools are registered: nothing to export.")
+        return 0
     started = time.monotonic()
-    storages = {}
-    try:
-        for uri in uris:
-            storages[backend_id(uri)] = open_storage(uri)
-        results = export(storages, args.to, batch_size=args.batch_size, trim=args.trim,
-                         progress=_say, settle=args.settle)
-    except (ExportError, ZqError, ValueError, OSError) as exc:
-        print(f"zq: error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        for storage in storages.values():
-            storage.close()
-    for result in results:
-        print(f"{result.backend}: {result.events} events exported, {len(result.files)} files, "
+    failed = 0
+    for target in targets:
+        # One backend at a time: a pool that fails must not stop the others.
+        name = backend_id(target.uri)
+        shown = name if target.pool is None else f"pool {target.pool!r} ({name})"
+        storage = None
+        try:
+            storage = open_storage(target.uri)
+            (result,) = export({name: storage}, args.to, batch_size=args.batch_size,
+                               trim=args.trim, progress=_say, settle=args.settle)
+        except (ExportError, ZqError, ValueError, OSError) as exc:
+            print(f"zq: error: {shown}: {first_line(exc)}", file=sys.stderr)
+            failed += 1
+            continue
+        finally:
+            if storage is not None:
+                storage.close()
+        print(f"{shown}: {result.events} events exported, {len(result.files)} files, "
               f"{result.trimmed} trimmed, cursor {result.cursor}")
     _say(f"done in {time.monotonic() - started:.1f}s")
-    return 0
+    return 1 if failed else 0
 
 
 def run_stats(args: argparse.Namespace) -> int:

@@ -1,11 +1,18 @@
-"""``zq gc``: one garbage collection run."""
+"""``zq gc``: one garbage collection run, over the storage or every pool."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-from zq.commands.options import add_config_arguments, config_from_args, open_reachable_storage
-from zq.storage.uri import redact
+from zq.commands.options import (
+    add_config_arguments,
+    add_pooling_arguments,
+    config_from_args,
+    first_line,
+    open_reachable_storage,
+)
+from zq.commands.pooling import Backend, backends
 
 DESCRIPTION = """\
 Remove expired messages and claims from the storage once, recording an
@@ -14,12 +21,19 @@ Remove expired messages and claims from the storage once, recording an
 Expired messages are already invisible to clients; collection reclaims their
 space. `zq serve` collects periodically by itself ([gc] interval), so this
 command is for maintenance windows and cron jobs. It is safe to run while
-servers are running."""
+servers are running.
+
+With pooling on (--pooling or [pooling] enabled), every pool registered in
+the management store is collected, one line per pool; a pool that cannot be
+reached is reported on stderr, the others are still collected, and the exit
+status is then 1. --storage collects that one storage, pooling or not."""
 
 EPILOG = """\
 examples:
   zq gc
-  zq gc --storage postgresql://zq@db.example.com/zq"""
+  zq gc --storage postgresql://zq@db.example.com/zq
+  zq gc --pooling                                    # every pool
+  zq gc --pooling --management postgresql://zq@db.example.com/zq_management"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,14 +43,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_config_arguments(parser)
+    add_pooling_arguments(parser)
     parser.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace) -> None:
-    uri = config_from_args(args).storage.resolved_uri()
-    storage = open_reachable_storage(uri)
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    if args.storage is not None or not config.pooling.enabled:
+        collect(Backend(config.storage.resolved_uri()))  # failures: one line, exit 1
+        return 0
+    targets = backends(config)
+    if not targets:
+        print("No pools are registered: nothing to collect.")
+        return 0
+    failed = 0
+    for target in targets:
+        try:
+            collect(target)
+        except Exception as exc:  # one pool down must not stop the others
+            print(f"zq: error: {target.label}: {first_line(exc)}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def collect(target: Backend) -> None:
+    """Collect one backend and say how many messages went."""
+    storage = open_reachable_storage(target.uri)
     try:
         removed = storage.gc()
     finally:
         storage.close()
-    print(f"Removed {removed} expired message(s) from {redact(uri)}.")
+    print(f"Removed {removed} expired message(s) from {target.label}.")
+

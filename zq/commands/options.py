@@ -37,20 +37,50 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_pooling_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--pooling/--no-pooling`` and ``--management URI`` to a subcommand."""
+    group = parser.add_argument_group("pooling (queues spread over pools, see docs/pools.md)")
+    group.add_argument(
+        "--pooling", action=argparse.BooleanOptionalAction, default=None,
+        help="spread queues over the pools of the management store "
+             "(default: [pooling] enabled, $ZQ_POOLING_ENABLED, else off)",
+    )
+    group.add_argument(
+        "--management", metavar="URI",
+        help="management store URI (pools, flavors, catalog), e.g. "
+             "postgresql://zq@db/zq_management; needs pooling on (default: "
+             "[pooling] management, else SQLite zq-management.sqlite3 in the data directory)",
+    )
+
+
 def config_from_args(args: argparse.Namespace, **flag_sections: Mapping[str, Any]) -> Config:
     """The effective configuration: file and environment, then the flags.
 
     ``flag_sections`` maps a section to the flags given for it, with None
     for a flag that was not given (so it does not override anything).
+    ``--storage``, ``--pooling`` and ``--management`` are read from ``args``
+    when the command has them.
     """
     config = load_config(args.config)
-    sections = {"storage": {"uri": getattr(args, "storage", None)}, **flag_sections}
+    sections = {
+        "storage": {"uri": getattr(args, "storage", None)},
+        "pooling": {"enabled": getattr(args, "pooling", None),
+                    "management": getattr(args, "management", None)},
+        **flag_sections,
+    }
     overrides = {
         section: {key: value for key, value in values.items() if value is not None}
         for section, values in sections.items()
     }
     overrides = {section: values for section, values in overrides.items() if values}
-    return config.with_overrides(**overrides) if overrides else config
+    config = config.with_overrides(**overrides) if overrides else config
+    if getattr(args, "management", None) is not None and not config.pooling.enabled:
+        # Ignoring it would leave the operator believing pooling is on.
+        raise CommandError(
+            "--management names the store of pooling, which is off: "
+            "add --pooling (or set [pooling] enabled = true)."
+        )
+    return config
 
 
 def open_reachable_storage(uri: str) -> Storage:
@@ -69,3 +99,9 @@ def ensure_default_data_dir(config: Config) -> None:
     """Create the data directory when the embedded SQLite default is used."""
     if not config.storage.uri:
         default_data_dir().mkdir(parents=True, exist_ok=True)
+
+
+def first_line(exc: BaseException) -> str:
+    """An error's first line (SQLAlchemy appends SQL and links below the driver's message)."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from zq.commands.options import add_config_arguments, config_from_args
+from zq.commands.options import add_config_arguments, add_pooling_arguments, config_from_args
 from zq.config import Config
 
 DESCRIPTION = """\
@@ -15,7 +15,14 @@ collector that removes expired messages every [gc] interval seconds.
 Without a storage URI, zq keeps its data in an SQLite file in the data
 directory ($XDG_DATA_HOME/zq, else ~/.local/share/zq) and migrates it on
 start. PostgreSQL and MariaDB databases are migrated with `zq db upgrade`.
-SIGTERM stops the server gracefully: requests in flight are completed."""
+SIGTERM stops the server gracefully: requests in flight are completed.
+
+With --pooling, queues are spread over pools (storage backends) that an
+admin registers at run time through /v2/pools and /v2/flavors; which pool
+holds each queue is kept in the management store (--management, else an
+SQLite file in the data directory, created and migrated on start; migrate
+PostgreSQL or MariaDB with `zq db upgrade --management URI`). The storage
+URI is then not used. See docs/pools.md."""
 
 EPILOG = """\
 examples:
@@ -23,6 +30,8 @@ examples:
   zq serve --port 9000 --workers 4
   zq serve --storage postgresql://zq@db.example.com/zq
   zq serve --config /etc/zq/zq.toml --host 0.0.0.0
+  zq serve --pooling
+  zq serve --pooling --management postgresql://zq@db.example.com/zq_management
 
 Flags override the configuration file (--config or $ZQ_CONFIG), which is
 overridden by ZQ_* environment variables; see `zq config`."""
@@ -38,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=int, metavar="N",
                         help="worker processes (default: 2)")
     add_config_arguments(parser)
+    add_pooling_arguments(parser)
     parser.set_defaults(handler=run)
 
 
