@@ -20,6 +20,7 @@ and claim-delete workloads 1.5-1.9x as fast (docs/benchmarks.md).
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -195,6 +196,11 @@ def open_worker(config: Config) -> Worker:
 
 def load_worker_app(config: Config) -> WSGIApp:
     """What granian runs in each worker process."""
+    # A forked worker inherits the master's SIGTERM handler, which only flags
+    # the master's own loop: a SIGTERM arriving while this worker still loads
+    # would be lost and the worker would serve on until killed. Until granian
+    # installs the worker's handlers (after this returns), it simply ends it.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     worker = open_worker(config)
     # multiprocessing runs these at a worker's exit (atexit handlers do not run there).
     Finalize(worker, worker.close, exitpriority=10)
