@@ -7,7 +7,8 @@ test says (``request_valid=False`` marks a request meant to be bad: the
 document must refuse it too). The tests also assert the behaviour itself,
 so a response that conforms but is wrong still fails.
 
-Pools and flavors are documented but not served yet: no tests here.
+Pools, flavors and per-pool health (pooling on) are checked in
+tests/pooling/test_openapi_pools.py.
 """
 
 from __future__ import annotations
