@@ -14,10 +14,10 @@ from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
 from zq.storage.base import MessageController, MessageRecord, NewMessage
-from zq.storage.sql import predicates
+from zq.storage.sql import dialects, predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
-from zq.storage.sql.events import event_row, record
+from zq.storage.sql.events import event_row, events_from, record
 from zq.storage.sql.queues import ensure_queue
 from zq.storage.sql.records import message_record
 from zq.storage.sql.schema import messages as m
@@ -43,6 +43,41 @@ def _deleted_events(
 def _delete_rows(conn: sa.Connection, rows: Sequence[sa.Row[Any]]) -> None:
     if rows:
         conn.execute(sa.delete(m).where(m.c.marker.in_([row.marker for row in rows])))
+
+
+def _delete_in_one_statement(
+    conn: sa.Connection,
+    project: str,
+    queue: str,
+    where: list[sa.ColumnElement[bool]],
+    now: float,
+    client_id: str | None,
+) -> list[str]:
+    """Delete the matching messages with their events in one WITH query.
+
+    The rows are locked in queue order first, as the general path does, so
+    two overlapping deletes wait for each other instead of deadlocking.
+    """
+    locked = (
+        sa.select(m.c.marker)
+        .where(*where)
+        .order_by(m.c.marker)
+        .with_for_update()
+        .cte("locked")
+        .prefix_with("MATERIALIZED")
+    )
+    gone = (
+        sa.delete(m)
+        .where(m.c.marker == locked.c.marker)
+        .returning(m.c.marker, m.c.id, m.c.claim_id, m.c.claim_count,
+                   sa.case((predicates.held(now), m.c.claim_id)).label("holder"))
+        .cte("gone")
+    )
+    deleted = events_from(gone, kinds.DELETED, project, queue, now,
+                          claim_id=gone.c.holder, client_id=client_id).cte("deleted_events")
+    return list(conn.execute(
+        sa.select(gone.c.id).order_by(gone.c.marker).add_cte(deleted)
+    ).scalars())
 
 
 class SqlMessages(MessageController):
@@ -180,12 +215,16 @@ class SqlMessages(MessageController):
         if not message_ids or (claim_ids is not None and not claim_ids):
             return []
 
+        one_statement = dialects.writes_in_one_statement(self._db.dialect)
+
         def work(conn: sa.Connection) -> list[str]:
             now = self._clock.now()
             where = [predicates.in_queue(project, queue), predicates.alive(now),
                      m.c.id.in_(list(message_ids))]
             if claim_ids is not None:
                 where += [m.c.claim_id.in_(list(claim_ids)), predicates.held(now)]
+            if one_statement:
+                return _delete_in_one_statement(conn, project, queue, where, now, client_id)
             rows = conn.execute(
                 sa.select(m).where(*where).order_by(m.c.marker).with_for_update()
             ).all()
