@@ -5,12 +5,13 @@
 
 Times N posts (batches of 10) and then N messages taken by claim(10) +
 delete_many cycles, on a fresh project; prints one JSON line per phase.
-``--backlog B`` posts B more messages (untimed) before the claim-delete
-phase, so claims walk a queue as deep as a loaded server's; ``--threads T``
+``--backlog B`` posts B more messages (untimed, batches of 100) before the
+claim-delete phase, so claims walk a queue as deep as a loaded server's; ``--threads T``
 runs each phase in T threads sharing the queue (T connections), as a server
 with several workers would. The queue is deleted at the end; the events it
 wrote stay in the backend's event log, so point it at a scratch database or
-Redis prefix.
+Redis prefix. ``--analyze`` refreshes PostgreSQL's statistics before the
+claim-delete phase.
 """
 
 from __future__ import annotations
@@ -30,12 +31,26 @@ from zq.storage.base import NewMessage, Storage
 BATCH = 10
 
 
-def post_phase(storage: Storage, project: str, queue: str, total: int) -> int:
+def post_phase(storage: Storage, project: str, queue: str, total: int,
+               batch_size: int = BATCH) -> int:
     body = json.dumps({"event": "benchmark", "payload": "x" * 100}, sort_keys=True)
-    batch = [NewMessage(body=body, ttl=3600, delay=0, fingerprint=fingerprint(body))] * BATCH
-    for _ in range(total // BATCH):
-        storage.messages.post(project, queue, batch, client_id="bench")
-    return total - total % BATCH
+    batch = [NewMessage(body=body, ttl=3600, delay=0, fingerprint=fingerprint(body))]
+    for _ in range(total // batch_size):
+        storage.messages.post(project, queue, batch * batch_size, client_id="bench")
+    return total - total % batch_size
+
+
+def backlog_phase(storage: Storage, project: str, queue: str, total: int) -> int:
+    """The untimed backlog, in batches of 100 to fill it quickly."""
+    return post_phase(storage, project, queue, total, batch_size=100)
+
+
+def analyze(storage: Storage) -> None:
+    """PostgreSQL: refresh the planner's statistics, as autovacuum would."""
+    engine = getattr(storage, "engine", None)
+    if engine is not None and engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            conn.exec_driver_sql("ANALYZE")
 
 
 def claim_delete_phase(storage: Storage, project: str, queue: str, total: int) -> int:
@@ -86,6 +101,9 @@ def main() -> None:
     parser.add_argument("--backlog", type=int, default=0,
                         help="messages posted (untimed) before the claim-delete phase")
     parser.add_argument("--threads", type=int, default=1, help="threads per phase")
+    parser.add_argument("--analyze", action="store_true",
+                        help="PostgreSQL: ANALYZE after the backlog (a fresh database has "
+                             "no statistics until autovacuum's first visit)")
     args = parser.parse_args()
     total = args.n - args.n % BATCH
     threads = max(1, args.threads)
@@ -96,7 +114,9 @@ def main() -> None:
         done, seconds = timed(post_phase, storage, project, queue, total, threads)
         report(backend, "post", done, seconds, threads, 0)
         if args.backlog:
-            timed(post_phase, storage, project, queue, args.backlog, threads)
+            timed(backlog_phase, storage, project, queue, args.backlog, threads)
+        if args.analyze:
+            analyze(storage)
         done, seconds = timed(claim_delete_phase, storage, project, queue, total, threads)
         report(backend, "claim_delete", done, seconds, threads, args.backlog)
     finally:
