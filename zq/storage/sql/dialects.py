@@ -105,6 +105,11 @@ def _sqlite_engine(url: URL) -> Engine:
     return engine
 
 
+def insert_if_absent_cte(table: sa.Table, values: dict[str, Any], name: str) -> sa.CTE:
+    """PostgreSQL: "INSERT unless the primary key exists" as a WITH query."""
+    return postgresql.insert(table).values(values).on_conflict_do_nothing().cte(name)
+
+
 def insert_if_absent(conn: sa.Connection, table: sa.Table, values: dict[str, Any]) -> bool:
     """INSERT unless the primary key exists; whether a row was inserted."""
     name = conn.dialect.name
@@ -118,7 +123,7 @@ def insert_if_absent(conn: sa.Connection, table: sa.Table, values: dict[str, Any
 
 
 def writes_in_one_statement(dialect: str) -> bool:
-    """Whether claims and deletes run as one statement with their events.
+    """Whether posts, claims and deletes run as one statement with their events.
 
     PostgreSQL chains UPDATE/DELETE ... RETURNING into INSERT INTO events in
     one WITH query: one round trip instead of three per change. SQLite and

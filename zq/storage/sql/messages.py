@@ -18,9 +18,11 @@ from zq.storage.sql import dialects, predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
 from zq.storage.sql.events import event_row, events_from, record
-from zq.storage.sql.queues import ensure_queue
+from zq.storage.sql.queues import ensure_queue, queue_row
 from zq.storage.sql.records import message_record
+from zq.storage.sql.schema import events as event_table
 from zq.storage.sql.schema import messages as m
+from zq.storage.sql.schema import queues
 
 
 def new_id() -> str:
@@ -115,7 +117,17 @@ class SqlMessages(MessageController):
             for message_id, msg in zip(ids, messages, strict=True)
         ]
 
+        one_statement = dialects.writes_in_one_statement(self._db.dialect)
+
         def work(conn: sa.Connection) -> None:
+            if one_statement:
+                # The queue, the messages and their events in one WITH query;
+                # multi-row VALUES keep markers and cursors in posting order.
+                new_queue = dialects.insert_if_absent_cte(
+                    queues, queue_row(project, queue, now), "new_queue")
+                posted = sa.insert(m).values(rows).cte("posted")
+                conn.execute(sa.insert(event_table).values(events).add_cte(new_queue, posted))
+                return
             ensure_queue(conn, project, queue, now)
             # One multi-row insert keeps the markers in posting order.
             conn.execute(sa.insert(m).values(rows))
