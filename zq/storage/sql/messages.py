@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
@@ -84,6 +85,48 @@ def _delete_in_one_statement(
     ).scalars())
 
 
+_MESSAGE_COLUMNS = ("id", "project", "queue", "body", "fingerprint", "ttl", "created",
+                    "expires", "delay_until", "client_id", "claim_count", "history")
+_EVENT_COLUMNS = ("time", "project", "queue", "kind", "message_id", "claim_id",
+                  "client_id", "claim_count", "detail")
+_QUEUE_COLUMNS = ("project", "name", "metadata", "created")
+
+
+@functools.lru_cache(maxsize=64)
+def _post_sql(dialect: sa.Dialect, count: int) -> str:
+    """A post of ``count`` messages as one WITH query (PostgreSQL).
+
+    Inserts the queue unless it exists, the messages and their events;
+    multi-row VALUES keep markers and cursors in posting order. Compiled
+    once per batch size: SQLAlchemy recompiles a multi-row VALUES statement
+    on every execution (5 ms for 10 messages, more than the round trips it
+    saves), and every value is a plain str, int or float the driver adapts.
+    """
+    return str(_post_statement(count).compile(dialect=dialect))
+
+
+def _post_statement(count: int) -> sa.Insert:
+    new_queue = dialects.insert_if_absent_cte(
+        queues, {c: sa.bindparam(f"q_{c}") for c in _QUEUE_COLUMNS}, "new_queue")
+    posted = sa.insert(m).values([
+        {c: sa.bindparam(f"m{i}_{c}") for c in _MESSAGE_COLUMNS} for i in range(count)
+    ]).cte("posted")
+    return sa.insert(event_table).values([
+        {c: sa.bindparam(f"e{i}_{c}") for c in _EVENT_COLUMNS} for i in range(count)
+    ]).add_cte(new_queue, posted)
+
+
+def _post_parameters(
+    queue: dict[str, Any], rows: list[dict[str, Any]], events: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The values of ``_post_statement(len(rows))``."""
+    values = {f"q_{c}": queue[c] for c in _QUEUE_COLUMNS}
+    for i, (row, event) in enumerate(zip(rows, events, strict=True)):
+        values.update({f"m{i}_{c}": row[c] for c in _MESSAGE_COLUMNS})
+        values.update({f"e{i}_{c}": event[c] for c in _EVENT_COLUMNS})
+    return values
+
+
 class SqlMessages(MessageController):
     def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
@@ -121,12 +164,8 @@ class SqlMessages(MessageController):
 
         def work(conn: sa.Connection) -> None:
             if one_statement:
-                # The queue, the messages and their events in one WITH query;
-                # multi-row VALUES keep markers and cursors in posting order.
-                new_queue = dialects.insert_if_absent_cte(
-                    queues, queue_row(project, queue, now), "new_queue")
-                posted = sa.insert(m).values(rows).cte("posted")
-                conn.execute(sa.insert(event_table).values(events).add_cte(new_queue, posted))
+                conn.exec_driver_sql(_post_sql(conn.dialect, len(rows)), _post_parameters(
+                    queue_row(project, queue, now), rows, events))
                 return
             ensure_queue(conn, project, queue, now)
             # One multi-row insert keeps the markers in posting order.
