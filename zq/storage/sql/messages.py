@@ -58,10 +58,15 @@ def _delete_in_one_statement(
 ) -> list[str]:
     """Delete the matching messages with their events in one WITH query.
 
-    The rows are locked first in one order, so two overlapping deletes wait
-    for each other instead of deadlocking. Any total order does; the id's
-    gives the planner no reason to walk the queue index in marker order to
-    save a sort (the events are still written in queue order).
+    ``where`` selects by message id (and claim); the rows are locked first,
+    in id order, so two overlapping deletes wait for each other instead of
+    deadlocking, and only rows of ``queue`` are then deleted. The queue is
+    checked after the lock on purpose: without statistics (a new or freshly
+    loaded table) the planner otherwise walks the whole queue through the
+    (project, queue, marker) index and filters on the ids (15 ms and 6,000
+    buffers per delete measured with a 50k backlog) instead of using the
+    id or claim index. Ids are unique across projects, so the lock never
+    holds more than the rows named.
     """
     locked = (
         sa.select(m.c.marker)
@@ -73,7 +78,7 @@ def _delete_in_one_statement(
     )
     gone = (
         sa.delete(m)
-        .where(m.c.marker == locked.c.marker)
+        .where(m.c.marker == locked.c.marker, predicates.in_queue(project, queue))
         .returning(m.c.marker, m.c.id, m.c.claim_id, m.c.claim_count,
                    sa.case((predicates.held(now), m.c.claim_id)).label("holder"))
         .cte("gone")
@@ -277,7 +282,8 @@ class SqlMessages(MessageController):
             if claim_ids is not None:
                 where += [m.c.claim_id.in_(list(claim_ids)), predicates.held(now)]
             if one_statement:
-                return _delete_in_one_statement(conn, project, queue, where, now, client_id)
+                return _delete_in_one_statement(conn, project, queue, where[1:], now,
+                                                client_id)
             rows = conn.execute(
                 sa.select(m).where(*where).order_by(m.c.marker).with_for_update()
             ).all()
