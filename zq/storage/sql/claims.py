@@ -124,7 +124,7 @@ class SqlClaims(ClaimController):
     ) -> ClaimRecord | None:
         claim_id = new_id()
         if dead_letter is None and dialects.writes_in_one_statement(self._db.dialect):
-            return self._db.write(lambda conn: _claim_in_one_statement(
+            return self._db.write_statement(lambda conn: _claim_in_one_statement(
                 conn, project, queue, claim_id, now=self._clock.now(), ttl=ttl, grace=grace,
                 limit=limit, client_id=client_id))
 

@@ -132,6 +132,17 @@ def writes_in_one_statement(dialect: str) -> bool:
     return dialect == "postgresql"
 
 
+def statements_autocommit(dialect: str) -> bool:
+    """Whether reads and one-statement writes may run without BEGIN/COMMIT.
+
+    PostgreSQL runs zq at READ COMMITTED, where every statement takes its own
+    snapshot even inside a transaction, so a read-only unit or a single
+    statement is exactly as isolated and atomic on its own. SQLite needs its
+    BEGIN IMMEDIATE; MariaDB is left as it is.
+    """
+    return dialect == "postgresql"
+
+
 def is_retryable(error: exc.DBAPIError) -> bool:
     """Whether a failed transaction lost a race and can simply run again."""
     orig = error.orig

@@ -178,7 +178,7 @@ class SqlMessages(MessageController):
             record(conn, events)
 
         if rows:
-            self._db.write(work)
+            (self._db.write_statement if one_statement else self._db.write)(work)
         return ids
 
     def list(
@@ -291,7 +291,7 @@ class SqlMessages(MessageController):
             record(conn, _deleted_events(project, queue, rows, now, client_id))
             return [row.id for row in rows]
 
-        return self._db.write(work)
+        return (self._db.write_statement if one_statement else self._db.write)(work)
 
     def pop(
         self,
