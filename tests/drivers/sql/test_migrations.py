@@ -62,3 +62,27 @@ def test_open_with_an_unknown_revision_asks_for_a_newer_zq(empty_uri):
         engine.dispose()
     with pytest.raises(StorageUnavailable, match="upgrade zq"):
         open_sql(empty_uri, clock=ManualClock())
+
+
+def test_postgresql_queue_tables_vacuum_after_a_fixed_number_of_dead_rows(empty_uri):
+    """Migration 0002 sets queue-churn autovacuum parameters on PostgreSQL only."""
+    migrate.upgrade(empty_uri)
+    engine = dialects.create_engine(empty_uri)
+    try:
+        with engine.connect() as conn:
+            if conn.dialect.name != "postgresql":
+                # Nothing to set elsewhere, and the upgrade still succeeded.
+                assert migrate.current_revision(empty_uri) == migrate.head_revision()
+                return
+            options = dict(conn.exec_driver_sql(
+                "SELECT relname, reloptions FROM pg_class "
+                "WHERE relname IN ('messages', 'claims', 'events', 'queues') "
+                "AND relnamespace = 'public'::regnamespace"
+            ).all())
+    finally:
+        engine.dispose()
+    for table in ("messages", "claims", "events"):
+        assert "autovacuum_vacuum_scale_factor=0" in options[table]
+        assert "autovacuum_vacuum_cost_delay=0" in options[table]
+    assert "autovacuum_vacuum_threshold=5000" in options["messages"]
+    assert options["queues"] is None

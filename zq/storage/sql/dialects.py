@@ -5,8 +5,9 @@ differences are: how a user's URI maps to a driver, how connections are set
 up (SQLite pragmas, MySQL character set and isolation level), how a write
 transaction starts (SQLite serializes writers with BEGIN IMMEDIATE; the
 servers lock claim candidates with FOR UPDATE SKIP LOCKED, which SQLAlchemy
-leaves out on SQLite), "insert unless present", and which errors mean
-"try the transaction again".
+leaves out on SQLite), "insert unless present", which errors mean "try the
+transaction again", and whether a whole change (rows and their events) can
+be one statement (PostgreSQL's data-modifying WITH queries).
 """
 
 from __future__ import annotations
@@ -104,6 +105,11 @@ def _sqlite_engine(url: URL) -> Engine:
     return engine
 
 
+def insert_if_absent_cte(table: sa.Table, values: dict[str, Any], name: str) -> sa.CTE:
+    """PostgreSQL: "INSERT unless the primary key exists" as a WITH query."""
+    return postgresql.insert(table).values(values).on_conflict_do_nothing().cte(name)
+
+
 def insert_if_absent(conn: sa.Connection, table: sa.Table, values: dict[str, Any]) -> bool:
     """INSERT unless the primary key exists; whether a row was inserted."""
     name = conn.dialect.name
@@ -114,6 +120,27 @@ def insert_if_absent(conn: sa.Connection, table: sa.Table, values: dict[str, Any
         return conn.execute(statement.returning(sa.literal(1))).first() is not None
     statement = mysql.insert(table).values(values).prefix_with("IGNORE")
     return conn.execute(statement).rowcount == 1
+
+
+def writes_in_one_statement(dialect: str) -> bool:
+    """Whether posts, claims and deletes run as one statement with their events.
+
+    PostgreSQL chains UPDATE/DELETE ... RETURNING into INSERT INTO events in
+    one WITH query: one round trip instead of three per change. SQLite and
+    MariaDB have no data-modifying WITH queries and take the general path.
+    """
+    return dialect == "postgresql"
+
+
+def statements_autocommit(dialect: str) -> bool:
+    """Whether reads and one-statement writes may run without BEGIN/COMMIT.
+
+    PostgreSQL runs zq at READ COMMITTED, where every statement takes its own
+    snapshot even inside a transaction, so a read-only unit or a single
+    statement is exactly as isolated and atomic on its own. SQLite needs its
+    BEGIN IMMEDIATE; MariaDB is left as it is.
+    """
+    return dialect == "postgresql"
 
 
 def is_retryable(error: exc.DBAPIError) -> bool:

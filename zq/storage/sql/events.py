@@ -44,6 +44,37 @@ def record(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
         conn.execute(sa.insert(events), rows)
 
 
+def events_from(
+    rows: sa.CTE,
+    kind: str,
+    project: str,
+    queue: str,
+    now: float,
+    *,
+    claim_id: sa.ColumnElement[Any],
+    client_id: str | None,
+) -> sa.Insert:
+    """INSERT one event per row of ``rows`` (a WITH query), in marker order.
+
+    ``rows`` has the message columns ``marker``, ``id`` and ``claim_count``;
+    the detail is empty, as ``event_row`` writes it for these kinds.
+    """
+    columns = ["time", "project", "queue", "kind", "message_id", "claim_id",
+               "client_id", "claim_count", "detail"]
+    source = sa.select(
+        sa.literal(now, sa.Double()),
+        sa.literal(project, events.c.project.type),
+        sa.literal(queue, events.c.queue.type),
+        sa.literal(kind, events.c.kind.type),
+        rows.c.id,
+        claim_id,
+        sa.literal(client_id, events.c.client_id.type),
+        rows.c.claim_count,
+        sa.literal(dump_json({}), events.c.detail.type),
+    ).order_by(rows.c.marker)
+    return sa.insert(events).from_select(columns, source)
+
+
 class SqlEventLog(EventLog):
     def __init__(self, db: Database) -> None:
         self._db = db

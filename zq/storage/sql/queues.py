@@ -17,11 +17,14 @@ from zq.storage.sql.records import dump_json, load_json
 from zq.storage.sql.schema import claims, messages, queues
 
 
+def queue_row(project: str, queue: str, now: float) -> dict[str, Any]:
+    """The row of a queue created implicitly: empty metadata."""
+    return {"project": project, "name": queue, "metadata": "{}", "created": now}
+
+
 def ensure_queue(conn: sa.Connection, project: str, queue: str, now: float) -> bool:
     """Create the queue with empty metadata unless it exists; True if created."""
-    return dialects.insert_if_absent(
-        conn, queues, {"project": project, "name": queue, "metadata": "{}", "created": now}
-    )
+    return dialects.insert_if_absent(conn, queues, queue_row(project, queue, now))
 
 
 def _remove_messages(
