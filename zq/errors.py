@@ -100,3 +100,12 @@ class NoPoolAvailable(StorageUnavailable):
     """Pooling is on but no pool can take a new queue (503)."""
 
     title = "No pool available"
+
+
+class MetadataChanged(Exception):
+    """A queue's metadata is no longer the version the caller acted on.
+
+    Raised by a driver's post, claim or pop given a ``metadata_version``
+    that is no longer current; nothing was changed. The service reads the
+    metadata again and retries, so it never reaches a client.
+    """

@@ -1,47 +1,66 @@
-"""A short-lived, per-process cache of stored queue metadata.
+"""A per-process cache of stored queue metadata.
 
-Posting and claiming read the queue's metadata (defaults, post size, the
-dead letter policy) before they act: one extra backend round trip each.
-With ``[server] metadata_cache`` seconds > 0 a worker remembers what it read
-for that long. The process that changes or deletes a queue forgets its
-entry at once; a change made through another process is seen after at
-most ``seconds``. 0 (the default) reads the metadata every time.
+Posting, claiming and popping read the queue's metadata (defaults, post
+size, the dead letter policy) before they act: one extra backend round trip
+each. This cache removes it where that is safe:
+
+- A driver that versions metadata (``MetadataRead.version``, the Redis
+  driver) checks the version in the same atomic step as the post, claim or
+  pop, and refuses a stale one (MetadataChanged); the service then reads
+  again. Such reads are kept until forgotten: they are never acted on once
+  stale, whichever process changed the metadata.
+- Other drivers' reads are kept ``seconds`` (``[server] metadata_cache``;
+  0, the default, reads every time). The process that changes or deletes a
+  queue forgets its entry at once; a change made through another process
+  is seen after at most ``seconds``.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+
+from zq.storage.base import MetadataRead, Storage
 
 # Past this many queues the cache starts again empty, rather than grow.
 MAX_ENTRIES = 10000
 
 
+@dataclass(frozen=True, slots=True)
+class CachedRead:
+    read: MetadataRead
+    hit: bool  # from the cache, not read from the backend just now
+
+
 class MetadataCache:
-    """Stored metadata by (project, queue), each kept ``seconds``."""
+    """Stored metadata by (project, queue), with the storage it was read from."""
 
     def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.seconds = seconds
         self._clock = clock
-        self._entries: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+        self._entries: dict[tuple[str, str], tuple[float, Storage, MetadataRead]] = {}
 
-    def get(self, project: str, queue: str,
-            load: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """The cached metadata, or ``load()``'s answer (remembered) when none is fresh."""
-        if self.seconds <= 0:
-            return load()
+    def get(self, storage: Storage, project: str, queue: str) -> CachedRead:
+        """The queue's metadata from the cache, or read from ``storage`` (and kept)."""
         key = (project, queue)
         now = self._clock()
         found = self._entries.get(key)
-        if found is not None and found[0] > now:
-            return found[1]
-        metadata = load()
+        if found is not None and found[0] > now and found[1] is storage:
+            return CachedRead(found[2], hit=True)
+        read = storage.queues.read_metadata(project, queue)
+        if read.version is not None:
+            until = math.inf
+        elif self.seconds > 0:
+            until = now + self.seconds
+        else:
+            return CachedRead(read, hit=False)
         if len(self._entries) >= MAX_ENTRIES:
             self._entries.clear()
-        self._entries[key] = (now + self.seconds, metadata)
-        return metadata
+        self._entries[key] = (until, storage, read)
+        return CachedRead(read, hit=False)
 
     def forget(self, project: str, queue: str) -> None:
-        """Drop one queue's entry (this process changed or deleted it)."""
+        """Drop one queue's entry (changed or deleted here, or found stale)."""
         self._entries.pop((project, queue), None)

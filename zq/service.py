@@ -12,14 +12,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from zq import dead_letter, events, validation
 from zq import metadata as meta
 from zq.config import Limits
-from zq.errors import Conflict, DeadLetterConflict, QueueNotFound
+from zq.errors import Conflict, DeadLetterConflict, InvalidRequest, MetadataChanged
 from zq.metadata_cache import MetadataCache
 from zq.pooling import Pools
 from zq.storage.base import (
@@ -35,6 +35,12 @@ from zq.storage.base import (
 # read by the health probe so that it never touches real data.
 HEALTH_PROJECT = "zq:health"
 HEALTH_QUEUE = "zq-health-probe"
+
+# Reads of a queue's metadata a post, claim or pop makes at most when the
+# metadata keeps changing under it (see QueueService._with_metadata).
+METADATA_ATTEMPTS = 3
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,29 +184,38 @@ class QueueService:
     ) -> list[str]:
         """Post a ``{"messages": [...]}`` document; returns the new ids in order."""
         queue = self._queue_name(queue)
-        stored = self._cached_metadata(project, queue)
-        cap = min(
-            self.limits.max_messages_post_size,
-            meta.effective(stored, meta.MAX_MESSAGES_POST_SIZE, self.limits),
-        )
-        validation.body_size(body_size, cap, "The message post")
-        posted = validation.posted_messages(document, self.limits)
-        ttl = meta.effective(stored, meta.DEFAULT_MESSAGE_TTL, self.limits)
-        delay = meta.effective(stored, meta.DEFAULT_MESSAGE_DELAY, self.limits)
-        new = []
-        for message in posted:
-            body = encode_body(message.body)
-            new.append(
-                NewMessage(
-                    body=body,
-                    ttl=ttl if message.ttl is None else message.ttl,
-                    delay=delay if message.delay is None else message.delay,
-                    fingerprint=events.fingerprint(body),
-                )
+        storage = self._storage(project, queue)
+
+        def post(stored: dict[str, Any], version: str | None) -> list[str]:
+            cap = min(
+                self.limits.max_messages_post_size,
+                meta.effective(stored, meta.MAX_MESSAGES_POST_SIZE, self.limits),
             )
-        # Posting creates a queue implicitly: a new one is placed (no flavor).
-        storage = self.pools.place(project, queue)
-        return storage.messages.post(project, queue, new, client_id=client_id)
+            validation.body_size(body_size, cap, "The message post")
+            posted = validation.posted_messages(document, self.limits)
+            ttl = meta.effective(stored, meta.DEFAULT_MESSAGE_TTL, self.limits)
+            delay = meta.effective(stored, meta.DEFAULT_MESSAGE_DELAY, self.limits)
+            new = []
+            for message in posted:
+                body = encode_body(message.body)
+                new.append(
+                    NewMessage(
+                        body=body,
+                        ttl=ttl if message.ttl is None else message.ttl,
+                        delay=delay if message.delay is None else message.delay,
+                        fingerprint=events.fingerprint(body),
+                    )
+                )
+            # Posting creates a queue implicitly: a new one is placed (no
+            # flavor). The version was read where the queue was looked up;
+            # a first post under pooling may land elsewhere.
+            placed = self.pools.place(project, queue)
+            return placed.messages.post(
+                project, queue, new, client_id=client_id,
+                metadata_version=version if placed is storage else None,
+            )
+
+        return self._with_metadata(project, queue, storage, post)
 
     def list_messages(
         self,
@@ -285,13 +300,15 @@ class QueueService:
         queue = self._queue_name(queue)
         count = validation.limit(count, self.limits.max_messages_per_claim_or_pop, "pop")
         storage = self._storage(project, queue)
-        return storage.messages.pop(
-            project,
-            queue,
-            limit=count,
-            client_id=client_id,
-            dead_letter=self._dead_letter_policy(project, queue, storage),
-        )
+
+        def pop(stored: dict[str, Any], version: str | None) -> list[MessageRecord]:
+            return storage.messages.pop(
+                project, queue, limit=count, client_id=client_id,
+                dead_letter=self._dead_letter_policy(project, queue, stored),
+                metadata_version=version,
+            )
+
+        return self._with_metadata(project, queue, storage, pop)
 
     # -- claims ---------------------------------------------------------
 
@@ -312,15 +329,15 @@ class QueueService:
             self.limits.max_messages_per_claim_or_pop,
         )
         storage = self._storage(project, queue)
-        return storage.claims.create(
-            project,
-            queue,
-            ttl=ttl,
-            grace=grace,
-            limit=size,
-            client_id=client_id,
-            dead_letter=self._dead_letter_policy(project, queue, storage),
-        )
+
+        def claim(stored: dict[str, Any], version: str | None) -> ClaimRecord | None:
+            return storage.claims.create(
+                project, queue, ttl=ttl, grace=grace, limit=size, client_id=client_id,
+                dead_letter=self._dead_letter_policy(project, queue, stored),
+                metadata_version=version,
+            )
+
+        return self._with_metadata(project, queue, storage, claim)
 
     def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
         """A live claim with its messages; raises ClaimNotFound."""
@@ -373,32 +390,47 @@ class QueueService:
     def _storage(self, project: str, queue: str) -> Storage:
         return self.pools.storage_for(project, queue)
 
-    def _stored_metadata(
-        self, project: str, queue: str, storage: Storage | None = None
-    ) -> dict[str, Any]:
+    def _stored_metadata(self, project: str, queue: str) -> dict[str, Any]:
         # Queues are lazy: one never created behaves as one with no metadata.
-        storage = storage or self._storage(project, queue)
-        try:
-            return storage.queues.get_metadata(project, queue)
-        except QueueNotFound:
-            return {}
+        return self._storage(project, queue).queues.read_metadata(project, queue).metadata
 
-    def _cached_metadata(
-        self, project: str, queue: str, storage: Storage | None = None
-    ) -> dict[str, Any]:
-        # Posts and claims only: reading metadata back always shows the stored one.
-        return self._metadata_cache.get(
-            project, queue, lambda: self._stored_metadata(project, queue, storage))
+    def _with_metadata(
+        self,
+        project: str,
+        queue: str,
+        storage: Storage,
+        act: Callable[[dict[str, Any], str | None], T],
+    ) -> T:
+        """``act(metadata, version)`` with the queue's metadata, cached where safe.
+
+        A driver refuses a stale version (MetadataChanged): read again and
+        act again; the last attempt passes no version, like an unversioned
+        driver. A refusal (InvalidRequest) made on cached metadata is
+        checked against a fresh read too: a stale post size cap must not
+        refuse a post.
+        """
+        attempts = METADATA_ATTEMPTS
+        while True:
+            attempts -= 1
+            cached = self._metadata_cache.get(storage, project, queue)
+            try:
+                return act(cached.read.metadata, cached.read.version if attempts else None)
+            except MetadataChanged:
+                self._metadata_cache.forget(project, queue)
+            except InvalidRequest:
+                if not cached.hit:
+                    raise
+                self._metadata_cache.forget(project, queue)
 
     def _dead_letter_policy(
-        self, project: str, queue: str, storage: Storage
+        self, project: str, queue: str, stored: dict[str, Any]
     ) -> dead_letter.DeadLetterPolicy | None:
         """The queue's policy, its dead letter queue registered on the queue's pool.
 
         The driver's move is one step inside one backend, and it creates a
         missing dead letter queue there: the catalog must say so first.
         """
-        policy = dead_letter.policy_from_metadata(self._cached_metadata(project, queue, storage))
+        policy = dead_letter.policy_from_metadata(stored)
         if policy is not None:
             self._dead_letter_storage(project, queue, policy.queue)
         return policy

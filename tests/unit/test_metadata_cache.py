@@ -1,54 +1,81 @@
-"""The per-process metadata cache: fresh for its seconds, forgotten on change."""
+"""The per-process metadata cache: versioned reads kept, others for their seconds."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 from zq.metadata_cache import MAX_ENTRIES, MetadataCache
+from zq.storage.base import MetadataRead
 
 
-class Loader:
-    def __init__(self) -> None:
+class FakeStorage:
+    """Counts ``queues.read_metadata`` calls; answers ``value`` at ``version``."""
+
+    def __init__(self, version: str | None = None) -> None:
         self.calls = 0
-        self.value: dict[str, object] = {"_max_claim_count": 3}
+        self.value: dict[str, Any] = {"_max_claim_count": 3}
+        self.version = version
+        self.queues = SimpleNamespace(read_metadata=self._read)
 
-    def __call__(self) -> dict[str, object]:
+    def _read(self, project: str, queue: str) -> MetadataRead:
         self.calls += 1
-        return dict(self.value)
+        return MetadataRead(dict(self.value), self.version)
 
 
-def test_zero_seconds_reads_every_time() -> None:
-    cache, load = MetadataCache(0), Loader()
-    cache.get("p", "q", load)
-    cache.get("p", "q", load)
-    assert load.calls == 2
+def test_zero_seconds_reads_unversioned_metadata_every_time() -> None:
+    cache, storage = MetadataCache(0), FakeStorage()
+    first = cache.get(storage, "p", "q")  # type: ignore[arg-type]
+    second = cache.get(storage, "p", "q")  # type: ignore[arg-type]
+    assert storage.calls == 2
+    assert not first.hit and not second.hit
 
 
-def test_an_entry_is_served_until_it_expires() -> None:
+def test_an_unversioned_entry_is_served_until_it_expires() -> None:
     now = [100.0]
-    cache, load = MetadataCache(1.0, clock=lambda: now[0]), Loader()
-    assert cache.get("p", "q", load) == {"_max_claim_count": 3}
-    load.value = {"_max_claim_count": 5}  # changed through another process
+    cache, storage = MetadataCache(1.0, clock=lambda: now[0]), FakeStorage()
+    assert cache.get(storage, "p", "q").read.metadata == {"_max_claim_count": 3}
+    storage.value = {"_max_claim_count": 5}  # changed through another process
     now[0] = 100.9
-    assert cache.get("p", "q", load) == {"_max_claim_count": 3}
-    assert load.calls == 1
+    cached = cache.get(storage, "p", "q")
+    assert cached.hit and cached.read.metadata == {"_max_claim_count": 3}
+    assert storage.calls == 1
     now[0] = 101.0
-    assert cache.get("p", "q", load) == {"_max_claim_count": 5}
-    assert load.calls == 2
+    assert cache.get(storage, "p", "q").read.metadata == {"_max_claim_count": 5}
+    assert storage.calls == 2
+
+
+def test_a_versioned_entry_is_kept_whatever_the_seconds() -> None:
+    now = [0.0]
+    cache, storage = MetadataCache(0, clock=lambda: now[0]), FakeStorage(version="7.1")
+    cache.get(storage, "p", "q")
+    now[0] = 1e9
+    cached = cache.get(storage, "p", "q")
+    assert cached.hit and cached.read.version == "7.1"
+    assert storage.calls == 1
+
+
+def test_an_entry_read_from_another_storage_is_read_again() -> None:
+    cache, one, other = MetadataCache(0), FakeStorage(version="1.0"), FakeStorage(version="1.0")
+    cache.get(one, "p", "q")
+    assert not cache.get(other, "p", "q").hit
+    assert (one.calls, other.calls) == (1, 1)
 
 
 def test_forget_and_keys_per_project_and_queue() -> None:
-    cache, load = MetadataCache(60.0, clock=lambda: 0.0), Loader()
-    cache.get("p", "q", load)
-    cache.get("other", "q", load)
-    cache.get("p", "q2", load)
-    assert load.calls == 3
+    cache, storage = MetadataCache(60.0, clock=lambda: 0.0), FakeStorage()
+    cache.get(storage, "p", "q")
+    cache.get(storage, "other", "q")
+    cache.get(storage, "p", "q2")
+    assert storage.calls == 3
     cache.forget("p", "q")
-    cache.get("p", "q", load)
-    cache.get("other", "q", load)
-    assert load.calls == 4
+    cache.get(storage, "p", "q")
+    cache.get(storage, "other", "q")
+    assert storage.calls == 4
 
 
 def test_the_cache_does_not_grow_without_bound() -> None:
-    cache, load = MetadataCache(60.0, clock=lambda: 0.0), Loader()
+    cache, storage = MetadataCache(60.0, clock=lambda: 0.0), FakeStorage(version="1.0")
     for i in range(MAX_ENTRIES + 5):
-        cache.get("p", f"q{i}", load)
+        cache.get(storage, "p", f"q{i}")
     assert len(cache._entries) <= MAX_ENTRIES

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zq.dead_letter import DeadLetterPolicy
+from zq.errors import QueueNotFound
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +113,19 @@ class QueueRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class MetadataRead:
+    """A queue's stored metadata (``{}`` for a queue never created) and its version.
+
+    ``version`` is an opaque text that changes whenever the metadata is set
+    and whenever the queue is created or deleted, and never comes back to
+    an earlier value. None: this driver does not version metadata.
+    """
+
+    metadata: dict[str, Any]
+    version: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Event:
     """One entry of a backend's event log.
 
@@ -132,6 +146,12 @@ class Event:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+def refuse_metadata_version(metadata_version: str | None) -> None:
+    """For drivers whose ``read_metadata`` gives no version: none may be asked for."""
+    if metadata_version is not None:
+        raise ValueError("this driver does not version queue metadata")
+
+
 class QueueController(ABC):
     """Queues and their metadata."""
 
@@ -146,6 +166,18 @@ class QueueController(ABC):
     @abstractmethod
     def get_metadata(self, project: str, queue: str) -> dict[str, Any]:
         """The stored metadata; raises QueueNotFound."""
+
+    def read_metadata(self, project: str, queue: str) -> MetadataRead:
+        """The stored metadata (``{}`` when the queue is missing) with its version.
+
+        A driver that versions metadata overrides this and checks
+        ``metadata_version`` in ``MessageController.post`` and ``pop`` and
+        ``ClaimController.create``; the others are never given one.
+        """
+        try:
+            return MetadataRead(self.get_metadata(project, queue), None)
+        except QueueNotFound:
+            return MetadataRead({}, None)
 
     @abstractmethod
     def set_metadata(self, project: str, queue: str, metadata: dict[str, Any]) -> None:
@@ -204,12 +236,17 @@ class MessageController(ABC):
         messages: Sequence[NewMessage],
         *,
         client_id: str | None,
+        metadata_version: str | None = None,
     ) -> list[str]:
         """Store the messages in order, creating the queue if needed.
 
         Returns their new ids (unique across the backend) in the same order.
         Records a ``posted`` event per message with ``detail={"ttl", "delay",
         "fingerprint", "size"}`` (size: bytes of the body text).
+
+        With ``metadata_version`` (from ``QueueController.read_metadata``),
+        raises MetadataChanged and stores nothing when the queue's metadata
+        version is no longer that one, checked in the same atomic step.
         """
 
     @abstractmethod
@@ -289,6 +326,7 @@ class MessageController(ABC):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
+        metadata_version: str | None = None,
     ) -> list[MessageRecord]:
         """Take and delete up to ``limit`` free messages in queue order.
 
@@ -297,6 +335,7 @@ class MessageController(ABC):
         skipped, the batch is still filled), counts one more claim on each
         returned message (the returned records show the new count), and
         records a ``deleted`` event with ``detail={"pop": True}`` for each.
+        ``metadata_version`` as for ``post``.
         """
 
 
@@ -314,6 +353,7 @@ class ClaimController(ABC):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
+        metadata_version: str | None = None,
     ) -> ClaimRecord | None:
         """Claim up to ``limit`` free messages in queue order, atomically.
 
@@ -334,7 +374,7 @@ class ClaimController(ABC):
 
         Returns None (after committing any dead letter moves) when no
         message was delivered. Two concurrent calls never deliver the same
-        message.
+        message. ``metadata_version`` as for ``MessageController.post``.
         """
 
     @abstractmethod

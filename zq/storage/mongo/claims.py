@@ -14,7 +14,7 @@ from pymongo import ReturnDocument
 from zq import events as kinds
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
-from zq.storage.base import ClaimController, ClaimRecord
+from zq.storage.base import ClaimController, ClaimRecord, refuse_metadata_version
 from zq.storage.mongo.backend import Backend
 from zq.storage.mongo.delivery import deliver
 from zq.storage.mongo.documents import expiry_date, free, held_by, object_id, to_record
@@ -35,7 +35,9 @@ class MongoClaimController(ClaimController):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
+        metadata_version: str | None = None,
     ) -> ClaimRecord | None:
+        refuse_metadata_version(metadata_version)
         def change(session: Any) -> tuple[ClaimRecord | None, list[dict[str, Any]]]:
             now = self._b.clock.now()
             claim_expires = now + ttl

@@ -10,7 +10,7 @@ from bson import ObjectId
 from zq import events as kinds
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
-from zq.storage.base import MessageController, MessageRecord, NewMessage
+from zq.storage.base import MessageController, MessageRecord, NewMessage, refuse_metadata_version
 from zq.storage.mongo.backend import Backend
 from zq.storage.mongo.counters import markers_key, reserve
 from zq.storage.mongo.delivery import deliver
@@ -36,7 +36,9 @@ class MongoMessageController(MessageController):
         messages: Sequence[NewMessage],
         *,
         client_id: str | None,
+        metadata_version: str | None = None,
     ) -> list[str]:
+        refuse_metadata_version(metadata_version)
         if not messages:
             return []
         # Markers are reserved outside the unit: a retried transaction or a
@@ -189,7 +191,9 @@ class MongoMessageController(MessageController):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
+        metadata_version: str | None = None,
     ) -> list[MessageRecord]:
+        refuse_metadata_version(metadata_version)
         def change(session: Any) -> tuple[list[MessageRecord], list[dict[str, Any]]]:
             now = self._b.clock.now()
 

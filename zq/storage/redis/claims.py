@@ -9,7 +9,13 @@ from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.storage.base import ClaimController, ClaimRecord, MessageRecord
 from zq.storage.redis.scripts import ScriptBook
-from zq.storage.redis.wire import message_records, optional, policy_args
+from zq.storage.redis.wire import (
+    check_fresh,
+    message_records,
+    optional,
+    policy_args,
+    version_arg,
+)
 
 
 class RedisClaims(ClaimController):
@@ -27,13 +33,15 @@ class RedisClaims(ClaimController):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
+        metadata_version: str | None = None,
     ) -> ClaimRecord | None:
         now = self._clock.now()
         claim_id = uuid.uuid4().hex
-        rows = self._scripts.run(
+        rows = check_fresh(self._scripts.run(
             "claim", now, project, queue, claim_id, int(ttl), int(grace), limit,
             optional(client_id), *policy_args(dead_letter, queue, now),
-        )
+            version_arg(metadata_version),
+        ))
         if not rows:
             return None
         return ClaimRecord(id=claim_id, queue=queue, ttl=int(ttl), grace=int(grace),

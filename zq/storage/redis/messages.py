@@ -11,7 +11,14 @@ from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
 from zq.storage.base import MessageController, MessageRecord, NewMessage
 from zq.storage.redis.scripts import ScriptBook
-from zq.storage.redis.wire import flag, message_records, optional, policy_args
+from zq.storage.redis.wire import (
+    check_fresh,
+    flag,
+    message_records,
+    optional,
+    policy_args,
+    version_arg,
+)
 
 # delete.lua's answers besides 0 (done, or nothing to do).
 _CLAIMED = 1
@@ -33,14 +40,15 @@ class RedisMessages(MessageController):
         messages: Sequence[NewMessage],
         *,
         client_id: str | None,
+        metadata_version: str | None = None,
     ) -> list[str]:
         ids = [uuid.uuid4().hex for _ in messages]
-        args: list[Any] = [project, queue, optional(client_id)]
+        args: list[Any] = [project, queue, optional(client_id), version_arg(metadata_version)]
         for mid, message in zip(ids, messages, strict=True):
             args += [mid, message.body, int(message.ttl), int(message.delay),
                      message.fingerprint]
         if ids:
-            self._run("post", *args)
+            check_fresh(self._run("post", *args))
         return ids
 
     def list(
@@ -118,8 +126,10 @@ class RedisMessages(MessageController):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
+        metadata_version: str | None = None,
     ) -> list[MessageRecord]:
         now = self._clock.now()
         rows = self._scripts.run("pop", now, project, queue, limit, optional(client_id),
-                                 *policy_args(dead_letter, queue, now))
-        return message_records(queue, rows)
+                                 *policy_args(dead_letter, queue, now),
+                                 version_arg(metadata_version))
+        return message_records(queue, check_fresh(rows))

@@ -7,7 +7,13 @@ from typing import Any
 
 from zq.clock import Clock
 from zq.errors import QueueNotFound
-from zq.storage.base import MessageStamp, QueueController, QueueRecord, QueueStats
+from zq.storage.base import (
+    MessageStamp,
+    MetadataRead,
+    QueueController,
+    QueueRecord,
+    QueueStats,
+)
 from zq.storage.redis.scripts import ScriptBook
 from zq.storage.redis.wire import optional
 
@@ -34,7 +40,13 @@ class RedisQueues(QueueController):
         found = self._run("queue_get", project, queue)
         if found is None:
             raise QueueNotFound(f"Queue {queue!r} does not exist.")
-        return json.loads(found)
+        return json.loads(found[0])
+
+    def read_metadata(self, project: str, queue: str) -> MetadataRead:
+        found = self._run("queue_get", project, queue)
+        if found is None:
+            return MetadataRead({}, "")
+        return MetadataRead(json.loads(found[0]), found[1])
 
     def set_metadata(self, project: str, queue: str, metadata: dict[str, Any]) -> None:
         if self._run("queue_set_metadata", project, queue, _metadata_json(metadata)) != 1:

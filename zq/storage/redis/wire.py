@@ -6,8 +6,12 @@ import json
 from typing import Any
 
 from zq.dead_letter import DeadLetterPolicy
+from zq.errors import MetadataChanged
 from zq.events import SAMPLE_CHARS
 from zq.storage.base import MessageRecord
+
+# What a script answers when the caller's metadata version is stale.
+STALE = -1
 
 
 def message_record(queue: str, row: list[Any]) -> MessageRecord:
@@ -35,6 +39,18 @@ def message_records(queue: str, rows: list[Any]) -> list[MessageRecord]:
 def optional(value: str | None) -> str:
     """None as the empty string the scripts read as 'absent'."""
     return "" if value is None else value
+
+
+def version_arg(metadata_version: str | None) -> str:
+    """The metadata version a script checks ('-': none given, not checked)."""
+    return "-" if metadata_version is None else metadata_version
+
+
+def check_fresh(answer: Any) -> Any:
+    """A script's answer, or MetadataChanged when it answered STALE (lua/_lib.lua)."""
+    if answer == STALE:
+        raise MetadataChanged("The queue's metadata changed; read it again.")
+    return answer
 
 
 def flag(value: bool) -> str:

@@ -11,7 +11,7 @@ from zq import events as kinds
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
-from zq.storage.base import ClaimController, ClaimRecord
+from zq.storage.base import ClaimController, ClaimRecord, refuse_metadata_version
 from zq.storage.sql import dialects, predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
@@ -121,7 +121,9 @@ class SqlClaims(ClaimController):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
+        metadata_version: str | None = None,
     ) -> ClaimRecord | None:
+        refuse_metadata_version(metadata_version)
         claim_id = new_id()
         if dead_letter is None and dialects.writes_in_one_statement(self._db.dialect):
             return self._db.write_statement(lambda conn: _claim_in_one_statement(

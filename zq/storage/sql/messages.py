@@ -14,7 +14,7 @@ from zq import events as kinds
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
-from zq.storage.base import MessageController, MessageRecord, NewMessage
+from zq.storage.base import MessageController, MessageRecord, NewMessage, refuse_metadata_version
 from zq.storage.sql import dialects, predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
@@ -144,7 +144,9 @@ class SqlMessages(MessageController):
         messages: Sequence[NewMessage],
         *,
         client_id: str | None,
+        metadata_version: str | None = None,
     ) -> list[str]:
+        refuse_metadata_version(metadata_version)
         now = self._clock.now()
         ids = [new_id() for _ in messages]
         rows = [
@@ -301,7 +303,9 @@ class SqlMessages(MessageController):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
+        metadata_version: str | None = None,
     ) -> list[MessageRecord]:
+        refuse_metadata_version(metadata_version)
         def work(conn: sa.Connection) -> list[MessageRecord]:
             now = self._clock.now()
             taken = take_deliverable(conn, project, queue, limit=limit, now=now,

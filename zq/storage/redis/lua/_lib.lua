@@ -37,6 +37,24 @@ local function queue_id(project, name)
   return redis.call('HGET', K.catalog(), enc(project) .. name)
 end
 
+-- The queue's metadata version (MetadataRead in zq/storage/base.py): its
+-- id, which is never reused, and the count of its metadata changes; ''
+-- for a missing queue.
+local function meta_version(qid)
+  if not qid then
+    return ''
+  end
+  return qid .. '.' .. (redis.call('HGET', K.queue(qid), 'mv') or '0')
+end
+
+-- What a script returns, changing nothing, when ARGV[i] (the caller's
+-- metadata version; '-': not checked) is no longer the queue's.
+local STALE = -1
+
+local function stale_metadata(i, qid)
+  return ARGV[i] ~= '-' and ARGV[i] ~= meta_version(qid)
+end
+
 -- The queue's id, creating the queue (with metadata ``meta``) when missing.
 local function ensure_queue(project, name, meta)
   local qid = queue_id(project, name)

@@ -1,10 +1,14 @@
 #!lua
 -- ARGV: project, queue, claim id, ttl, grace, limit, client, policy (6 args,
--- see read_policy). Returns the delivered messages (empty: no claim made).
+-- see read_policy), metadata version. Returns the delivered messages
+-- (empty: no claim made), or STALE.
 local project, queue, cid = ARGV[3], ARGV[4], ARGV[5]
 local ttl, grace, limit, client = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
 local policy = read_policy(10)
 local qid = queue_id(project, queue)
+if stale_metadata(16, qid) then
+  return STALE
+end
 if not qid then
   return {}
 end

@@ -1,9 +1,13 @@
 #!lua
--- ARGV: project, queue, limit, client, policy (6 args, see read_policy).
--- Returns the popped messages with their new claim counts.
+-- ARGV: project, queue, limit, client, policy (6 args, see read_policy),
+-- metadata version. Returns the popped messages with their new claim
+-- counts, or STALE.
 local project, queue, limit, client = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local policy = read_policy(7)
 local qid = queue_id(project, queue)
+if stale_metadata(13, qid) then
+  return STALE
+end
 if not qid then
   return {}
 end

@@ -5,4 +5,5 @@ if not qid then
   return 0
 end
 redis.call('HSET', K.queue(qid), 'meta', ARGV[5])
+redis.call('HINCRBY', K.queue(qid), 'mv', 1)
 return 1
