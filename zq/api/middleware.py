@@ -54,16 +54,22 @@ class AccessLog:
     def process_response(
         self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
     ) -> None:
+        if not ACCESS_LOG.isEnabledFor(logging.INFO):
+            return
         duration_ms = round((time.perf_counter() - req.context.started) * 1000, 3)
         status = falcon.code_to_http_status(resp.status)[:3]
-        ACCESS_LOG.info(
-            "%s %s %s", req.method, req.path, status,
+        # makeRecord + handle is what .info() does, without looking up the
+        # caller's file and line (which no access line shows): a tenth of
+        # the line's cost, on every request.
+        ACCESS_LOG.handle(ACCESS_LOG.makeRecord(
+            ACCESS_LOG.name, logging.INFO, "", 0, "%s %s %s",
+            (req.method, req.path, status), None,
             extra={
                 "method": req.method, "path": req.path, "status": int(status),
                 "duration_ms": duration_ms,
                 "project": getattr(req.context, "project", None),
             },
-        )
+        ))
 
 
 class CappedStream:

@@ -2,17 +2,19 @@
 
 Each ``lua/<name>.lua`` file is one atomic unit. ``lua/_lib.lua`` (the key
 layout and the helpers every script shares) is prepended to each file when
-it is loaded, after the script's ``#!lua`` line. redis-py's ``Script`` calls
-EVALSHA and, on NOSCRIPT (after a restart, a failover or SCRIPT FLUSH),
-loads the script again and repeats the call once.
+it is loaded, after the script's ``#!lua`` line. Scripts are called by
+EVALSHA; on NOSCRIPT (after a restart, a failover or SCRIPT FLUSH) the
+script is loaded again and the call repeated once.
 """
 
 from __future__ import annotations
 
+import hashlib
 from importlib import resources
 from typing import Any
 
 import redis
+from redis.exceptions import NoScriptError
 
 from zq.errors import StorageUnavailable
 
@@ -41,18 +43,28 @@ def script_names() -> list[str]:
 
 
 class ScriptBook:
-    """The registered scripts of one client, run with prefix and time first."""
+    """The scripts of one client, run with prefix and time first."""
 
     def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self._client = client
         self._prefix = prefix
-        self._scripts = {name: client.register_script(script_source(name))
-                         for name in script_names()}
+        self._sources = {name: script_source(name) for name in script_names()}
+        self._shas = {name: hashlib.sha1(source.encode()).hexdigest()
+                      for name, source in self._sources.items()}
 
     def run(self, name: str, now: float, *args: Any) -> Any:
         """Run script ``name`` with ``ARGV = [prefix, now, *args]``."""
-        argv = [self._prefix, repr(float(now)), *args]
+        # EVALSHA straight through execute_command: redis-py's Script
+        # wrapper costs as much Python again per call.
+        command = ("EVALSHA", self._shas[name], 0, self._prefix, repr(float(now)), *args)
         try:
-            return self._scripts[name](keys=[], args=argv)
+            try:
+                return self._client.execute_command(*command)
+            except NoScriptError:
+                # Not run: the server lost its scripts (restart, failover,
+                # SCRIPT FLUSH). Load it and call once more.
+                self._client.script_load(self._sources[name])
+                return self._client.execute_command(*command)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             # Whether a state change ran is unknown here: never retried.
             raise StorageUnavailable(f"Redis is unreachable: {exc}") from exc

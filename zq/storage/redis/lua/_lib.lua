@@ -71,13 +71,19 @@ end
 local FIELDS = {'q', 'body', 'ttl', 'created', 'expires', 'client', 'claim',
                 'cexp', 'count', 'hist', 'marker', 'delay', 'fp'}
 
-local function load_msg(id)
-  local v = redis.call('HMGET', K.msg(id), unpack(FIELDS))
+-- What deciding on and removing a message needs: no body, which is the
+-- bulk of what a whole message costs to read.
+local STATE_FIELDS = {'q', 'expires', 'claim', 'cexp', 'count'}
+
+-- The message's ``fields`` (all of them by default), or nil when missing.
+local function load_msg(id, fields)
+  fields = fields or FIELDS
+  local v = redis.call('HMGET', K.msg(id), unpack(fields))
   if not v[1] then
     return nil
   end
   local m = {id = id}
-  for i, f in ipairs(FIELDS) do
+  for i, f in ipairs(fields) do
     m[f] = v[i]
   end
   return m
@@ -207,8 +213,11 @@ local function take_batch(project, queue, qid, limit, policy, client, deliver)
   local order = K.order(qid)
   local after = '-inf'
   local taken = {}
+  -- A first page about the batch's size: most claims find it free.
+  local size = limit * 2
   while #taken < limit do
-    local page = redis.call('ZRANGEBYSCORE', order, after, '+inf', 'WITHSCORES', 'LIMIT', 0, 100)
+    local page = redis.call('ZRANGEBYSCORE', order, after, '+inf', 'WITHSCORES', 'LIMIT', 0, size)
+    size = 100
     if #page == 0 then
       break
     end

@@ -7,7 +7,7 @@ local qid = queue_id(project, queue)
 if not qid then
   return 0
 end
-local m = load_msg(id)
+local m = load_msg(id, STATE_FIELDS)
 if not m or m.q ~= qid or not alive(m) then
   return 0
 end

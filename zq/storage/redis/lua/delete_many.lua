@@ -15,7 +15,7 @@ if not qid then
 end
 local deleted = {}
 for i = 7, 6 + n do
-  local m = load_msg(ARGV[i])
+  local m = load_msg(ARGV[i], STATE_FIELDS)
   if m and m.q == qid and alive(m) then
     local holder = held(m) and m.claim or nil
     if any or (holder and allowed[holder]) then
