@@ -21,8 +21,10 @@ DESCRIPTIONS = {
     "server.timeout": "seconds a stopping worker may take to finish its requests "
                       "before it is killed",
     "server.metadata_cache": "seconds a worker keeps the queue metadata it read for posts "
-                             "and claims; a change made through another worker shows after "
-                             "at most this long; 0: read every time",
+                             "and claims on SQL and MongoDB; a change made through another "
+                             "worker shows after at most this long; 0: read every time "
+                             "(Redis checks the metadata version instead and needs no "
+                             "setting)",
     "storage.uri": "storage URI (`sqlite:///path`, `postgresql://user@host/db`, "
                    "`mysql://user@host/db`, `redis://host:6379`, `mongodb://host/db`); "
                    "empty: SQLite file `zq.sqlite3` in the data directory; "

@@ -63,7 +63,7 @@ class ServerConfig:
     workers: int = 2
     threads: int = 4
     timeout: int = 30
-    metadata_cache: float = 0.0  # seconds a worker keeps queue metadata it read; 0: off
+    metadata_cache: float = 0.0  # seconds a worker keeps unversioned metadata it read; 0: off
 
 
 @dataclass(frozen=True)
