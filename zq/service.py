@@ -187,25 +187,7 @@ class QueueService:
         storage = self._storage(project, queue)
 
         def post(stored: dict[str, Any], version: str | None) -> list[str]:
-            cap = min(
-                self.limits.max_messages_post_size,
-                meta.effective(stored, meta.MAX_MESSAGES_POST_SIZE, self.limits),
-            )
-            validation.body_size(body_size, cap, "The message post")
-            posted = validation.posted_messages(document, self.limits)
-            ttl = meta.effective(stored, meta.DEFAULT_MESSAGE_TTL, self.limits)
-            delay = meta.effective(stored, meta.DEFAULT_MESSAGE_DELAY, self.limits)
-            new = []
-            for message in posted:
-                body = encode_body(message.body)
-                new.append(
-                    NewMessage(
-                        body=body,
-                        ttl=ttl if message.ttl is None else message.ttl,
-                        delay=delay if message.delay is None else message.delay,
-                        fingerprint=events.fingerprint(body),
-                    )
-                )
+            new = self._new_messages(stored, document, body_size)
             # Posting creates a queue implicitly: a new one is placed (no
             # flavor). The version was read where the queue was looked up;
             # a first post under pooling may land elsewhere.
@@ -216,6 +198,31 @@ class QueueService:
             )
 
         return self._with_metadata(project, queue, storage, post)
+
+    def _new_messages(
+        self, stored: dict[str, Any], document: Any, body_size: int
+    ) -> list[NewMessage]:
+        """The post's messages, within the queue's post size, with its defaults applied."""
+        cap = min(
+            self.limits.max_messages_post_size,
+            meta.effective(stored, meta.MAX_MESSAGES_POST_SIZE, self.limits),
+        )
+        validation.body_size(body_size, cap, "The message post")
+        posted = validation.posted_messages(document, self.limits)
+        ttl = meta.effective(stored, meta.DEFAULT_MESSAGE_TTL, self.limits)
+        delay = meta.effective(stored, meta.DEFAULT_MESSAGE_DELAY, self.limits)
+        new = []
+        for message in posted:
+            body = encode_body(message.body)
+            new.append(
+                NewMessage(
+                    body=body,
+                    ttl=ttl if message.ttl is None else message.ttl,
+                    delay=delay if message.delay is None else message.delay,
+                    fingerprint=events.fingerprint(body),
+                )
+            )
+        return new
 
     def list_messages(
         self,
