@@ -30,6 +30,7 @@ from typing import Any
 
 import zq.auth
 import zq.logs
+from zq import stop_signals
 from zq.clock import SystemClock
 from zq.commands.options import (
     CommandError,
@@ -201,6 +202,7 @@ def load_worker_app(config: Config) -> WSGIApp:
     # would be lost and the worker would serve on until killed. Until granian
     # installs the worker's handlers (after this returns), it simply ends it.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    stop_signals.forward_to_main_thread()
     worker = open_worker(config)
     # multiprocessing runs these at a worker's exit (atexit handlers do not run there).
     Finalize(worker, worker.close, exitpriority=10)
