@@ -14,11 +14,11 @@ from pymongo import ReturnDocument
 from zq import events as kinds
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
+from zq.events import event_fields
 from zq.storage.base import ClaimController, ClaimRecord, refuse_metadata_version
 from zq.storage.mongo.backend import Backend
 from zq.storage.mongo.delivery import deliver
 from zq.storage.mongo.documents import expiry_date, free, held_by, object_id, to_record
-from zq.storage.mongo.events import event_doc
 
 
 class MongoClaimController(ClaimController):
@@ -72,7 +72,7 @@ class MongoClaimController(ClaimController):
                 self._b.claims.delete_one({"_id": claim["_id"]}, session=session)
                 return None, events
             events += [
-                event_doc(kinds.CLAIMED, now, project, queue, message_id=str(doc["_id"]),
+                event_fields(kinds.CLAIMED, now, project, queue, message_id=str(doc["_id"]),
                           claim_id=claim_id, client_id=client_id,
                           claim_count=doc["claim_count"])
                 for doc in taken
@@ -188,7 +188,7 @@ class MongoClaimController(ClaimController):
             sort=[("marker", 1)], session=session,
         )
         return [
-            event_doc(kind, now, project, queue, message_id=str(doc["_id"]),
+            event_fields(kind, now, project, queue, message_id=str(doc["_id"]),
                       claim_id=claim_id, client_id=client_id,
                       claim_count=doc["claim_count"])
             for doc in docs

@@ -14,9 +14,9 @@ from typing import Any
 
 from zq import events as kinds
 from zq.dead_letter import DeadLetterPolicy
+from zq.events import event_fields
 from zq.storage.mongo.backend import Backend
 from zq.storage.mongo.documents import expiry_date, free
-from zq.storage.mongo.events import event_doc
 from zq.storage.mongo.queues import ensure_queue
 
 # take(candidate) -> the message as delivered, or None when another writer
@@ -112,7 +112,7 @@ def move_to_dead_letter_queue(
 def dead_lettered_event(
     message: dict[str, Any], policy: DeadLetterPolicy, now: float, client_id: str | None
 ) -> dict[str, Any]:
-    return event_doc(
+    return event_fields(
         kinds.DEAD_LETTERED,
         now,
         message["project"],

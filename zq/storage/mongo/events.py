@@ -17,32 +17,6 @@ from zq.storage.base import Event, EventLog
 from zq.storage.mongo.counters import EVENTS_COUNTER, reserve
 
 
-def event_doc(
-    kind: str,
-    time: float,
-    project: str,
-    queue: str,
-    *,
-    message_id: str | None = None,
-    claim_id: str | None = None,
-    client_id: str | None = None,
-    claim_count: int | None = None,
-    detail: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """One event, not yet numbered."""
-    return {
-        "time": time,
-        "project": project,
-        "queue": queue,
-        "kind": kind,
-        "message_id": message_id,
-        "claim_id": claim_id,
-        "client_id": client_id,
-        "claim_count": claim_count,
-        "detail": detail or {},
-    }
-
-
 def append(database: Any, docs: Sequence[dict[str, Any]], *, session: Any = None) -> None:
     """Number ``docs`` in order and insert them."""
     if not docs:

@@ -10,6 +10,7 @@ from bson import ObjectId
 from zq import events as kinds
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
+from zq.events import event_fields
 from zq.storage.base import MessageController, MessageRecord, NewMessage, refuse_metadata_version
 from zq.storage.mongo.backend import Backend
 from zq.storage.mongo.counters import markers_key, reserve
@@ -21,7 +22,6 @@ from zq.storage.mongo.documents import (
     object_id,
     to_record,
 )
-from zq.storage.mongo.events import event_doc
 from zq.storage.mongo.queues import ensure_queue
 
 
@@ -56,7 +56,7 @@ class MongoMessageController(MessageController):
             ]
             self._b.messages.insert_many(docs, ordered=True, session=session)
             events = [
-                event_doc(
+                event_fields(
                     kinds.POSTED, now, project, queue,
                     message_id=str(doc["_id"]), client_id=client_id, claim_count=0,
                     detail={
@@ -211,7 +211,7 @@ class MongoMessageController(MessageController):
                 dead_letter=dead_letter, take=take, session=session,
             )
             events += [
-                event_doc(kinds.DELETED, now, project, queue, message_id=str(doc["_id"]),
+                event_fields(kinds.DELETED, now, project, queue, message_id=str(doc["_id"]),
                           client_id=client_id, claim_count=doc["claim_count"],
                           detail={"pop": True})
                 for doc in popped
@@ -252,7 +252,7 @@ def _new_document(
 
 def _deleted_event(doc: dict[str, Any], now: float, client_id: str | None) -> dict[str, Any]:
     held = doc["claim_expires"] > now
-    return event_doc(
+    return event_fields(
         kinds.DELETED, now, doc["project"], doc["queue"],
         message_id=str(doc["_id"]), claim_id=doc["claim_id"] if held else None,
         client_id=client_id, claim_count=doc["claim_count"],

@@ -14,10 +14,10 @@ from pymongo.errors import DuplicateKeyError
 
 from zq import events as kinds
 from zq.errors import QueueNotFound
+from zq.events import event_fields
 from zq.storage.base import MessageStamp, QueueController, QueueRecord, QueueStats
 from zq.storage.mongo.backend import Backend
 from zq.storage.mongo.documents import alive
-from zq.storage.mongo.events import event_doc
 
 
 def ensure_queue(backend: Backend, project: str, queue: str, *, session: Any = None) -> None:
@@ -132,7 +132,7 @@ class MongoQueueController(QueueController):
     ) -> list[dict[str, Any]]:
         if not removed:
             return []
-        return [event_doc(kinds.PURGED, self._b.clock.now(), project, queue,
+        return [event_fields(kinds.PURGED, self._b.clock.now(), project, queue,
                           detail={"messages": removed, **extra})]
 
 

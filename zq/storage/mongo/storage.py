@@ -6,11 +6,12 @@ from typing import Any
 
 from zq import events as kinds
 from zq.clock import Clock
+from zq.events import event_fields
 from zq.storage.base import Storage
 from zq.storage.mongo.backend import Backend
 from zq.storage.mongo.claims import MongoClaimController
 from zq.storage.mongo.connection import Connection
-from zq.storage.mongo.events import MongoEventLog, event_doc
+from zq.storage.mongo.events import MongoEventLog
 from zq.storage.mongo.indexes import ensure_indexes
 from zq.storage.mongo.messages import MongoMessageController
 from zq.storage.mongo.queues import MongoQueueController
@@ -67,7 +68,7 @@ class MongoStorage(Storage):
                 {"_id": doc["_id"], **expired}, session=session
             )
             if gone is not None:
-                events.append(event_doc(
+                events.append(event_fields(
                     kinds.EXPIRED, now, gone["project"], gone["queue"],
                     message_id=str(gone["_id"]), claim_count=gone["claim_count"],
                 ))
@@ -89,7 +90,7 @@ class MongoStorage(Storage):
                 {"claim_id": claim_id, "expires": {"$gt": now}}, session=session
             )
             if still_held:
-                events.append(event_doc(
+                events.append(event_fields(
                     kinds.EXPIRED, now, claim["project"], claim["queue"],
                     claim_id=claim_id, client_id=claim.get("client_id"),
                     detail={"target": "claim", "messages": still_held},

@@ -6,36 +6,18 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from zq.events import event_fields
 from zq.storage.base import Event, EventLog
 from zq.storage.sql.database import Database
 from zq.storage.sql.records import dump_json, load_json
 from zq.storage.sql.schema import events
 
 
-def event_row(
-    kind: str,
-    project: str,
-    queue: str,
-    now: float,
-    *,
-    message_id: str | None = None,
-    claim_id: str | None = None,
-    client_id: str | None = None,
-    claim_count: int | None = None,
-    detail: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """One row of the events table."""
-    return {
-        "time": now,
-        "project": project,
-        "queue": queue,
-        "kind": kind,
-        "message_id": message_id,
-        "claim_id": claim_id,
-        "client_id": client_id,
-        "claim_count": claim_count,
-        "detail": dump_json(detail or {}),
-    }
+def event_row(kind: str, project: str, queue: str, now: float, **fields: Any) -> dict[str, Any]:
+    """One row of the events table (``fields`` as for zq.events.event_fields)."""
+    row = event_fields(kind, now, project, queue, **fields)
+    row["detail"] = dump_json(row["detail"])
+    return row
 
 
 def record(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
