@@ -117,11 +117,12 @@ def validate(metadata: Any, limits: Limits) -> dict[str, Any]:
 def with_defaults(metadata: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
     """The metadata as GET shows it: unset reserved keys with a default filled in.
 
-    ``_enable_encrypt_messages`` shows false when unset. Reserved keys without a configured default (``_max_claim_count``, the
-    dead letter keys, ``_flavor``) appear only when set. Showing them as
-    null would break python-zaqarclient: its ``Queue.metadata(new_meta=...)``
-    turns a null key into an ``add`` and then a ``remove`` of the same key,
-    so a dead letter policy could never be set through it.
+    ``_enable_encrypt_messages`` shows false when unset. Reserved keys
+    without a configured default (``_max_claim_count``, the dead letter
+    keys, ``_flavor``) appear only when set. Showing them as null would
+    break python-zaqarclient: its ``Queue.metadata(new_meta=...)`` turns a
+    null key into an ``add`` and then a ``remove`` of the same key, so a
+    dead letter policy could never be set through it.
     """
     shown = dict(metadata)
     for key, reserved in RESERVED.items():
