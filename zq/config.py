@@ -142,8 +142,9 @@ _KEY_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 class EncryptionConfig:
     """Keys of queues with ``_enable_encrypt_messages``; see docs/encryption.md.
 
-    Checked when the configuration is loaded, so a bad key stops ``zq serve``
-    before any worker starts.
+    Checked once the configuration is loaded from every source (keys in the
+    file and the fingerprint key in the environment is fine), so a bad key
+    stops ``zq serve`` before any worker starts.
     """
 
     # "id:BASE64,id2:BASE64": AES-256 keys (32 bytes each) by key id; empty: none,
@@ -153,7 +154,8 @@ class EncryptionConfig:
     # base64, at least 32 bytes: HMAC key of the body fingerprints of encrypted queues.
     fingerprint_key: str = ""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
+        """ConfigError for any unusable setting."""
         keys = self.parsed_keys()
         if not keys:
             if self.active_key or self.fingerprint_key:
@@ -260,7 +262,9 @@ def load_config(path: str | os.PathLike[str] | None = None,
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"Configuration file {path} is not valid TOML: {exc}") from exc
         config = _merge(config, data, source=str(path))
-    return _merge(config, _from_environ(config, environ), source="environment")
+    config = _merge(config, _from_environ(config, environ), source="environment")
+    config.encryption.check()
+    return config
 
 
 def _from_environ(config: Config, environ: Mapping[str, str]) -> dict[str, dict[str, str]]:

@@ -4,8 +4,9 @@ Between HTTP and storage: checks names and values (zq.validation), applies
 defaults from queue metadata and configuration (zq.metadata), encodes
 message bodies to canonical JSON, seals them for queues that encrypt and
 opens sealed ones on every read that returns them (zq.encryption), builds
-the dead letter policy and validates dead letter settings (zq.dead_letter). It reaches storage only
-through a zq.pooling resolver and knows nothing about HTTP.
+the dead letter policy and validates dead letter settings
+(zq.dead_letter). It reaches storage only through a zq.pooling resolver
+and knows nothing about HTTP.
 """
 
 from __future__ import annotations

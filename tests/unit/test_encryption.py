@@ -115,6 +115,15 @@ def test_bad_settings_stop_the_configuration_from_loading(settings, fragment):
         load_config(environ=environ)
 
 
+def test_keys_in_the_file_and_the_fingerprint_key_in_the_environment(tmp_path):
+    path = tmp_path / "zq.toml"
+    path.write_text(f'[encryption]\nkeys = "k1:{K1}"\n')
+    config = load_config(path, environ={"ZQ_ENCRYPTION_FINGERPRINT_KEY": FP})
+    assert BodyCipher.from_config(config.encryption) is not None
+    with pytest.raises(ConfigError, match="fingerprint_key is required"):
+        load_config(path, environ={})
+
+
 def test_zq_config_shows_key_ids_but_never_the_keys():
     config = Config().with_overrides(
         encryption={"keys": f"k1:{K1},k2:{K2}", "active_key": "k2", "fingerprint_key": FP})
