@@ -83,7 +83,7 @@ class QueueService:
         """Create a queue with optional metadata; False when it already existed."""
         queue = self._queue_name(queue)
         checked = meta.validate({} if metadata is None else metadata, self.limits)
-        self._check_encryption(checked)
+        self._check_encryption(checked, {})
         if self.pools.pool_of(project, queue) is not None and self._storage(
             project, queue
         ).queues.exists(project, queue):
@@ -123,7 +123,7 @@ class QueueService:
         current = storage.queues.get_metadata(project, queue)
         updated = apply_patch(current, changes)
         checked = meta.validate(updated, self.limits)
-        self._check_encryption(checked)
+        self._check_encryption(checked, current)
         flavor = checked.get(meta.FLAVOR)
         if flavor is not None and flavor != current.get(meta.FLAVOR):
             # A queue stays where it was placed; _flavor only has to exist.
@@ -433,8 +433,10 @@ class QueueService:
         # Queues are lazy: one never created behaves as one with no metadata.
         return self._storage(project, queue).queues.read_metadata(project, queue).metadata
 
-    def _check_encryption(self, metadata: dict[str, Any]) -> None:
-        if metadata.get(meta.ENCRYPT_MESSAGES) and self._cipher is None:
+    def _check_encryption(self, metadata: dict[str, Any], current: dict[str, Any]) -> None:
+        """Refuse turning encryption on without keys (a flag set earlier may stay)."""
+        turned_on = metadata.get(meta.ENCRYPT_MESSAGES) and not current.get(meta.ENCRYPT_MESSAGES)
+        if turned_on and self._cipher is None:
             raise EncryptionNotConfigured(
                 f"{meta.ENCRYPT_MESSAGES} cannot be true: this server has no [encryption] "
                 "keys configured (see docs/encryption.md)."

@@ -172,6 +172,13 @@ def test_a_server_without_keys_refuses_the_flag_and_posts_to_flagged_queues(stor
     with pytest.raises(EncryptionFailure, match="refusing to store"):
         post(keyless, project, "flagged")
     assert keyless.queue_stats(project, "flagged").total == 0
+    # Its other settings still change, and the flag can be turned off.
+    shown = keyless.patch_metadata(project, "flagged", [
+        {"op": "add", "path": "/metadata/color", "value": "red"}])
+    assert shown["_enable_encrypt_messages"] is True and shown["color"] == "red"
+    keyless.patch_metadata(project, "flagged", [
+        {"op": "remove", "path": "/metadata/_enable_encrypt_messages"}])
+    post(keyless, project, "flagged")
 
 
 def test_events_and_the_export_hold_no_plaintext_and_a_keyed_fingerprint(
