@@ -26,22 +26,10 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from zq.config import EncryptionConfig
-from zq.errors import InvalidRequest, ZqError
+from zq.errors import EncryptionFailure
 
 PREFIX = "zqe1:"
 NONCE_BYTES = 12  # 96-bit random nonces, the size GCM is defined for
-
-
-class EncryptionNotConfigured(InvalidRequest):
-    """A queue asks for encryption but the server has no keys (400)."""
-
-    title = "Encryption is not configured"
-
-
-class EncryptionFailure(ZqError):
-    """A body cannot be sealed or opened with the configured keys (500, logged)."""
-
-    title = "Message encryption failed"
 
 
 def is_sealed(stored: str) -> bool:

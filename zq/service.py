@@ -22,14 +22,15 @@ import orjson
 from zq import dead_letter, events, validation
 from zq import metadata as meta
 from zq.config import Limits
-from zq.encryption import (
-    BodyCipher,
+from zq.encryption import BodyCipher, is_sealed, open_body
+from zq.errors import (
+    Conflict,
+    DeadLetterConflict,
     EncryptionFailure,
     EncryptionNotConfigured,
-    is_sealed,
-    open_body,
+    InvalidRequest,
+    MetadataChanged,
 )
-from zq.errors import Conflict, DeadLetterConflict, InvalidRequest, MetadataChanged
 from zq.metadata_cache import MetadataCache
 from zq.pooling import Pools
 from zq.storage.base import (

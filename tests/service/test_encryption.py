@@ -18,7 +18,8 @@ from tests.backends import backend_name, clock, project, storage, storage_factor
 from zq import events
 from zq.analytics.export import export
 from zq.config import EncryptionConfig, Limits
-from zq.encryption import BodyCipher, EncryptionFailure, EncryptionNotConfigured, is_sealed
+from zq.encryption import BodyCipher, is_sealed
+from zq.errors import EncryptionFailure, EncryptionNotConfigured
 from zq.pooling import SingleBackend
 from zq.service import QueueService, encode_body
 from zq.storage.base import Storage

@@ -11,7 +11,8 @@ import pytest
 from zq import events
 from zq.commands.config import to_toml
 from zq.config import Config, ConfigError, EncryptionConfig, load_config
-from zq.encryption import BodyCipher, EncryptionFailure, is_sealed, key_id_of, open_body
+from zq.encryption import BodyCipher, is_sealed, key_id_of, open_body
+from zq.errors import EncryptionFailure
 
 
 def key(size: int = 32) -> str:
