@@ -1,0 +1,150 @@
+"""Threads racing to change queue metadata through the service, on every backend.
+
+A PATCH reads the metadata, applies the patch and writes the result; a dead
+letter setting is checked against the chain of dead letter queues first.
+Whatever the interleaving: a PATCH that answered never lost its change to
+another one, a refused one was refused with a Conflict (409), and no chain
+of dead letter queues ever becomes a cycle. With pooling on and off.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zq.config import Limits
+from zq.errors import Conflict
+from zq.pooling import SingleBackend
+from zq.pooling.registry import PoolDef
+from zq.pooling.resolver import CatalogPools
+from zq.pooling.store import open_management
+from zq.service import QueueService
+from zq.storage.base import Storage
+
+pytestmark = pytest.mark.slow
+
+WRITERS = 8
+KEY_ROUNDS = 3
+CYCLE_ROUNDS = 10
+POOL_URI = "test://the-backend-under-test"
+
+
+@pytest.fixture(params=["single", "pooled"])
+def service(request: pytest.FixtureRequest, storage: Storage,
+            tmp_path: Path) -> Iterator[QueueService]:
+    """The service over the backend, alone or as the one pool of a catalog."""
+    if request.param == "single":
+        yield QueueService(Limits(), SingleBackend(storage))
+        return
+    store = open_management(f"sqlite:///{tmp_path / 'management.sqlite3'}",
+                            rng=random.Random(1))
+    store.registry.add_pool(PoolDef("only", POOL_URI, 100))
+    pools = CatalogPools(store, opener=lambda uri, clock: storage)
+    try:
+        yield QueueService(Limits(), pools)
+    finally:
+        store.close()  # the storage itself is the storage fixture's to close
+
+
+def race(actions: list[Callable[[], Any]]) -> list[BaseException | None]:
+    """Run the actions on threads released together; each one's error or None."""
+    start = threading.Barrier(len(actions))
+    outcomes: list[BaseException | None] = [None] * len(actions)
+
+    def run(index: int) -> None:
+        start.wait()
+        try:
+            actions[index]()
+        except BaseException as error:  # noqa: BLE001 - reported by the test
+            outcomes[index] = error
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(actions))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads)
+    return outcomes
+
+
+def add(key: str, value: Any) -> list[dict[str, Any]]:
+    return [{"op": "add", "path": f"/metadata/{key}", "value": value}]
+
+
+def chain_from(service: QueueService, project: str, queue: str) -> list[str]:
+    """The queues a message would visit from ``queue``; stops at a repeat."""
+    seen = [queue]
+    while True:
+        target = service.queue_metadata(project, seen[-1]).get("_dead_letter_queue")
+        if target is None:
+            return seen
+        seen.append(target)
+        if target in seen[:-1]:
+            return seen
+
+
+def test_concurrent_patches_never_lose_a_key(service: QueueService) -> None:
+    for _ in range(KEY_ROUNDS):
+        project = f"p-{uuid.uuid4().hex}"
+        service.create_queue(project, "shared", {"kept": True})
+        keys = [f"k{n}" for n in range(WRITERS)]
+        outcomes = race([
+            lambda key=key: service.patch_metadata(project, "shared", add(key, key))
+            for key in keys
+        ])
+        stored = service.queue_metadata(project, "shared")
+        assert stored["kept"] is True
+        for key, outcome in zip(keys, outcomes, strict=True):
+            if outcome is None:
+                assert stored.get(key) == key, f"PATCH of {key} answered but its key was lost"
+            else:
+                assert isinstance(outcome, Conflict), repr(outcome)
+                assert key not in stored
+        assert any(outcome is None for outcome in outcomes)
+
+
+def test_concurrent_dead_letter_patches_never_form_a_cycle(service: QueueService) -> None:
+    cycles = []
+    for _ in range(CYCLE_ROUNDS):
+        project = f"p-{uuid.uuid4().hex}"
+        names = ["c0", "c1", "c2"]
+        for name in names:
+            service.create_queue(project, name, {})
+        outcomes = race([
+            lambda source=source, target=target: service.patch_metadata(
+                project, source, add("_dead_letter_queue", target))
+            for source, target in zip(names, names[1:] + names[:1], strict=True)
+        ])
+        for outcome in outcomes:
+            assert outcome is None or isinstance(outcome, Conflict), repr(outcome)
+        assert any(outcome is not None for outcome in outcomes)
+        chain = chain_from(service, project, "c0")
+        if chain[-1] in chain[:-1]:
+            cycles.append(chain)
+    assert not cycles
+
+
+def test_concurrent_creation_and_patch_never_form_a_cycle(service: QueueService) -> None:
+    """A PUT that creates a queue with a dead letter queue races the PATCHes."""
+    cycles = []
+    for _ in range(CYCLE_ROUNDS):
+        project = f"p-{uuid.uuid4().hex}"
+        service.create_queue(project, "c0", {})
+        service.create_queue(project, "c1", {})
+        outcomes = race([
+            lambda: service.patch_metadata(project, "c0", add("_dead_letter_queue", "c1")),
+            lambda: service.patch_metadata(project, "c1", add("_dead_letter_queue", "c2")),
+            lambda: service.create_queue(project, "c2", {"_dead_letter_queue": "c0"}),
+        ])
+        for outcome in outcomes:
+            assert outcome is None or isinstance(outcome, Conflict), repr(outcome)
+        chain = chain_from(service, project, "c0")
+        if chain[-1] in chain[:-1]:
+            cycles.append(chain)
+    assert not cycles
