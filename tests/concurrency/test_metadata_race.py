@@ -148,3 +148,58 @@ def test_concurrent_creation_and_patch_never_form_a_cycle(service: QueueService)
         if chain[-1] in chain[:-1]:
             cycles.append(chain)
     assert not cycles
+
+
+# -- the same races, interleaved on purpose: the other writer acts between the
+# PATCH's read and its write (mongomock serializes every call, so threads
+# alone rarely interleave there)
+
+
+def interfere_once(queues: object, method: str, when: Callable[..., bool],
+                   action: Callable[[], Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run ``action`` once, after the first ``queues.method(...)`` that ``when`` picks."""
+    original = getattr(queues, method)
+    fired = threading.Event()
+
+    def read(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        if when(*args) and not fired.is_set():
+            fired.set()
+            action()
+        return result
+
+    monkeypatch.setattr(queues, method, read)
+
+
+def test_a_write_between_read_and_write_is_kept(
+    service: QueueService, storage: Storage, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service.create_queue(project, "shared", {"kept": True})
+    other = QueueService(Limits(), SingleBackend(storage))
+    for method in ("read_metadata", "get_metadata"):  # whichever the PATCH reads with
+        interfere_once(storage.queues, method, lambda project, queue: queue == "shared",
+                       lambda: other.patch_metadata(project, "shared", add("theirs", 1)),
+                       monkeypatch)
+    shown = service.patch_metadata(project, "shared", add("mine", 2))
+    assert shown["theirs"] == 1 and shown["mine"] == 2
+    assert service.queue_metadata(project, "shared")["theirs"] == 1
+
+
+def test_a_link_written_while_the_chain_is_checked_is_seen(
+    service: QueueService, storage: Storage, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("c0", "c1", "c2"):
+        service.create_queue(project, name, {})
+    other = QueueService(Limits(), SingleBackend(storage))
+
+    def close_the_loop() -> None:
+        other.patch_metadata(project, "c1", add("_dead_letter_queue", "c2"))
+        other.patch_metadata(project, "c2", add("_dead_letter_queue", "c0"))
+
+    # c0 -> c1 is checked while c1 has no dead letter queue yet.
+    interfere_once(storage.queues, "read_metadata",
+                   lambda project, queue: queue == "c1", close_the_loop, monkeypatch)
+    with pytest.raises(Conflict, match="cycle"):
+        service.patch_metadata(project, "c0", add("_dead_letter_queue", "c1"))
+    assert chain_from(service, project, "c0") == ["c0"]
+    assert chain_from(service, project, "c1") == ["c1", "c2", "c0"]
