@@ -4,10 +4,12 @@ MongoDB changes one document atomically, with or without transactions; a
 links change writes two (the project's document in ``links`` and the
 queue's). So the links document is also a lease: a writer that read
 version ``v`` moves it to ``v + 1`` (odd: held) only if it is still ``v``,
-writes the queue, then moves it on to ``v + 2``. Any writer that read a
-version in between finds it moved and reads the links again. A writer that
-died holding the lease blocks link changes in its project until LEASE
-seconds have passed; the next writer then takes the lease over.
+writes the queue, then moves it on to ``v + 2`` (back to ``v`` when the
+queue write was refused). Any writer that read a version in between finds
+it moved and reads the links again. A writer that died holding the lease
+blocks link changes in its project until LEASE seconds have passed; the
+next writer then takes the lease over (a writer paused that long could
+still write its link after that: the limit of a lease).
 """
 
 from __future__ import annotations
@@ -35,13 +37,22 @@ def links_version(backend: Backend, project: str) -> str:
 def write_link(backend: Backend, project: str, expected: str, write: Callable[[], T]) -> T:
     """``write()`` while holding the links lease taken from version ``expected``.
 
-    MetadataChanged, without writing, when the version moved.
+    MetadataChanged, without writing, when the version moved. When
+    ``write()`` raises, the version is put back: nothing was linked.
     """
-    held = _take(backend, project, int(expected))
+    start = int(expected)
+    held = _take(backend, project, start)
+    lease = {"_id": project, "version": held}  # unless another writer took it over
     try:
-        return write()
-    finally:
-        backend.links.update_one({"_id": project, "version": held}, {"$inc": {"version": 1}})
+        result = write()
+    except BaseException:
+        if start == 0:
+            backend.links.delete_one(lease)
+        else:
+            backend.links.update_one(lease, {"$set": {"version": start}})
+        raise
+    backend.links.update_one(lease, {"$set": {"version": held + 1}})
+    return result
 
 
 def _take(backend: Backend, project: str, expected: int) -> int:
