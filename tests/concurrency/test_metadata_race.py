@@ -61,7 +61,7 @@ def race(actions: list[Callable[[], Any]]) -> list[BaseException | None]:
         start.wait()
         try:
             actions[index]()
-        except BaseException as error:  # noqa: BLE001 - reported by the test
+        except BaseException as error:  # reported by the test
             outcomes[index] = error
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(actions))]
@@ -91,63 +91,69 @@ def chain_from(service: QueueService, project: str, queue: str) -> list[str]:
 
 def test_concurrent_patches_never_lose_a_key(service: QueueService) -> None:
     for _ in range(KEY_ROUNDS):
-        project = f"p-{uuid.uuid4().hex}"
-        service.create_queue(project, "shared", {"kept": True})
-        keys = [f"k{n}" for n in range(WRITERS)]
-        outcomes = race([
-            lambda key=key: service.patch_metadata(project, "shared", add(key, key))
-            for key in keys
-        ])
-        stored = service.queue_metadata(project, "shared")
-        assert stored["kept"] is True
-        for key, outcome in zip(keys, outcomes, strict=True):
-            if outcome is None:
-                assert stored.get(key) == key, f"PATCH of {key} answered but its key was lost"
-            else:
-                assert isinstance(outcome, Conflict), repr(outcome)
-                assert key not in stored
-        assert any(outcome is None for outcome in outcomes)
+        patches_race_on_one_queue(service, f"p-{uuid.uuid4().hex}")
+
+
+def patches_race_on_one_queue(service: QueueService, project: str) -> None:
+    service.create_queue(project, "shared", {"kept": True})
+    keys = [f"k{n}" for n in range(WRITERS)]
+    outcomes = race([
+        lambda key=key: service.patch_metadata(project, "shared", add(key, key))
+        for key in keys
+    ])
+    stored = service.queue_metadata(project, "shared")
+    assert stored["kept"] is True
+    for key, outcome in zip(keys, outcomes, strict=True):
+        if outcome is None:
+            assert stored.get(key) == key, f"PATCH of {key} answered but its key was lost"
+        else:
+            assert isinstance(outcome, Conflict), repr(outcome)
+            assert key not in stored
+    assert any(outcome is None for outcome in outcomes)
 
 
 def test_concurrent_dead_letter_patches_never_form_a_cycle(service: QueueService) -> None:
-    cycles = []
-    for _ in range(CYCLE_ROUNDS):
-        project = f"p-{uuid.uuid4().hex}"
-        names = ["c0", "c1", "c2"]
-        for name in names:
-            service.create_queue(project, name, {})
-        outcomes = race([
-            lambda source=source, target=target: service.patch_metadata(
-                project, source, add("_dead_letter_queue", target))
-            for source, target in zip(names, names[1:] + names[:1], strict=True)
-        ])
-        for outcome in outcomes:
-            assert outcome is None or isinstance(outcome, Conflict), repr(outcome)
-        assert any(outcome is not None for outcome in outcomes)
-        chain = chain_from(service, project, "c0")
-        if chain[-1] in chain[:-1]:
-            cycles.append(chain)
+    cycles = [chain for chain in (
+        patches_race_to_close_a_loop(service, f"p-{uuid.uuid4().hex}")
+        for _ in range(CYCLE_ROUNDS)) if chain[-1] in chain[:-1]]
     assert not cycles
+
+
+def patches_race_to_close_a_loop(service: QueueService, project: str) -> list[str]:
+    """c0 -> c1, c1 -> c2 and c2 -> c0 at once; the chain from c0 after."""
+    names = ["c0", "c1", "c2"]
+    for name in names:
+        service.create_queue(project, name, {})
+    outcomes = race([
+        lambda source=source, target=target: service.patch_metadata(
+            project, source, add("_dead_letter_queue", target))
+        for source, target in zip(names, names[1:] + names[:1], strict=True)
+    ])
+    for outcome in outcomes:
+        assert outcome is None or isinstance(outcome, Conflict), repr(outcome)
+    assert any(outcome is not None for outcome in outcomes)
+    return chain_from(service, project, "c0")
 
 
 def test_concurrent_creation_and_patch_never_form_a_cycle(service: QueueService) -> None:
     """A PUT that creates a queue with a dead letter queue races the PATCHes."""
-    cycles = []
-    for _ in range(CYCLE_ROUNDS):
-        project = f"p-{uuid.uuid4().hex}"
-        service.create_queue(project, "c0", {})
-        service.create_queue(project, "c1", {})
-        outcomes = race([
-            lambda: service.patch_metadata(project, "c0", add("_dead_letter_queue", "c1")),
-            lambda: service.patch_metadata(project, "c1", add("_dead_letter_queue", "c2")),
-            lambda: service.create_queue(project, "c2", {"_dead_letter_queue": "c0"}),
-        ])
-        for outcome in outcomes:
-            assert outcome is None or isinstance(outcome, Conflict), repr(outcome)
-        chain = chain_from(service, project, "c0")
-        if chain[-1] in chain[:-1]:
-            cycles.append(chain)
+    cycles = [chain for chain in (
+        creation_races_to_close_a_loop(service, f"p-{uuid.uuid4().hex}")
+        for _ in range(CYCLE_ROUNDS)) if chain[-1] in chain[:-1]]
     assert not cycles
+
+
+def creation_races_to_close_a_loop(service: QueueService, project: str) -> list[str]:
+    service.create_queue(project, "c0", {})
+    service.create_queue(project, "c1", {})
+    outcomes = race([
+        lambda: service.patch_metadata(project, "c0", add("_dead_letter_queue", "c1")),
+        lambda: service.patch_metadata(project, "c1", add("_dead_letter_queue", "c2")),
+        lambda: service.create_queue(project, "c2", {"_dead_letter_queue": "c0"}),
+    ])
+    for outcome in outcomes:
+        assert outcome is None or isinstance(outcome, Conflict), repr(outcome)
+    return chain_from(service, project, "c0")
 
 
 # -- the same races, interleaved on purpose: the other writer acts between the
