@@ -439,17 +439,17 @@ class QueueService:
     ) -> T:
         """``act(metadata, version)`` with the queue's metadata, cached where safe.
 
-        A driver refuses a stale version (MetadataChanged): read again and
-        act again; the last attempt passes no version, like an unversioned
-        driver. A refusal (InvalidRequest) made on cached metadata is
-        checked against a fresh read too: a stale post size cap must not
-        refuse a post.
+        A driver whose deliveries check versions refuses a stale one
+        (MetadataChanged): read again and act again; the last attempt
+        passes no version, as for the other drivers. A refusal
+        (InvalidRequest) made on cached metadata is checked against a fresh
+        read too: a stale post size cap must not refuse a post.
         """
         attempts = METADATA_ATTEMPTS
         while True:
             attempts -= 1
             cached = self._metadata_cache.get(storage, project, queue)
-            checked = attempts and storage.queues.checks_delivery_versions
+            checked = attempts > 0 and storage.queues.checks_delivery_versions
             try:
                 return act(cached.read.metadata, cached.read.version if checked else None)
             except MetadataChanged:

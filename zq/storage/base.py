@@ -167,7 +167,7 @@ class Event:
 def refuse_metadata_version(metadata_version: str | None) -> None:
     """For drivers whose deliveries do not check metadata versions: none may be given."""
     if metadata_version is not None:
-        raise ValueError("this driver does not version queue metadata")
+        raise ValueError("this driver's deliveries do not check metadata versions")
 
 
 class QueueController(ABC):
