@@ -401,6 +401,12 @@ def test_home_document(client: CheckedClient) -> None:
     assert "rel/queue" in home.json["resources"]
 
 
+def test_versions_document(client: CheckedClient) -> None:
+    versions = client.get("/", headers={"Client-ID": None, "X-Project-ID": None})
+    assert versions.status_code == 300
+    assert [v["id"] for v in versions.json["versions"]] == ["2"]
+
+
 @pytest.mark.parametrize(
     "headers",
     [{"Client-ID": "not-a-uuid"}, {"Client-ID": None}, {"X-Project-ID": None},

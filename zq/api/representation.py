@@ -48,10 +48,14 @@ def age(created: float, now: float) -> int:
 def message(
     record: MessageRecord, now: float, *, claim_id: str | None = None, history: bool = False
 ) -> dict[str, Any]:
-    """A message as every response shows it (zq adds claim_count, and history if asked)."""
+    """A message as every response shows it (zq adds claim_count, and history if asked).
+
+    The href of a claimed message carries its live claim id, as Zaqar's does:
+    python-zaqarclient reads the claim id from it to delete the message.
+    """
     shown: dict[str, Any] = {
         "id": record.id,
-        "href": message_href(record.queue, record.id, claim_id),
+        "href": message_href(record.queue, record.id, claim_id or record.claim_id),
         "ttl": round(record.expires - record.created),
         "age": age(record.created, now),
         "body": orjson.Fragment(record.body),

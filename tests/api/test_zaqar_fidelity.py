@@ -1,0 +1,104 @@
+"""Behaviour that Zaqar 23 clients depend on, on every backend.
+
+Each test names the Zaqar source it follows (openstack/zaqar); where zq
+differs on purpose the test pins zq's behaviour and docs/compatibility.md
+says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.api.helpers import Api, assert_error
+from tests.backends import StorageFactory, backend_name, storage_factory
+from zq.clock import ManualClock
+from zq.storage.base import Storage
+
+__all__ = ["backend_name", "storage_factory"]
+
+
+@pytest.fixture
+def storage(storage_factory: StorageFactory, clock: ManualClock) -> Iterator[Storage]:
+    """This module's API runs on every selected backend, not only SQLite."""
+    store = storage_factory(clock)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+# -- claimed messages keep their claim in the href --------------------------
+# zaqar/transport/wsgi/v2_0/messages.py formats every read (by id, by ids,
+# listing) with format_message_v1_1(message, base, message['claim_id']).
+
+
+def test_a_claimed_message_read_any_way_carries_its_claim_id(api: Api, clock) -> None:
+    ids = api.post_messages("q", {"body": 1, "ttl": 300}, {"body": 2, "ttl": 300})
+    claim = api.claim("q", limit=1).json
+    claim_id = claim["messages"][0]["href"].split("claim_id=")[1]
+    claimed, free = ids
+    base = "/v2/queues/q/messages"
+
+    by_id = api.get(f"{base}/{claimed}").json
+    by_ids = api.get(base, params={"ids": ",".join(ids)}).json["messages"]
+    listed = api.other_client().get(base, params={"include_claimed": "true"}).json["messages"]
+    expected = {claimed: f"{base}/{claimed}?claim_id={claim_id}", free: f"{base}/{free}"}
+    assert by_id["href"] == expected[claimed]
+    assert {m["id"]: m["href"] for m in by_ids} == expected
+    assert {m["id"]: m["href"] for m in listed} == expected
+
+    # The href is what a client deletes with: with the claim it is allowed.
+    assert api.delete(f"{base}/{free}").status_code == 204
+    assert api.delete(by_id["href"]).status_code == 204
+    assert api.get(base, params={"ids": claimed}).status_code == 404
+
+    # A claim that lapsed is no longer shown.
+    other = api.post_messages("q", {"body": 3, "ttl": 300})[0]
+    api.claim("q", limit=1, ttl=60)
+    clock.advance(61)
+    assert api.get(f"{base}/{other}").json["href"] == f"{base}/{other}"
+
+
+# -- version discovery and the home document --------------------------------
+# zaqar/transport/wsgi/version.py: GET / answers 300 with {"versions": [v2]};
+# zaqar/transport/wsgi/v2_0/__init__.py holds VERSION, v2_0/homedoc.py the
+# home document (application/json-home, Cache-Control max-age=86400).
+
+
+def test_root_answers_300_with_the_versions_document(api: Api) -> None:
+    result = api.client.simulate_get("/")  # no Client-ID or project needed
+    assert result.status_code == 300
+    assert result.headers["content-type"].startswith("application/json")
+    assert result.json == {"versions": [{
+        "id": "2",
+        "status": "CURRENT",
+        "updated": "2014-9-24T04:06:47Z",
+        "media-types": [{"base": "application/json",
+                         "type": "application/vnd.openstack.messaging-v2+json"}],
+        "links": [{"href": "/v2/", "rel": "self"}],
+    }]}
+
+
+@pytest.mark.parametrize("path", ["/v2", "/v2/"])
+def test_home_document_is_json_home(api: Api, path: str) -> None:
+    result = api.get(path)
+    assert result.status_code == 200
+    assert result.headers["content-type"] == "application/json-home"
+    assert result.headers["cache-control"] == "max-age=86400"
+    resources = result.json["resources"]
+    assert resources["rel/queues"]["href-template"].startswith("/v2/queues{?")
+    assert resources["rel/message_delete"]["href-template"] == (
+        "/v2/queues/{queue_name}/messages/{message_id}{?claim}")
+    assert resources["rel/post_claim"]["hints"]["allow"] == ["POST"]
+    assert resources["rel/ping"]["href-template"] == "/v2/ping"
+    assert resources["rel/health"]["href"] == "/v2/health"
+    assert "rel/pools" not in resources  # pooling is off on this server
+    for rel, link in resources.items():
+        assert set(link) <= {"href", "href-template", "href-vars", "hints"}, rel
+        assert link["hints"]["formats"] == {"application/json": {}}, rel
+
+
+def test_unknown_error_shape_kept_for_root_methods(api: Api) -> None:
+    assert_error(api.client.simulate_post("/"), 405)
