@@ -14,6 +14,7 @@ import pytest
 from tests.api.helpers import Api, assert_error
 from tests.backends import StorageFactory, backend_name, storage_factory
 from zq.clock import ManualClock
+from zq.config import Config
 from zq.storage.base import Storage
 
 __all__ = ["backend_name", "storage_factory"]
@@ -102,3 +103,65 @@ def test_home_document_is_json_home(api: Api, path: str) -> None:
 
 def test_unknown_error_shape_kept_for_root_methods(api: Api) -> None:
     assert_error(api.client.simulate_post("/"), 405)
+
+
+# -- status codes at the edges ----------------------------------------------
+
+
+def test_form_content_type_without_a_body_is_accepted(api: Api) -> None:
+    # zaqar/common/transport/wsgi/helpers.py
+    # require_content_type_be_non_urlencoded refuses a form type only with a body.
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    assert api.put("/v2/queues/q", headers=form).status_code == 201
+    refused = api.put("/v2/queues/r", headers=form, body="a=1")
+    assert_error(refused, 400, "Form-encoded")
+    assert api.get("/v2/queues", params={"name": "r"}).json["queues"] == []
+
+
+@pytest.mark.parametrize("body", [" ", "\n\t "])
+def test_a_whitespace_only_body_is_not_json(api: Api, body: str) -> None:
+    # zaqar/transport/wsgi/v2_0/queues.py on_put parses any body sent
+    # (Content-Length > 0): whitespace is "Request body could not be parsed".
+    assert_error(api.put("/v2/queues/q", body=body), 400, "not valid JSON")
+    assert api.get("/v2/queues").json["queues"] == []
+    assert_error(api.post("/v2/queues/q/claims", body=body), 400, "not valid JSON")
+    assert api.put("/v2/queues/q", body="").status_code == 201  # no body: fine
+
+
+def test_metadata_over_the_limit_is_400_and_over_the_request_cap_413(api: Api) -> None:
+    # zaqar/transport/validation.py queue_metadata_length: 400 "too large".
+    # zq answers 413 only past [limits] max_request_body, before reading it
+    # (docs/compatibility.md).
+    over = api.put("/v2/queues/q", json={"a": "x" * 70_000})
+    assert_error(over, 400, "too large")
+    huge = api.put("/v2/queues/q", json={"a": "x" * 1_100_000})
+    assert_error(huge, 413, "at most")
+
+
+@pytest.fixture
+def config() -> Config:
+    return Config().with_overrides(signed_urls={"secret_key": "fidelity-key-0123456789abcdef"})
+
+
+def test_share_refuses_unknown_keys(api: Api) -> None:
+    # zaqar/transport/wsgi/v2_0/urls.py: 400 "Unknown keys" beyond
+    # methods, expires, paths (zq also takes python-zaqarclient's project_id).
+    result = api.post("/v2/queues/q/share", json={"paths": ["messages"], "ttl": 60})
+    assert_error(result, 400, "unknown keys ['ttl']")
+    signed = api.post("/v2/queues/q/share", json={"paths": ["claims"],
+                                                   "project_id": api.project})
+    assert signed.status_code == 200
+    assert signed.json["paths"] == ["/v2/queues/q/claims"]
+
+
+@pytest.mark.parametrize("path", [
+    "/", "/v2", "/v2/queues", "/v2/queues/q", "/v2/queues/q/stats",
+    "/v2/queues/q/messages", "/v2/queues/q/messages/m", "/v2/queues/q/claims/c",
+    "/v2/health",
+])
+def test_head_is_405_where_zaqar_v2_serves_no_head(api: Api, path: str) -> None:
+    # Zaqar v2 resources define no on_head except ping (v2_0/ping.py).
+    result = api.head(path)
+    assert result.status_code == 405
+    assert "HEAD" not in result.headers["allow"]
+    assert api.head("/v2/ping").status_code == 204

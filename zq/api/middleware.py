@@ -100,10 +100,16 @@ def is_chunked(req: falcon.Request) -> bool:
     return req.content_length is None and "chunked" in encoding
 
 
+def has_body(req: falcon.Request) -> bool:
+    """Whether the request carries a body (a Content-Length above 0, or chunked)."""
+    return bool(req.content_length) or is_chunked(req)
+
+
 class RequestRules:
     """The checks Zaqar applies to every ``/v2/...`` request.
 
-    Accept must allow JSON (406), form-encoded bodies are refused (400),
+    Accept must allow JSON (406), form-encoded bodies are refused (400; a
+    form Content-Type with no body is let through, as Zaqar does),
     bodies over ``limits.max_request_body`` are refused before being read
     (413; a chunked body is cut off as soon as it passes the limit), and
     Client-ID must be a UUID (400). Also reads ``include_history``, zq's
@@ -119,7 +125,9 @@ class RequestRules:
                 description="This server only produces application/json; "
                 "send an Accept header that allows it."
             )
-        if req.content_type and req.content_type.split(";")[0].strip().lower() == FORM_MEDIA_TYPE:
+        if has_body(req) and (
+            (req.content_type or "").split(";")[0].strip().lower() == FORM_MEDIA_TYPE
+        ):
             raise InvalidRequest(
                 "Form-encoded request bodies are not supported; send application/json."
             )
