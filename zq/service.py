@@ -496,7 +496,11 @@ def apply_patch(
 
 
 def _probe(storage: Storage) -> dict[str, Any]:
-    """Ping a backend and time a few read-only operations on it."""
+    """Ping a backend, time a few read-only operations on it, count its messages.
+
+    ``message_volume`` (free, claimed, total alive messages of the backend)
+    is Zaqar's (its MongoDB and SQL drivers' ``_health``).
+    """
     reachable = storage.ping()
     status: dict[str, Any] = {}
     if reachable:
@@ -519,5 +523,14 @@ def _probe(storage: Storage) -> dict[str, Any]:
                 "seconds": round(time.perf_counter() - started, 6),
                 "ref": None,
             }
-    return {"storage_reachable": reachable, "operation_status": status}
+    report: dict[str, Any] = {"storage_reachable": reachable, "operation_status": status}
+    if reachable:
+        try:
+            volume = storage.queues.volume()
+        except Exception:  # a health report shows what it can, it never fails
+            return report
+        report["message_volume"] = {
+            "free": volume.free, "claimed": volume.claimed, "total": volume.total,
+        }
+    return report
 

@@ -165,3 +165,21 @@ def test_head_is_405_where_zaqar_v2_serves_no_head(api: Api, path: str) -> None:
     assert result.status_code == 405
     assert "HEAD" not in result.headers["allow"]
     assert api.head("/v2/ping").status_code == 204
+
+
+# -- health ------------------------------------------------------------------
+# zaqar/storage/mongodb/driver.py and sqlalchemy/driver.py _health: each
+# report carries message_volume {free, claimed, total}.
+
+
+def test_health_reports_the_message_volume(api: Api, clock) -> None:
+    clock.advance(365 * 86400)  # what other tests left on the backend has expired
+    admin = {"X-Roles": "admin"}
+    api.post_messages("a", {"body": 1, "ttl": 600}, {"body": 2, "ttl": 600})
+    api.post_messages("b", {"body": 3, "ttl": 600})
+    api.claim("a", limit=1)
+    health = api.get("/v2/health", headers=admin)
+    assert health.status_code == 200
+    assert health.json["storage_reachable"] is True
+    assert health.json["message_volume"] == {"free": 2, "claimed": 1, "total": 3}
+    assert_error(api.get("/v2/health"), 403, "admin")

@@ -107,6 +107,38 @@ def test_stats_counts_free_and_claimed(storage, project, clock):
     assert stats.newest.created == pytest.approx(1_700_000_001.0)
 
 
+def test_volume_counts_alive_messages_of_every_queue_and_project(storage, project, clock):
+    # The backend is shared with other tests' projects: compare before and after.
+    def volume() -> tuple[int, int, int]:
+        found = storage.queues.volume()
+        assert found.oldest is None and found.newest is None
+        return found.free, found.claimed, found.total
+
+    free, claimed, total = volume()
+    post(storage, project, "a", 3)
+    post(storage, project, "b", 1, delay=60)  # delayed counts as free, as in stats
+    post(storage, project + "-other", "a", 2)
+    held = claim(storage, project, "a", 2)
+    assert volume() == (free + 4, claimed + 2, total + 6)
+    storage.messages.delete(project, "a", held.messages[0].id, claim_id=held.id, client_id=None)
+    storage.claims.release(project, "a", held.id, client_id=None)
+    assert volume() == (free + 5, claimed, total + 5)
+    storage.queues.delete(project + "-other", "a")
+    assert volume() == (free + 3, claimed, total + 3)
+
+
+def test_volume_leaves_out_lapsed_claims_and_expired_messages(storage, project, clock):
+    # A year on, whatever other tests left on this backend has expired.
+    clock.advance(365 * 86400)
+    post(storage, project, "q", 2, ttl=3600)
+    claim(storage, project, "q", 1, ttl=60, grace=60)
+    assert (storage.queues.volume().free, storage.queues.volume().claimed) == (1, 1)
+    clock.advance(61)
+    assert (storage.queues.volume().free, storage.queues.volume().claimed) == (2, 0)
+    clock.advance(3600)
+    assert storage.queues.volume().total == 0
+
+
 def test_stats_of_missing_or_empty_queue_are_zeros(storage, project):
     stats = storage.queues.stats(project, "missing")
     assert (stats.free, stats.claimed, stats.total) == (0, 0, 0)

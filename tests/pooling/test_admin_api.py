@@ -218,10 +218,15 @@ def test_queue_listing_pages_across_pools(pools, user):
     assert seen == [f"q{i}" for i in range(7)]
 
 
-def test_health_reports_each_pool(pools):
+def test_health_reports_each_pool(pools, user):
+    # zaqar/storage/pooling.py _health: one report per pool, each with its
+    # own message_volume (not summed).
+    user.post("/v2/queues/q/messages", json={"messages": [{"body": 1}, {"body": 2}]})
     body = pools.get("/v2/health").json
     assert set(body) == {"one", "two"}
     assert all(report["storage_reachable"] for report in body.values())
+    volumes = sorted(tuple(r["message_volume"].values()) for r in body.values())
+    assert volumes == [(0, 0, 0), (2, 0, 2)]
 
 
 def test_health_shows_an_unreachable_pool(pools, pool_uris, tmp_path):

@@ -217,6 +217,14 @@ class QueueController(ABC):
         """
 
     @abstractmethod
+    def volume(self) -> QueueStats:
+        """Counts of alive messages over every queue of every project of the backend.
+
+        ``free`` and ``claimed`` as in ``stats``; no ``oldest``/``newest``.
+        Read-only (health reports it as ``message_volume``).
+        """
+
+    @abstractmethod
     def purge(self, project: str, queue: str) -> None:
         """Remove every message and claim of the queue, keep the queue.
 
