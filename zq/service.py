@@ -10,7 +10,7 @@ through a zq.pooling resolver and knows nothing about HTTP.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -139,15 +139,21 @@ class QueueService:
         detailed: bool = False,
         name: str | None = None,
         with_count: bool = False,
+        metadata: Mapping[str, Any] | None = None,
     ) -> QueuePage:
-        """Queues ordered by name after ``marker``, across every backend."""
+        """Queues ordered by name after ``marker``, across every backend.
+
+        ``name`` keeps queues whose name contains it; ``metadata`` those whose
+        metadata holds each of its keys with an equal value (zq.queue_filter).
+        """
         size = validation.limit(
             self.limits.default_page_size if limit is None else limit,
             self.limits.max_queues_per_page,
         )
         # The resolver knows the index of queues (the catalog, under pooling).
         found = self.pools.list_queues(
-            project, marker=marker or None, limit=size, name=name or None, detailed=detailed
+            project, marker=marker or None, limit=size, name=name or None, detailed=detailed,
+            metadata=metadata or None,
         )
         if detailed:
             page = [QueueRecord(q.name, meta.with_defaults(q.metadata, self.limits)) for q in found]
@@ -155,7 +161,8 @@ class QueueService:
             page = [QueueRecord(q.name, {}) for q in found]
         count = None
         if with_count:
-            count = self.pools.count_queues(project, name=name or None)
+            count = self.pools.count_queues(project, name=name or None,
+                                            metadata=metadata or None)
         return QueuePage(page, count)
 
     def queue_stats(self, project: str, queue: str) -> QueueStats:

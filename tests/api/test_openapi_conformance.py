@@ -104,6 +104,13 @@ def test_queue_list(client: CheckedClient) -> None:
     assert client.get("/v2/queues", params={"name": "b"}).json["queues"][0]["name"] == "q-b"
 
 
+def test_queue_list_with_a_metadata_filter(client: CheckedClient) -> None:
+    client.put("/v2/queues/q-ops", json={"team": "ops"})
+    client.put("/v2/queues/q-dev", json={"team": "dev"})
+    page = client.get("/v2/queues", params={"team": "ops", "with_count": True}).json
+    assert [q["name"] for q in page["queues"]] == ["q-ops"] and page["count"] == 1
+
+
 def test_empty_queue_list(client: CheckedClient) -> None:
     assert client.get("/v2/queues").json["queues"] == []
 

@@ -183,3 +183,36 @@ def test_health_reports_the_message_volume(api: Api, clock) -> None:
     assert health.json["storage_reachable"] is True
     assert health.json["message_volume"] == {"free": 2, "claimed": 1, "total": 3}
     assert_error(api.get("/v2/health"), 403, "admin")
+
+
+# -- queue listing filters ---------------------------------------------------
+# zaqar/transport/wsgi/v2_0/queues.py (and topic.py, the same code): every
+# query parameter other than marker, limit, detailed, name (and with_count)
+# is a metadata filter, its value an int when int() reads it.
+
+
+def test_queue_listing_filters_by_metadata_and_name_and_pages(api: Api) -> None:
+    for n in range(12):
+        meta = {"team": "ops" if n % 4 == 1 else "dev", "tier": n % 2}
+        assert api.put(f"/v2/queues/q{n:02d}", json=meta).status_code == 201
+    seen, href, pages = [], "/v2/queues", 0
+    params: dict | None = {"team": "ops", "limit": 2, "detailed": "true", "with_count": "true"}
+    while True:
+        body = api.get(href, params=params).json
+        params = None
+        if not body["queues"]:
+            break
+        pages += 1
+        assert body["count"] == 3
+        assert all(q["metadata"]["team"] == "ops" for q in body["queues"])
+        seen += [q["name"] for q in body["queues"]]
+        href = body["links"][0]["href"]
+        assert "team=ops" in href and "limit=2" in href and "detailed=true" in href
+    assert seen == ["q01", "q05", "q09"] and pages == 2
+
+    # An integer-looking value is an integer (Zaqar's int() on the value).
+    odd = api.get("/v2/queues", params={"tier": "1", "name": "q0"}).json["queues"]
+    assert [q["name"] for q in odd] == ["q01", "q03", "q05", "q07", "q09"]
+    assert api.get("/v2/queues", params={"team": "nobody"}).json == {
+        "queues": [], "links": []}
+    assert_error(api.get("/v2/queues?team=a&team=b"), 400, "one value")

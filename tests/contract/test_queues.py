@@ -89,6 +89,53 @@ def test_list_and_count_filter_by_name(storage, project):
     assert storage.queues.count(project, name="_") == 1
 
 
+def test_metadata_filter_pages_through_many_queues(storage, project):
+    # 230 queues, every 37th a "team: ops" one: more than two scan rounds
+    # (zq.queue_filter.SCAN_PAGE) between some matches.
+    wanted = []
+    for n in range(230):
+        name = f"q{n:03d}"
+        ops = n % 37 == 5
+        storage.queues.create(project, name, {"team": "ops" if ops else "dev", "n": n})
+        if ops:
+            wanted.append(name)
+    assert len(wanted) == 7
+    seen, marker = [], None
+    while True:
+        page = storage.queues.list_matching(project, marker=marker, limit=2,
+                                            metadata={"team": "ops"})
+        assert len(page) <= 2
+        if not page:
+            break
+        assert all(q.metadata["team"] == "ops" for q in page)
+        seen += [q.name for q in page]
+        marker = page[-1].name
+    assert seen == wanted
+    assert storage.queues.count_matching(project, metadata={"team": "ops"}) == 7
+    both = storage.queues.list_matching(project, name="q04", metadata={"team": "ops"})
+    assert [q.name for q in both] == ["q042"]
+    assert storage.queues.count_matching(project, name="q04", metadata={"team": "ops"}) == 1
+
+
+def test_metadata_filter_values_compare_as_json(storage, project):
+    storage.queues.create(project, "int", {"v": 3, "_max_claim_count": 5})
+    storage.queues.create(project, "float", {"v": 3.0})
+    storage.queues.create(project, "text", {"v": "3"})
+    storage.queues.create(project, "flag", {"v": True, "w": 1})
+    storage.queues.create(project, "none", {})
+
+    def names(**metadata):
+        return [q.name for q in storage.queues.list_matching(project, metadata=metadata)]
+
+    assert names(v=3) == ["float", "int"]
+    assert names(v="3") == ["text"]
+    assert names(v=1) == []  # true is not 1
+    assert names(v=True, w=1) == ["flag"]
+    assert names(_max_claim_count=5) == ["int"]
+    assert names(missing="x") == []
+    assert names() == ["flag", "float", "int", "none", "text"]
+
+
 def test_count_of_empty_project(storage, project):
     assert storage.queues.count(project) == 0
     assert storage.queues.list(project) == []

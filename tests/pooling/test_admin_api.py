@@ -218,6 +218,21 @@ def test_queue_listing_pages_across_pools(pools, user):
     assert seen == [f"q{i}" for i in range(7)]
 
 
+def test_queue_listing_metadata_filter_pages_across_pools(pools, user):
+    for i in range(9):
+        meta = {"team": "ops"} if i % 3 == 0 else {"team": "dev"}
+        assert user.put(f"/v2/queues/q{i}", json=meta).status_code == 201
+    seen, href = [], "/v2/queues?limit=2&team=ops&with_count=true"
+    while True:
+        body = user.get(href).json
+        if not body["queues"]:
+            break
+        assert body["count"] == 3
+        seen += [q["name"] for q in body["queues"]]
+        href = body["links"][0]["href"]
+    assert seen == ["q0", "q3", "q6"]
+
+
 def test_health_reports_each_pool(pools, user):
     # zaqar/storage/pooling.py _health: one report per pool, each with its
     # own message_volume (not summed).

@@ -31,10 +31,11 @@ Conventions every driver follows:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from zq import queue_filter
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import QueueNotFound
 
@@ -208,6 +209,36 @@ class QueueController(ABC):
     @abstractmethod
     def count(self, project: str, *, name: str | None = None) -> int:
         """How many queues ``list`` would return without paging."""
+
+    def list_matching(
+        self,
+        project: str,
+        *,
+        marker: str | None = None,
+        limit: int = 10,
+        name: str | None = None,
+        metadata: Mapping[str, Any],
+    ) -> list[QueueRecord]:
+        """As ``list``, keeping only queues whose metadata matches ``metadata``.
+
+        A queue matches when its metadata holds every key of ``metadata``
+        with an equal value (zq.queue_filter.same_value). Pages exactly as
+        ``list``: ``limit`` matching queues after ``marker``, by name. A
+        driver may override it with a query of its own backend.
+        """
+        return queue_filter.matching_page(
+            lambda after, size: self.list(project, marker=after, limit=size, name=name),
+            marker=marker, limit=limit, wanted=metadata,
+        )
+
+    def count_matching(
+        self, project: str, *, name: str | None = None, metadata: Mapping[str, Any]
+    ) -> int:
+        """How many queues ``list_matching`` would return without paging."""
+        return queue_filter.count_matching(
+            lambda after, size: self.list(project, marker=after, limit=size, name=name),
+            metadata,
+        )
 
     @abstractmethod
     def stats(self, project: str, queue: str) -> QueueStats:
