@@ -70,8 +70,6 @@ class Registry:
 
         def work(conn: sa.Connection) -> None:
             _check_uri_free(conn, pool.uri, pool.name)
-            if pool.flavor is not None:
-                _require_flavor(conn, pool.flavor, InvalidRequest)
             values = {"uri": pool.uri, "weight": pool.weight, "flavor": pool.flavor,
                       "options": dump_json(pool.options)}
             row = _pool_row(conn, pool.name)
@@ -111,8 +109,6 @@ class Registry:
                 _check_uri_free(conn, changes["uri"], name)
                 # Processes holding a connection to the old URI must drop it.
                 bump_generation(conn)
-            if changes.get("flavor") is not None:
-                _require_flavor(conn, changes["flavor"], InvalidRequest)
             if values:
                 conn.execute(sa.update(pools).where(pools.c.name == name).values(**values))
             return _pool(_pool_row(conn, name))
@@ -289,11 +285,6 @@ def _check_uri_free(conn: sa.Connection, uri: str, name: str) -> None:
     owner = conn.execute(sa.select(pools.c.name).where(pools.c.uri == uri)).scalar()
     if owner is not None and owner != name:
         raise PoolConflict(f"URI {uri!r} is already registered as pool {owner!r}.")
-
-
-def _require_flavor(conn: sa.Connection, name: str, error: type[Exception]) -> None:
-    if _flavor_row(conn, name) is None:
-        raise error(f"Flavor {name!r} does not exist; create it first (PUT /v2/flavors/{name}).")
 
 
 def _set_members(conn: sa.Connection, flavor: str, pool_list: Sequence[str]) -> None:
