@@ -293,10 +293,11 @@ def test_oversized_post_is_400(client: CheckedClient) -> None:
     assert "too large" in result.json["description"]
 
 
-def test_post_over_the_transport_cap_is_413(client: CheckedClient) -> None:
+def test_post_over_the_transport_cap_is_400(client: CheckedClient) -> None:
     body = "x" * 1048577
     result = client.post("/v2/queues/m/messages", json={"messages": [{"body": body}]})
-    assert result.status_code == 413
+    assert result.status_code == 400
+    assert result.json["title"] == "Request body too large"
 
 
 def test_post_has_no_message_count_limit(client: CheckedClient) -> None:

@@ -41,7 +41,7 @@ def test_form_encoded_bodies_are_refused(api):
 
 def test_oversized_body_is_refused_before_reading(app, api, config):
     body = b"x" * (config.limits.max_request_body + 1)
-    assert_error(api.post("/v2/queues/q/claims", body=body), 413)
+    assert_error(api.post("/v2/queues/q/claims", body=body), 400, "at most")
 
 
 def test_every_response_has_a_request_id(api):

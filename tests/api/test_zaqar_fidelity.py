@@ -128,14 +128,19 @@ def test_a_whitespace_only_body_is_not_json(api: Api, body: str) -> None:
     assert api.put("/v2/queues/q", body="").status_code == 201  # no body: fine
 
 
-def test_metadata_over_the_limit_is_400_and_over_the_request_cap_413(api: Api) -> None:
-    # zaqar/transport/validation.py queue_metadata_length: 400 "too large".
-    # zq answers 413 only past [limits] max_request_body, before reading it
-    # (docs/compatibility.md).
+def test_bodies_over_a_limit_are_400_even_past_the_request_cap(api: Api) -> None:
+    # zaqar/transport/validation.py queue_metadata_length and message_length:
+    # 400 "too large". Past [limits] max_request_body zq refuses the body
+    # before reading it, still with 400: python-zaqarclient
+    # (zaqarclient/transport/base.py http_to_zaqar) raises on 400, not on 413.
     over = api.put("/v2/queues/q", json={"a": "x" * 70_000})
     assert_error(over, 400, "too large")
     huge = api.put("/v2/queues/q", json={"a": "x" * 1_100_000})
-    assert_error(huge, 413, "at most")
+    assert_error(huge, 400, "at most")
+    assert huge.json["title"] == "Request body too large"
+    post = api.post("/v2/queues/q/messages", json={"messages": [{"body": "x" * 1_100_000}]})
+    assert_error(post, 400, "at most")
+    assert api.get("/v2/queues/q/stats").json["messages"]["total"] == 0
 
 
 @pytest.fixture
