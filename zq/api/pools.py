@@ -57,8 +57,7 @@ class AdminResource:
         """The next page keeps every query parameter (``detailed``, ``limit``...)."""
         if not items:
             return []
-        kept = {k: v for k, v in req.params.items() if k != "marker"}
-        return representation.next_links(req.path, {"marker": items[-1].name, **kept})
+        return representation.next_links_keeping(req.path, req.params, items[-1].name)
 
 
 @falcon.before(require_admin)

@@ -51,9 +51,8 @@ class QueueCollection(Resource):
         links = []
         if page.queues:
             # The next page keeps every filter (Zaqar's link drops the metadata ones).
-            kept = {k: v for k, v in req.params.items() if k != "marker"}
-            links = representation.next_links(
-                req.path, {"marker": page.queues[-1].name, **kept})
+            links = representation.next_links_keeping(
+                req.path, req.params, page.queues[-1].name)
         body = {"queues": queues, "links": links}
         if page.count is not None:
             body["count"] = page.count

@@ -106,6 +106,14 @@ def next_links(path: str, params: Mapping[str, Any]) -> list[dict[str, str]]:
     return [{"rel": "next", "href": f"{path}?{urlencode(query)}"}]
 
 
+def next_links_keeping(
+    path: str, params: Mapping[str, Any], marker: Any
+) -> list[dict[str, str]]:
+    """The ``links`` of a page whose next page keeps every query parameter but ``marker``."""
+    kept = {k: v for k, v in params.items() if k != "marker"}
+    return next_links(path, {"marker": marker, **kept})
+
+
 def _query_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -53,11 +53,8 @@ class SingleBackend:
         detailed: bool,
         metadata: Mapping[str, Any] | None = None,
     ) -> list[QueueRecord]:
-        queues = self._storage.queues
-        if metadata:
-            return queues.list_matching(project, marker=marker, limit=limit, name=name,
-                                        metadata=metadata)
-        return queues.list(project, marker=marker, limit=limit, name=name)
+        return self._storage.queues.list_matching(
+            project, marker=marker, limit=limit, name=name, metadata=metadata or {})
 
     def count_queues(
         self, project: str, *, name: str | None, metadata: Mapping[str, Any] | None = None
