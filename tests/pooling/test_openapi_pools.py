@@ -160,6 +160,7 @@ def test_put_pool_may_name_a_flavor_created_later(
     # Until the flavor exists no queue can ask for it, and flavor-less queues
     # do not land on the pool.
     assert_error(user.put("/v2/queues/q", json={"_flavor": "later"}), 400, "'later'")
+    assert_error(user.put("/v2/queues/plain"), 503)  # p is no flavor-less pool
     assert admin.put("/v2/flavors/later", json={"pool_list": ["p"]}).status_code == 201
     assert admin.get("/v2/flavors/later").json["pool_list"] == ["p"]
     assert user.put("/v2/queues/q", json={"_flavor": "later"}).status_code == 201
