@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -178,15 +178,21 @@ class QueueService:
         detailed: bool = False,
         name: str | None = None,
         with_count: bool = False,
+        metadata: Mapping[str, Any] | None = None,
     ) -> QueuePage:
-        """Queues ordered by name after ``marker``, across every backend."""
+        """Queues ordered by name after ``marker``, across every backend.
+
+        ``name`` keeps queues whose name contains it; ``metadata`` those whose
+        metadata holds each of its keys with an equal value (zq.queue_filter).
+        """
         size = validation.limit(
             self.limits.default_page_size if limit is None else limit,
             self.limits.max_queues_per_page,
         )
         # The resolver knows the index of queues (the catalog, under pooling).
         found = self.pools.list_queues(
-            project, marker=marker or None, limit=size, name=name or None, detailed=detailed
+            project, marker=marker or None, limit=size, name=name or None, detailed=detailed,
+            metadata=metadata or None,
         )
         if detailed:
             page = [QueueRecord(q.name, meta.with_defaults(q.metadata, self.limits)) for q in found]
@@ -194,7 +200,8 @@ class QueueService:
             page = [QueueRecord(q.name, {}) for q in found]
         count = None
         if with_count:
-            count = self.pools.count_queues(project, name=name or None)
+            count = self.pools.count_queues(project, name=name or None,
+                                            metadata=metadata or None)
         return QueuePage(page, count)
 
     def queue_stats(self, project: str, queue: str) -> QueueStats:
@@ -621,7 +628,11 @@ def apply_patch(
 
 
 def _probe(storage: Storage) -> dict[str, Any]:
-    """Ping a backend and time a few read-only operations on it."""
+    """Ping a backend, time a few read-only operations on it, count its messages.
+
+    ``message_volume`` (free, claimed, total alive messages of the backend)
+    is Zaqar's (its MongoDB and SQL drivers' ``_health``).
+    """
     reachable = storage.ping()
     status: dict[str, Any] = {}
     if reachable:
@@ -644,5 +655,14 @@ def _probe(storage: Storage) -> dict[str, Any]:
                 "seconds": round(time.perf_counter() - started, 6),
                 "ref": None,
             }
-    return {"storage_reachable": reachable, "operation_status": status}
+    report: dict[str, Any] = {"storage_reachable": reachable, "operation_status": status}
+    if reachable:
+        try:
+            volume = storage.queues.volume()
+        except Exception:  # a health report shows what it can, it never fails
+            return report
+        report["message_volume"] = {
+            "free": volume.free, "claimed": volume.claimed, "total": volume.total,
+        }
+    return report
 
