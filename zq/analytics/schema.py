@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from zq.analytics.shapes import body_shape
 from zq.encryption import is_sealed
 from zq.storage.base import Event
 
@@ -43,6 +44,10 @@ SCHEMA = pa.schema(
         ("pop", pa.bool_()),
         ("target", pa.string()),  # expired: "claim" for a claim expiry
         ("messages", pa.int64()),  # expired claim / purged: how many messages
+        ("description", pa.string()),  # dead_lettered / rejected: why, in words
+        # The shape of the body sample (zq.analytics.shapes), computed at
+        # export; null when there is no sample or it is not whole JSON.
+        ("shape", pa.string()),
         ("detail", pa.string()),  # the whole detail as JSON text
     ]
 )
@@ -59,6 +64,7 @@ _LIFTED = {
     "pop": "pop",
     "target": "target",
     "messages": "messages",
+    "description": "description",
 }
 _INT_COLUMNS = {"ttl", "delay", "size", "messages"}
 
@@ -73,6 +79,8 @@ def event_row(backend: str, seq: int, event: Event) -> dict[str, Any]:
 
     A dead lettered message's sample is left out when its body is stored
     encrypted: it is the start of the ciphertext, which no analysis can use.
+    Its ``shape`` is computed here from the plaintext sample, so Spark needs
+    no Python code; an encrypted body has neither sample nor shape.
     """
     detail = event.detail
     if detail and is_sealed(str(detail.get("sample") or "")):
@@ -102,6 +110,7 @@ def event_row(backend: str, seq: int, event: Event) -> dict[str, Any]:
         elif value is not None:
             value = str(value)
         row[column] = value
+    row["shape"] = body_shape(row["sample"])
     return row
 
 
