@@ -35,7 +35,10 @@ class QueueAttempts:
     queue: str
     succeeded: dict[int, int] = field(default_factory=dict)  # claims at delete -> messages
     failed: dict[int, int] = field(default_factory=dict)  # claims when it failed -> messages
-    gaps: list[float] = field(default_factory=list)  # seconds between consecutive claims
+    # Seconds between consecutive claims of one message in the queue.
+    gap_mean: float | None = None
+    gap_p50: float | None = None
+    gap_p90: float | None = None
     recoveries: list[float] = field(default_factory=list)  # first claim -> successful claim
 
     @property
@@ -63,17 +66,13 @@ def percentile(values: Sequence[float], p: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def claim_figures(queue: QueueAttempts, m: int) -> dict[str, object]:
     """The figures of one candidate ``_max_claim_count`` for one queue."""
     false_dead_letters = sum(n for k, n in queue.succeeded.items() if k > m)
     saved = sum(n * (c - m) for c, n in queue.failed.items() if c > m)
     unknown = sum(n for c, n in queue.failed.items() if c < m)
     extra = sum(n * (m - c) for c, n in queue.failed.items() if c < m)
-    gap = mean(queue.gaps)
+    gap, failures = queue.gap_mean, queue.failures
     successes = queue.successes
     return {
         "project": queue.project, "queue": queue.queue, "max_claim_count": m,
@@ -83,10 +82,12 @@ def claim_figures(queue: QueueAttempts, m: int) -> dict[str, object]:
         "deliveries_saved": saved,
         "unknown": unknown,
         "extra_deliveries_if_still_failing": extra,
-        # Failing messages dead lettered later (positive) or sooner (negative)
-        # than observed, in seconds summed over them: an estimate from the
-        # mean gap between claims, since the attempts never happened.
-        "est_dead_letter_delay_s": None if gap is None else gap * (extra - saved),
+        # How much later (positive) or sooner (negative) than observed a
+        # failing message would have been given up on, on average: an
+        # estimate from the mean gap between claims, as the attempts never
+        # happened (an unknown message is assumed to keep failing).
+        "est_dead_letter_delay_s": (gap * (extra - saved) / failures
+                                    if gap is not None and failures else None),
     }
 
 
@@ -133,14 +134,14 @@ def backoff_figures(queue: QueueAttempts, m: int, *, delays: Sequence[float] = R
 def recommend(queue: QueueAttempts, *, tolerance: float = DEFAULT_TOLERANCE,
               min_failing: int = DEFAULT_MIN_FAILING) -> dict[str, object]:
     """The advice for one queue: a ``_max_claim_count`` and a backoff, with the evidence."""
-    gaps, recoveries = queue.gaps, queue.recoveries
+    recoveries = queue.recoveries
     row: dict[str, object] = {
         "project": queue.project, "queue": queue.queue,
         "succeeded": queue.successes, "failed": queue.failures,
         "observed_max_claims": queue.observed_max,
         "max_claim_count": None, "false_dead_letters": None, "deliveries_saved": None,
         "unknown": None, "backoff": None, "retry_delay": None, "covered_share": None,
-        "gap_p50_s": percentile(gaps, 0.5), "gap_p90_s": percentile(gaps, 0.9),
+        "gap_p50_s": queue.gap_p50, "gap_p90_s": queue.gap_p90,
         "recovered": len(recoveries),
         "recovery_p50_s": percentile(recoveries, 0.5),
         "recovery_p90_s": percentile(recoveries, 0.9),
@@ -198,3 +199,32 @@ def advise(queues: Sequence[QueueAttempts], *, tolerance: float = DEFAULT_TOLERA
         if row["max_claim_count"] is not None and queue.recoveries:
             backoff += backoff_figures(queue, row["max_claim_count"])
     return {"advice": advice, "advice_claims": claims, "advice_backoff": backoff}
+
+
+def queues_from(counts: Sequence[Mapping[str, object]], gaps: Sequence[Mapping[str, object]],
+                recovered: Sequence[Mapping[str, object]]) -> list[QueueAttempts]:
+    """QueueAttempts from the rows of ``attempt_counts``, ``attempt_gaps`` and ``recoveries``."""
+    queues: dict[tuple[str, str], QueueAttempts] = {}
+
+    def queue(row: Mapping[str, object]) -> QueueAttempts:
+        key = (str(row["project"]), str(row["queue"]))
+        return queues.setdefault(key, QueueAttempts(*key))
+
+    for row in counts:
+        outcome = queue(row).succeeded if row["outcome"] == "succeeded" else queue(row).failed
+        outcome[int(row["claims"])] = int(row["messages"])
+    for row in gaps:
+        found = queue(row)
+        found.gap_mean, found.gap_p50, found.gap_p90 = (row["gap_mean"], row["gap_p50"],
+                                                       row["gap_p90"])
+    for row in recovered:
+        queue(row).recoveries = sorted(row["recoveries"])
+    return list(queues.values())
+
+
+def columns() -> dict[str, list[str]]:
+    """The columns of each advisor table, also when it has no rows."""
+    empty = QueueAttempts("", "")
+    return {"advice": list(recommend(empty, min_failing=1)),
+            "advice_claims": list(claim_figures(empty, 1)),
+            "advice_backoff": list(backoff_figures(empty, 1)[0])}

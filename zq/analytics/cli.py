@@ -49,8 +49,21 @@ def _positive(text: str) -> int:
     return value
 
 
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction from 0 to below 1, got {text}")
+    return value
+
+
 def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``zq stats`` (shared with ``spark-submit zq/analytics/job.py``)."""
+    parser.add_argument("action", nargs="?", choices=("advise",),
+                        help="advise: recommend _max_claim_count and a backoff per queue "
+                             "from the observed attempts (see --tolerance, --min-failing)")
     parser.add_argument("--events", required=True, metavar="DIR",
                         help="the exported dataset (local path, hdfs://, s3a://)")
     parser.add_argument("--queue", help="only this queue")
@@ -70,6 +83,12 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
                              "every table, and print its result instead")
     parser.add_argument("--top", type=_positive, default=DEFAULT_TOP,
                         help=f"rows kept in the top-N tables (default {DEFAULT_TOP})")
+    parser.add_argument("--tolerance", type=_share, metavar="SHARE",
+                        help="advise: the share of succeeded messages a recommendation may "
+                             "dead letter (default 0.01)")
+    parser.add_argument("--min-failing", type=_positive, metavar="N",
+                        help="advise: failing messages a queue needs before it gets a "
+                             "recommendation (default 20)")
     parser.add_argument("--conf", type=_spark_conf, action="append", default=[],
                         metavar="KEY=VALUE", help="extra Spark setting (repeatable)")
 
@@ -123,12 +142,18 @@ def register(subparsers: Any) -> None:
     stats = subparsers.add_parser(
         "stats", help="claim statistics with Spark over an exported dataset",
         description="Compute per-queue counts, claims per message, latencies, failing "
-                    "fingerprints and consumers from exported events, with PySpark.",
+                    "fingerprints, poison signatures and consumers from exported events, "
+                    "with PySpark. 'zq stats advise' instead recommends _max_claim_count and "
+                    "a backoff per queue, with the evidence (docs/analytics.md).",
         epilog="examples:\n  zq stats --events /data/zq-events\n"
                "  zq stats --events /data/zq-events --queue orders --format json\n"
                "  zq stats --events /data/zq-events --out /tmp/report  # CSV, Parquet, PNG, HTML\n"
                "  zq stats --events /data/zq-events --sql \"SELECT queue, count(*) FROM events "
-               "GROUP BY queue\"",
+               "GROUP BY queue\"\n"
+               "  zq stats advise --events /data/zq-events               # retry-policy advice\n"
+               "  zq stats advise --events /data/zq-events --queue orders --tolerance 0 "
+               "--format json\n"
+               "  zq stats advise --events /data/zq-events --out /tmp/advice  # CSV, PNG, HTML",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_stats_arguments(stats)
     stats.set_defaults(handler=run_stats)
@@ -188,6 +213,23 @@ def run_stats(args: argparse.Namespace) -> int:
         print("zq: error: zq stats needs PySpark: pip install 'zq[spark]' "
               "(and a Java 17+ runtime).", file=sys.stderr)
         return 1
+    problem = stats_arguments_problem(args)
+    if problem:
+        print(f"zq: error: {problem}", file=sys.stderr)
+        return 2
     from zq.analytics.job import run
 
     return run(args)
+
+
+def stats_arguments_problem(args: argparse.Namespace) -> str | None:
+    """Options that cannot take effect together, as a one-line message."""
+    if args.action != "advise":
+        given = [flag for flag, value in (("--tolerance", args.tolerance),
+                                          ("--min-failing", args.min_failing))
+                 if value is not None]
+        if given:
+            return f"{' and '.join(given)} only apply to 'zq stats advise'"
+    elif args.sql:
+        return "--sql does not apply to 'zq stats advise' (the views are in plain 'zq stats')"
+    return None

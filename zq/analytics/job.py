@@ -20,12 +20,12 @@ if __name__ == "__main__" and not __package__:
     # zq importable, ahead of any installed copy.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from zq.analytics.cli import add_stats_arguments
+from zq.analytics.cli import add_stats_arguments, stats_arguments_problem
 from zq.analytics.spark import SparkMissing, spark_session
 from zq.dead_letter import iso8601
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 class Progress:
@@ -50,6 +50,10 @@ def run(
     """Run the job for parsed ``args``; prints to ``out`` (stdout). Returns the exit code."""
     out = out if out is not None else sys.stdout
     say = progress or Progress()
+    problem = stats_arguments_problem(args)
+    if problem:
+        print(f"zq: error: {problem}", file=sys.stderr)
+        return 2
     try:
         return _run(args, spark, out, say)
     except SparkMissing as exc:
@@ -80,6 +84,8 @@ def _run(args: argparse.Namespace, spark: SparkSession | None, out: IO[str],
     say(f"{total:,} events selected")
     say("reconstructing message lifecycles (window functions)")
     steps = lc.message_events(events).cache()
+    if args.action == "advise":
+        return _advise(args, steps, out, say, total)
     holds = lc.claim_holds(steps)
     lifecycles = lc.lifecycles(steps)
     computed = tables.compute(events, steps, holds, top=args.top)
@@ -108,6 +114,39 @@ def _run(args: argparse.Namespace, spark: SparkSession | None, out: IO[str],
     if args.out:
         say(f"writing tables, charts and report.html to {args.out}")
         report.write_out(results, args.out, subtitle=_describe(args, total))
+    say("done")
+    return 0
+
+
+def _advise(args: argparse.Namespace, steps: DataFrame, out: IO[str],
+            say: Callable[[str], None], total: int) -> int:
+    """``zq stats advise``: Spark reduces, zq.analytics.advice decides."""
+    from zq.analytics import advice, attempts, report
+
+    messages = attempts.per_message(steps)
+    reduced = {}
+    for name, frame in (("attempt_counts", attempts.attempt_counts(messages)),
+                        ("attempt_gaps", attempts.attempt_gaps(steps)),
+                        ("recoveries", attempts.recoveries(messages))):
+        say(f"computing {name}")
+        reduced[name] = report.collect(name, frame).records()
+    options = {"tolerance": args.tolerance, "min_failing": args.min_failing}
+    tables = advice.advise(advice.queues_from(*reduced.values()),
+                           **{k: v for k, v in options.items() if v is not None})
+    columns = advice.columns()
+    results = {name: report.Result(name, columns[name],
+                                   [tuple(row[c] for c in columns[name]) for row in rows])
+               for name, rows in tables.items()}
+    text = report.render(list(results.values()), args.format)
+    if args.format == "table":
+        # The advice sentences are longer than a table cell shows.
+        text += "\n== recommendations\n" + "".join(
+            f"{row['project']}/{row['queue']}: {row['advice']}\n" for row in tables["advice"])
+    out.write(text)
+    if args.out:
+        say(f"writing the advice tables, chart and report.html to {args.out}")
+        report.write_out(results, args.out, title="zq retry-policy advice",
+                         subtitle=_describe(args, total))
     say("done")
     return 0
 
