@@ -14,6 +14,10 @@ DEAD_LETTERED = "dead_lettered"
 EXPIRED = "expired"
 PURGED = "purged"
 
+# Emitted by the poison workflow's reject (not yet by any driver); the
+# analytics already group its descriptions (zq stats poison_signatures).
+REJECTED = "rejected"
+
 KINDS = (POSTED, CLAIMED, RENEWED, RELEASED, DELETED, DEAD_LETTERED, EXPIRED, PURGED)
 
 # How much of a dead lettered message's body its event keeps as a sample.

@@ -25,7 +25,6 @@ from pyspark.sql import functions as F
 from zq import events as ev
 from zq.analytics.lifecycles import MESSAGE, ORDER, is_kind
 
-REJECTED = "rejected"  # the poison workflow's event; counted once it exists
 SAMPLE_IDS = 5
 _PER = [*MESSAGE, "queue"]
 _QUEUE = ["project", "queue"]
@@ -74,7 +73,7 @@ def recoveries(messages: DataFrame) -> DataFrame:
 
 def poison_signatures(events: DataFrame, top: int = 20) -> DataFrame:
     """Failing messages grouped by body shape and by description, most messages first."""
-    failing = events.where(F.col("kind").isin(ev.DEAD_LETTERED, REJECTED)
+    failing = events.where(F.col("kind").isin(ev.DEAD_LETTERED, ev.REJECTED)
                            & F.col("message_id").isNotNull())
     keyed = failing.where(F.col("shape").isNotNull()).select(
         F.lit("shape").alias("by"), F.col("shape").alias("signature"), *MESSAGE, "queue",
