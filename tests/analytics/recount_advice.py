@@ -7,6 +7,7 @@ an explicit stack, so a shared mistake with zq.analytics is unlikely.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import defaultdict
 from datetime import UTC, datetime
@@ -40,20 +41,20 @@ def per_queue(log: list[Event], backend: str = "a"):
         steps.sort(key=lambda s: (s[0], s[1]))
         entry = queues[(project, queue)]
         claim_times = [t for t, _, e in steps if e.kind == "claimed"]
-        entry["gaps"] += [b - a for a, b in zip(claim_times, claim_times[1:])]
-        claimed = 0
+        entry["gaps"] += [b - a for a, b in itertools.pairwise(claim_times)]
+        before = []  # claim times in this queue so far
         for t, _, e in steps:
             if e.kind == "claimed":
-                claimed += 1
+                before.append(t)
             if e.kind not in ENDS:
                 continue
             pop = e.kind == "deleted" and bool(e.detail.get("pop"))
-            claims = e.claim_count if e.claim_count is not None else claimed + pop
+            claims = len(before) + pop
             if e.kind == "deleted":
                 entry["ends"].append(("succeeded", claims))
                 if claims >= 2:
-                    first = claim_times[0] if claim_times else t
-                    entry["recoveries"].append((t if pop else claim_times[-1]) - first)
+                    first = before[0] if before else t
+                    entry["recoveries"].append((t if pop else before[-1]) - first)
             elif e.kind == "dead_lettered" or claims >= 1:
                 entry["ends"].append(("failed", claims))
             break

@@ -13,7 +13,7 @@ from tests.analytics.recount_advice import shape as recount_shape
 from zq.analytics import advice
 from zq.analytics.job import run
 from zq.analytics.shapes import body_shape
-from zq.analytics.synthetic import ADVISOR_PROJECT, advisor_events
+from zq.analytics.synthetic import ADVISOR_PROJECT
 
 # -- the arithmetic alone (no Spark) ---------------------------------------------
 
@@ -135,7 +135,7 @@ def test_the_known_answers_of_the_advisor_histories(spark, dataset):
 
 @pytest.mark.slow
 def test_poison_signatures_group_by_shape_and_description(spark, dataset):
-    root, events = dataset
+    root, _ = dataset
     args = zq_parser().parse_args(["stats", "--events", root, "--format", "json",
                                    "--project", ADVISOR_PROJECT])
     out = io.StringIO()

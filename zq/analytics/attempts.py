@@ -4,9 +4,8 @@ The advisor needs, per queue, three small things (see zq.analytics.advice):
 
 - ``attempt_counts``: messages that succeeded (deleted; a pop counts as a
   claim) or failed (dead lettered, or expired after at least one claim)
-  after how many claims: the ``claim_count`` the ending event reports, the
-  number ``_max_claim_count`` is compared with. A message that never ended
-  in the queue (still there when the export ran) is left out.
+  after how many claims in that queue. A message that never ended in the
+  queue (still there when the export ran) is left out.
 - ``attempt_gaps``: seconds between consecutive claims of one message in
   the queue: count, mean, exact p50 and p90.
 - ``recoveries``: for each message that succeeded after two or more claims,
@@ -31,21 +30,33 @@ _QUEUE = ["project", "queue"]
 
 
 def per_message(steps: DataFrame) -> DataFrame:
-    """One row per message and queue it ended in: ``outcome``, ``claims``, ``recovery``."""
-    claims = steps.where(is_kind(ev.CLAIMED)).groupBy(*_PER).agg(
-        F.min("time").alias("first_claim"), F.max("time").alias("last_claim"))
-    ends = steps.where(F.col("kind").isin(ev.DELETED, ev.DEAD_LETTERED, ev.EXPIRED)).groupBy(
-        *_PER).agg(F.min(F.struct(*ORDER, "kind", "claims_at", "pop")).alias("end"))
-    kind, claims_at = F.col("end.kind"), F.col("end.claims_at")
-    popped = F.coalesce(F.col("end.pop"), F.lit(False))
+    """One row per message and queue it ended in: ``outcome``, ``claims``, ``recovery``.
+
+    Claims are counted in the queue, up to the end (a pop is one more), not
+    taken from the event's ``claim_count``: that count goes on in a dead
+    letter queue, where the message was not attempted yet.
+    """
+    running = Window.partitionBy(*_PER).orderBy(*ORDER).rowsBetween(
+        Window.unboundedPreceding, Window.currentRow)
+    claim_time = F.when(is_kind(ev.CLAIMED), F.col("time"))
+    ends = (steps
+            .withColumn("queue_claims", F.count(claim_time).over(running))
+            .withColumn("first_claim", F.min(claim_time).over(running))
+            .withColumn("last_claim", F.max(claim_time).over(running))
+            .where(F.col("kind").isin(ev.DELETED, ev.DEAD_LETTERED, ev.EXPIRED))
+            .groupBy(*_PER)
+            .agg(F.min(F.struct(*ORDER, "kind", "pop", "queue_claims", "first_claim",
+                                "last_claim")).alias("end")))
+    kind = F.col("end.kind")
+    popped = F.coalesce(F.col("end.pop"), F.lit(False)) & (kind == ev.DELETED)
+    claims = F.col("end.queue_claims") + F.when(popped, 1).otherwise(0)
     outcome = (F.when(kind == ev.DELETED, "succeeded")
-               .when((kind == ev.DEAD_LETTERED) | (claims_at >= 1), "failed"))
-    succeeded_at = F.when(popped, F.col("end.time")).otherwise(F.col("last_claim"))
-    first_attempt = F.coalesce(F.col("first_claim"), F.col("end.time"))
-    recovery = F.when((outcome == "succeeded") & (claims_at >= 2), succeeded_at - first_attempt)
-    return (ends.join(claims, _PER, "left")
-            .select(*_PER, outcome.alias("outcome"), claims_at.alias("claims"),
-                    recovery.alias("recovery"))
+               .when((kind == ev.DEAD_LETTERED) | (claims >= 1), "failed"))
+    succeeded_at = F.when(popped, F.col("end.time")).otherwise(F.col("end.last_claim"))
+    first_attempt = F.coalesce(F.col("end.first_claim"), F.col("end.time"))
+    recovery = F.when((outcome == "succeeded") & (claims >= 2), succeeded_at - first_attempt)
+    return (ends.select(*_PER, outcome.alias("outcome"), claims.alias("claims"),
+                        recovery.alias("recovery"))
             .where(F.col("outcome").isNotNull()))
 
 
