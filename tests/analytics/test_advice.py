@@ -12,8 +12,10 @@ from tests.analytics.recount_advice import advise as recount_advice
 from tests.analytics.recount_advice import shape as recount_shape
 from zq.analytics import advice
 from zq.analytics.job import run
+from zq.analytics.schema import event_row
 from zq.analytics.shapes import body_shape
 from zq.analytics.synthetic import ADVISOR_PROJECT
+from zq.storage.base import Event
 
 # -- the arithmetic alone (no Spark) ---------------------------------------------
 
@@ -72,6 +74,21 @@ def test_equal_shapes_for_different_values_and_lengths():
     assert body_shape('{"items":[{"sku":"a"}],"n":1}') == body_shape(
         '{"n":2,"items":[{"sku":"b"},{"sku":"c"}]}') == "{items[].sku:str, n:int}"
     assert body_shape('{"n":1}') != body_shape('{"n":"1"}')
+
+
+def test_export_computes_the_shape_but_never_of_an_encrypted_body():
+    def dead_letter(sample, **detail):
+        return event_row("a", 1, Event(
+            cursor="1", time=1.0, project="p", queue="q", kind="dead_lettered",
+            message_id="m", detail={"sample": sample, **detail}))
+
+    plain = dead_letter('{"id":7}', description="bad id")
+    assert (plain["shape"], plain["description"]) == ("{id:int}", "bad id")
+    sealed = dead_letter("zqe1:k1:c2VjcmV0")
+    assert sealed["shape"] is None and sealed["sample"] is None
+    assert "zqe1" not in (sealed["detail"] or "")
+    cut = dead_letter('{"id":7,"no')  # a sample cut at its limit
+    assert cut["shape"] is None and cut["sample"] == '{"id":7,"no'
 
 
 # -- Spark against the recount ------------------------------------------------------
