@@ -9,6 +9,8 @@ from collections.abc import Mapping
 # The object-oriented Figure API draws with Agg without touching pyplot's
 # global state, so no GUI backend is ever loaded.
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import PercentFormatter
 
 from zq.analytics.report import Result
@@ -100,9 +102,9 @@ def retry_advice(claims: Result, advice: Result) -> bytes:
     rows = max(1, -(-len(shown) // columns))
     figure = Figure(figsize=(5.5 * columns, 3.4 * rows))
     axes = figure.subplots(rows, columns, squeeze=False).flatten()
-    series = (("false_dead_letters", "false dead letters", "#d1495b", None),
+    series = (("false_dead_letters", "false dead letters (messages)", "#d1495b", None),
               ("deliveries_saved", "poison deliveries saved", "#4c9f70", None),
-              ("unknown", "unknown (failed earlier: censored)", "#bbbbbb", "//"))
+              ("unknown", "unknown: failed before attempt M (messages)", "#bbbbbb", "//"))
     width = 0.27
     for axis, queue in zip(axes, shown, strict=False):
         candidates = by_queue[queue]
@@ -112,8 +114,7 @@ def retry_advice(claims: Result, advice: Result) -> bytes:
                      width, label=label, color=colour, hatch=hatch, edgecolor="white")
         pick = picked.get(queue, {}).get("max_claim_count")
         if pick is not None:
-            axis.axvline(pick, color="black", linestyle="--", linewidth=1.2,
-                         label=f"recommended: {pick}")
+            axis.axvline(pick, color="black", linestyle="--", linewidth=1.2)
         verdict = f"recommend {pick}" if pick is not None else "not enough data"
         axis.set_title(f"{queue[0]}/{queue[1]} ({verdict})", fontsize=10)
         axis.set_xticks(xs)
@@ -121,9 +122,10 @@ def retry_advice(claims: Result, advice: Result) -> bytes:
         axis.set_ylabel("messages / deliveries")
     for axis in axes[len(shown):]:
         axis.set_visible(False)
-    handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(handles[:3], labels[:3], loc="lower center", ncol=3, fontsize=9,
-                  frameon=False)
+    handles = [Patch(facecolor=colour, hatch=hatch, edgecolor="white", label=label)
+               for _, label, colour, hatch in series]
+    handles.append(Line2D([], [], color="black", linestyle="--", label="recommended"))
+    figure.legend(handles=handles, loc="lower center", ncol=4, fontsize=9, frameon=False)
     figure.suptitle("What each _max_claim_count would have done (dashed: recommendation)")
     figure.tight_layout(rect=(0, 0.07, 1, 1))
     buffer = io.BytesIO()
