@@ -17,7 +17,7 @@ from zq.storage.base import Event
 
 ENDS = ("deleted", "dead_lettered", "expired")
 KINDS = ("fixed", "linear", "exponential")
-DELAYS = (1, 5, 15, 30, 60, 300)
+DELAYS = (1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300)
 
 
 def quantile(values: list[float], p: float):

@@ -57,7 +57,8 @@ def test_backoff_schedules_follow_the_api_formula():
 def test_the_cheapest_backoff_that_covers_the_recoveries_is_recommended():
     q = queue({1: 30, 2: 10, 4: 5}, {5: 25}, recoveries=[10.0] * 10 + [30.0] * 5)
     row = advice.recommend(q, tolerance=0)
-    assert (row["max_claim_count"], row["backoff"], row["retry_delay"]) == (4, "linear", 5)
+    # 30 s before attempt 4: fixed 10 s (10+10+10) ties with linear 5 s (5+10+15); fixed first.
+    assert (row["max_claim_count"], row["backoff"], row["retry_delay"]) == (4, "fixed", 10)
     assert row["covered_share"] == 1.0
     assert "covers 15 of 15 recoveries" in row["advice"]
 
@@ -135,7 +136,7 @@ def test_the_known_answers_of_the_advisor_histories(spark, dataset):
     assert (a["succeeded"], a["failed"], a["observed_max_claims"]) == (45, 25, 5)
     assert (a["max_claim_count"], a["false_dead_letters"], a["deliveries_saved"],
             a["unknown"]) == (4, 0, 25, 0)
-    assert (a["backoff"], a["retry_delay"]) == ("linear", 5)
+    assert (a["backoff"], a["retry_delay"]) == ("fixed", 10)
     assert (a["recovered"], a["recovery_p50_s"], a["recovery_p90_s"]) == (15, 10.0, 30.0)
     assert a["gap_p50_s"] == 10.0
     assert (b["succeeded"], b["failed"], b["max_claim_count"]) == (24, 22, 3)

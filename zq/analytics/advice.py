@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 BACKOFFS = ("fixed", "linear", "exponential")
-RETRY_DELAYS = (1, 5, 15, 30, 60, 300)  # candidate _retry_delay seconds
+RETRY_DELAYS = (1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300)  # candidate _retry_delay s
 DEFAULT_TOLERANCE = 0.01
 DEFAULT_MIN_FAILING = 20
 
@@ -171,7 +171,8 @@ def recommend(queue: QueueAttempts, *, tolerance: float = DEFAULT_TOLERANCE,
             row.update({key: best[key] for key in ("backoff", "retry_delay", "covered_share")})
             advice.append(f"_retry_backoff={best['backoff']} _retry_delay={best['retry_delay']}: "
                           f"backoff {best['backoff_before_last_attempt_s']:.0f}s before attempt "
-                          f"{m} covers {best['covered']} of {best['recovered']} recoveries "
+                          f"{m} (as long as poison waits to be dead lettered) covers "
+                          f"{best['covered']} of {best['recovered']} recoveries "
                           f"(they took p50 {row['recovery_p50_s']:.0f}s, "
                           f"p90 {row['recovery_p90_s']:.0f}s)")
     row["advice"] = "; ".join(advice)
