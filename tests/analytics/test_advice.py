@@ -206,3 +206,12 @@ def test_bad_tolerance_is_a_usage_error(value):
     with pytest.raises(SystemExit) as exit_:
         zq_parser().parse_args(["stats", "advise", "--events", "d", "--tolerance", value])
     assert exit_.value.code == 2
+
+
+def test_advise_help_has_examples(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        zq_parser().parse_args(["stats", "advise", "--help"])
+    assert exit_.value.code == 0
+    shown = capsys.readouterr().out
+    assert "zq stats advise --events /data/zq-events --queue orders" in shown
+    assert "--tolerance SHARE" in shown and "--min-failing N" in shown
