@@ -1,11 +1,11 @@
 """The retry-policy advisor's arithmetic: plain Python over small per-queue summaries.
 
-Spark (``zq.analytics.tables.attempts``) reduces the events to, per queue,
+Spark (``zq.analytics.attempts``) reduces the events to, per queue,
 how many messages succeeded or failed after how many claims, the gaps
 between a message's consecutive claims and each recovered message's
 recovery time. Everything below works on those summaries alone, so every
 figure can be checked without Spark. The definitions are in
-docs/analytics.md, "Retry-policy advisor"; in short, for a candidate
+docs/analytics.md, "Retry-policy advice"; in short, for a candidate
 ``_max_claim_count`` M:
 
 - a message deleted after k claims succeeded on attempt k: with k > M it
@@ -76,7 +76,7 @@ def claim_figures(queue: QueueAttempts, m: int) -> dict[str, object]:
     successes = queue.successes
     return {
         "project": queue.project, "queue": queue.queue, "max_claim_count": m,
-        "succeeded": successes, "failed": queue.failures,
+        "succeeded": successes, "failed": failures,
         "false_dead_letters": false_dead_letters,
         "false_dead_letter_rate": false_dead_letters / successes if successes else None,
         "deliveries_saved": saved,
@@ -165,8 +165,9 @@ def recommend(queue: QueueAttempts, *, tolerance: float = DEFAULT_TOLERANCE,
     if recoveries:
         best = _best_backoff(backoff_figures(queue, m), 1 - tolerance)
         if best is None:
-            advice.append(f"no candidate backoff reaches the p{(1 - tolerance):.0%} recovery "
-                          f"time within {m} attempts: raise the attempts or the delay")
+            advice.append(f"no candidate backoff reaches {1 - tolerance:.0%} of the "
+                          f"{len(recoveries)} recoveries within {m} attempts: raise the "
+                          "attempts or the delay")
         else:
             row.update({key: best[key] for key in ("backoff", "retry_delay", "covered_share")})
             advice.append(f"_retry_backoff={best['backoff']} _retry_delay={best['retry_delay']}: "

@@ -213,10 +213,6 @@ def run_stats(args: argparse.Namespace) -> int:
         print("zq: error: zq stats needs PySpark: pip install 'zq[spark]' "
               "(and a Java 17+ runtime).", file=sys.stderr)
         return 1
-    problem = stats_arguments_problem(args)
-    if problem:
-        print(f"zq: error: {problem}", file=sys.stderr)
-        return 2
     from zq.analytics.job import run
 
     return run(args)

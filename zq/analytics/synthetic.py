@@ -171,9 +171,10 @@ def advisor_events(start: float = 1_700_200_000.0) -> list[Event]:
     lettered after 5 claims. With no false dead letter allowed the advice is
     ``_max_claim_count`` 4 (3 would dead letter the 5 late successes), and
     the cheapest backoff whose three waits reach 30 s is fixed 10 s (ties
-    with linear 5 s: 5 + 10 + 15; fixed comes first). Queue ``retry-b`` (dead letters after 3): 20 succeed at
-    1, 4 at 3, 20 poison are dead lettered at 3: at a candidate of 4 those
-    20 are unknown (censored), never counted as saved or failed.
+    with linear 5 s: 5 + 10 + 15; fixed comes first). Queue ``retry-b``
+    (dead letters after 3): 20 succeed at 1, 4 at 3, 22 are dead lettered
+    at 3: at a candidate of 4 those 22 are unknown (censored), never
+    counted as saved or failed.
 
     Poison bodies come in two shapes (with and without ``order_id``); some
     failures carry a description (``rejected`` events of the poison
