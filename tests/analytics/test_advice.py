@@ -63,6 +63,14 @@ def test_the_cheapest_backoff_that_covers_the_recoveries_is_recommended():
     assert "covers 15 of 15 recoveries" in row["advice"]
 
 
+def test_recoveries_no_candidate_reaches_are_said_not_hidden():
+    q = queue({1: 50, 2: 5}, {3: 30}, recoveries=[5000.0] * 5)
+    row = advice.recommend(q)
+    assert row["max_claim_count"] == 2 and row["backoff"] is None
+    assert "no candidate backoff reaches 99% of the 5 recoveries within 2 attempts" in row[
+        "advice"]
+
+
 @pytest.mark.parametrize("text", [
     '{"order":{"id":1,"lines":[{"sku":"a"},{"sku":"b","qty":2.5}]},"ok":true,"note":null}',
     '[1,"a",{"x":{}}]', '3', '"s"', '{"a":[]}', '{"a":', "zqe1:k:abc", "",
