@@ -118,3 +118,48 @@ def test_a_final_order_log_exports_fresh_events_at_once(storage, backend_name, p
         assert exported_messages(tmp_path, project) == []
         assert result.held_back >= 3 and result.settle == DEFAULT_SETTLE
         assert "settle window" in result.held_back_reason()
+
+
+def zq_export(uri: str, root, *extra: str) -> None:
+    from tests.analytics.conftest import zq_parser
+
+    args = zq_parser().parse_args(["events", "export", "--to", str(root), "--storage", uri,
+                                   *extra])
+    assert args.handler(args) == 0
+
+
+def test_the_command_says_what_it_held_back_and_why(storage_factory, backend_name, tmp_path,
+                                                    capsys):
+    """Right after traffic: the events it waits for are counted on stdout, with the reason."""
+    if backend_name not in ("postgresql", "mariadb"):
+        pytest.skip("a SQL server backend, named by its URI")
+    from zq.clock import SystemClock
+
+    storage = storage_factory(SystemClock())  # events of this very second
+    project = f"p-{tmp_path.name}"
+    try:
+        uri = storage.engine.url.render_as_string(hide_password=False)
+        with late_event(storage, backend_name, project, ManualClock()) as write_later:
+            [later] = write_later()
+            zq_export(uri, tmp_path, "--no-trim")
+            out = capsys.readouterr().out
+        held = [line for line in out.splitlines() if "newer events held back" in line]
+        assert len(held) == 1, out
+        if backend_name == "postgresql":
+            assert (": 1 newer events held back: written behind a transaction still in "
+                    "flight") in held[0]
+            zq_export(uri, tmp_path)
+        else:
+            assert "newer events held back: younger than the 30 s settle window" in held[0]
+            zq_export(uri, tmp_path, "--settle", "0")
+        assert "held back" not in capsys.readouterr().out
+        assert exported_messages(tmp_path, project)[-2:] == ["late", later]
+    finally:
+        storage.close()
+
+
+def test_settle_on_a_backend_that_needs_no_window_is_reported(tmp_path, capsys):
+    uri = f"sqlite:///{tmp_path}/zq.sqlite3"
+    zq_export(uri, tmp_path / "ds", "--settle", "5")
+    assert "--settle has no effect: this backend's event order is final" in \
+        capsys.readouterr().out
