@@ -82,6 +82,9 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"rows kept in the top-N tables (default {DEFAULT_TOP})")
     parser.add_argument("--conf", type=_spark_conf, action="append", default=[],
                         metavar="KEY=VALUE", help="extra Spark setting (repeatable)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Spark's own output (log4j warnings, JVM messages) on "
+                             "stderr; by default it goes to a log file named in the progress")
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -199,13 +202,11 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    """``zq stats``: imports the Spark job only now."""
+    """``zq stats``: imports the job (pyarrow) only now, and Spark only if needed."""
     try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        print("zq: error: zq stats needs PySpark: pip install 'zq[spark]' "
+        from zq.analytics.job import run
+    except ImportError as exc:
+        print(f"zq: error: zq stats needs the spark extra ({exc}): pip install 'zq[spark]' "
               "(and a Java 17+ runtime).", file=sys.stderr)
         return 1
-    from zq.analytics.job import run
-
     return run(args)

@@ -29,10 +29,6 @@ from zq import events as ev
 from zq.analytics.lifecycles import explicit_claim_expiries, is_kind
 
 QUEUE = ["project", "queue"]
-TABLE_NAMES = (
-    "queue_totals", "queue_daily", "claims_distribution", "latency",
-    "failing_fingerprints", "consumers", "dead_letter_rate",
-)
 
 
 def _count(condition: Column) -> Column:
@@ -161,7 +157,7 @@ def dead_letter_rate(events: DataFrame) -> DataFrame:
 
 def compute(events: DataFrame, steps: DataFrame, holds: DataFrame, *, top: int = 20
             ) -> dict[str, DataFrame]:
-    """Every table, by name (in TABLE_NAMES order)."""
+    """Every table, by name (in zq.analytics.report.TABLE_NAMES order)."""
     return {
         "queue_totals": queue_totals(events),
         "queue_daily": queue_daily(events),
