@@ -64,12 +64,12 @@ def spark_session(
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    quiet = log is not None and not submitted
+    quiet = log if not submitted else None
     try:
-        with _stderr_to(log) if quiet and log is not None else nullcontext():
+        with _stderr_to(quiet) if quiet is not None else nullcontext():
             session = builder.getOrCreate()
     except Exception as exc:  # Java missing or broken shows up here
-        where = f" (Spark's log: {log})" if quiet else ""
+        where = f" (Spark's log: {quiet})" if quiet is not None else ""
         raise SparkMissing(f"Spark did not start ({exc}){where}; is Java 17+ installed?"
                            ) from exc
     session.sparkContext.setLogLevel("WARN")
