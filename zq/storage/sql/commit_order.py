@@ -5,7 +5,7 @@ commits, so a reader that went up to the newest visible event could pass
 the lower ``seq`` of a transaction still in flight and never see it.
 
 Every event row therefore records the transaction that wrote it: ``xid``,
-an ``xid8`` column defaulting to ``pg_current_xact_id()`` (migration 0003,
+an ``xid8`` column defaulting to ``pg_current_xact_id()`` (migration 0004,
 PostgreSQL only), so the inserts of one-statement WITH queries run in
 autocommit get it as well as those of explicit transactions. The log is
 read in (xid, seq) order and only below a *bound*: the oldest transaction
@@ -25,7 +25,7 @@ never high. The bound is computed in the same statement (same snapshot) as
 the read.
 
 A cursor is ``"<xid>:<seq>"``. A cursor of a dataset exported before
-migration 0003 is a bare ``seq``: every row it passed was written before
+migration 0004 is a bare ``seq``: every row it passed was written before
 the migration, when all rows got the migration's own xid, so ``seq > n``
 picks up exactly where it stopped.
 """
@@ -72,7 +72,7 @@ def read_query(after: str | None, limit: int) -> sa.Select[Any]:
 
 
 def after_cursor(cursor: str | None) -> sa.ColumnElement[bool]:
-    """Rows after ``cursor`` in (xid, seq) order; a bare ``seq`` is a pre-0003 cursor."""
+    """Rows after ``cursor`` in (xid, seq) order; a bare ``seq`` is a pre-0004 cursor."""
     if cursor is None:
         return sa.true()
     xid, sep, seq = cursor.partition(":")

@@ -126,7 +126,7 @@ events = sa.Table(
 )
 
 # What only PostgreSQL has, outside ``metadata`` (which every dialect
-# shares): the transaction id of each event (migration 0003, read by
+# shares): the transaction id of each event (migration 0004, read by
 # zq/storage/sql/commit_order.py).
 POSTGRESQL_ONLY_COLUMNS = {("events", "xid")}
 POSTGRESQL_ONLY_INDEXES = {"ix_events_xid_seq"}

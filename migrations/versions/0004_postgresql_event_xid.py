@@ -10,8 +10,8 @@ so they sort before every later event, in their seq order. SQLite needs no
 such column (its writers are serialized) and MariaDB/MySQL offers no
 transaction id to record; the migration changes nothing there.
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-11-23
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
