@@ -143,14 +143,14 @@ def test_the_command_says_what_it_held_back_and_why(storage_factory, backend_nam
             [later] = write_later()
             zq_export(uri, tmp_path, "--no-trim")
             out = capsys.readouterr().out
-        held = [line for line in out.splitlines() if "newer events held back" in line]
+        held = [line for line in out.splitlines() if "held back" in line]
         assert len(held) == 1, out
         if backend_name == "postgresql":
-            assert (": 1 newer events held back: written behind a transaction still in "
+            assert (": 1 newer event held back: written behind a transaction still in "
                     "flight") in held[0]
             zq_export(uri, tmp_path)
         else:
-            assert "newer events held back: younger than the 30 s settle window" in held[0]
+            assert "1 newer event held back: younger than the 30 s settle window" in held[0]
             zq_export(uri, tmp_path, "--settle", "0")
         assert "held back" not in capsys.readouterr().out
         assert exported_messages(tmp_path, project)[-2:] == ["late", later]

@@ -192,7 +192,8 @@ def run_export(args: argparse.Namespace) -> int:
         print(f"{shown}: {result.events} events exported, {len(result.files)} files, "
               f"{result.trimmed} trimmed, cursor {result.cursor}")
         if result.held_back:
-            print(f"{shown}: {result.held_back:,} newer events held back: "
+            events = "event" if result.held_back == 1 else "events"
+            print(f"{shown}: {result.held_back:,} newer {events} held back: "
                   f"{result.held_back_reason()}")
         if args.settle is not None and result.settle is None:
             print(f"{shown}: --settle has no effect: this backend's event order is final, "
