@@ -131,6 +131,17 @@ class PoolingConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """``GET /metrics`` (Prometheus); see docs/metrics.md."""
+
+    enabled: bool = True
+    per_project: bool = False  # a project label on every series (cardinality!)
+    cache_seconds: float = 10.0  # how long a worker reuses the per-queue gauges it computed
+    budget_seconds: float = 2.0  # time one scrape may spend on per-queue gauges or the event tail
+    max_queues: int = 500  # per-queue gauges for at most this many queues (most recently active)
+
+
+@dataclass(frozen=True)
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
@@ -140,6 +151,7 @@ class Config:
     signed_urls: SignedUrlsConfig = field(default_factory=SignedUrlsConfig)
     log: LogConfig = field(default_factory=LogConfig)
     pooling: PoolingConfig = field(default_factory=PoolingConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
 
     def with_overrides(self, **sections: Mapping[str, Any]) -> Config:
         """A copy with some fields replaced: ``with_overrides(server={"port": 1})``."""

@@ -19,9 +19,11 @@ and claim-delete workloads 1.5-1.9x as fast (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -41,6 +43,7 @@ from zq.commands.options import (
 from zq.commands.pooling import ensure_management_dir, open_reachable_management
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
+from zq.metrics.multiprocess import metrics_directory
 from zq.pooling.base import Pools
 from zq.pooling.migrate import upgrade_management
 from zq.storage import scheme_of
@@ -179,8 +182,12 @@ class Worker:
         self.pools.close()
 
 
-def open_worker(config: Config) -> Worker:
-    """This worker's resolver, collector and app (runs in the worker, after the fork)."""
+def open_worker(config: Config, metrics_dir: str | None = None) -> Worker:
+    """This worker's resolver, collector and app (runs in the worker, after the fork).
+
+    ``metrics_dir``: the directory every worker writes its metrics to
+    (zq.metrics.multiprocess), when metrics are enabled.
+    """
     from zq.api.app import create_app
     from zq.pooling.setup import open_pools
 
@@ -191,11 +198,11 @@ def open_worker(config: Config) -> Worker:
         # A callable, not a snapshot: pools registered later are collected too.
         collector = GarbageCollector(pools.storages, config.gc.interval)
         collector.start()
-    app = create_app(config, clock=clock, pools=pools, admin=admin)
+    app = create_app(config, clock=clock, pools=pools, admin=admin, metrics_dir=metrics_dir)
     return Worker(drain_unread_body(app, config.limits.max_request_body), pools, collector)
 
 
-def load_worker_app(config: Config) -> WSGIApp:
+def load_worker_app(config: Config, metrics_dir: str | None = None) -> WSGIApp:
     """What granian runs in each worker process."""
     # A forked worker inherits the master's SIGTERM handler, which only flags
     # the master's own loop: a SIGTERM arriving while this worker still loads
@@ -203,7 +210,7 @@ def load_worker_app(config: Config) -> WSGIApp:
     # installs the worker's handlers (after this returns), it simply ends it.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     stop_signals.forward_to_main_thread()
-    worker = open_worker(config)
+    worker = open_worker(config, metrics_dir)
     # multiprocessing runs these at a worker's exit (atexit handlers do not run there).
     Finalize(worker, worker.close, exitpriority=10)
     return worker.app
@@ -256,6 +263,11 @@ def serve(config: Config) -> None:
     zq.logs.configure(config.log)
     served_uri = prepare(config)
     granian = Granian("zq", **granian_settings(config, port))
-    announce(config, served_uri, port)
-    granian.serve(target_loader=partial(load_worker_app, config), wrap_loader=False)
+    with contextlib.ExitStack() as stack:
+        metrics_dir = None
+        if config.metrics.enabled:
+            metrics_dir = stack.enter_context(metrics_directory(time.time()))
+        announce(config, served_uri, port)
+        granian.serve(target_loader=partial(load_worker_app, config, metrics_dir),
+                      wrap_loader=False)
     log.info("zq stopped")

@@ -33,6 +33,9 @@ from zq.config import Config, ConfigError
 
 # Every route below it needs an identity; ``GET /v2`` (the home document) does not.
 API_PREFIX = "/v2/"
+# Operator endpoints outside the API: open with strategy "none" (a scraper
+# has no project to send), for admin identities only with any other.
+OPERATOR_PATHS = frozenset({"/metrics"})
 
 TOKEN_HEADER = "X-Auth-Token"
 BEARER = "bearer "
@@ -66,7 +69,9 @@ class Authenticate:
             self.tokens = TokenStore(config.auth.tokens_file)
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
-        if not req.path.startswith(API_PREFIX):
+        if not req.path.startswith(API_PREFIX) and (
+            req.path not in OPERATOR_PATHS or self.strategy == "none"
+        ):
             return
         if req.get_header(signed_urls.HEADERS[0]) is not None:
             identity = self._signed(req)
