@@ -6,12 +6,14 @@ import time
 from typing import Any
 
 import falcon
-from prometheus_client import CONTENT_TYPE_LATEST
 
 from zq.auth.middleware import require_admin
 from zq.metrics.setup import Telemetry
 
 METRICS_PATH = "/metrics"
+# The text format 0.0.4 that every Prometheus reads (zq's names are all
+# plain ASCII, so generate_latest's output is exactly that format).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class MetricsResource:
@@ -24,7 +26,7 @@ class MetricsResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         if self.auth:
             require_admin(req, resp, self, {})
-        resp.content_type = CONTENT_TYPE_LATEST
+        resp.content_type = CONTENT_TYPE
         resp.data = self.telemetry.scrape()
 
 

@@ -80,7 +80,7 @@ class Metrics:
         self._collectors: list[Collector] = []
         self._exposition = self.registry
         if multiprocess_dir:
-            self._exposition = CollectorRegistry(auto_describe=True)
+            self._exposition = CollectorRegistry()
             MultiProcessCollector(self._exposition, path=multiprocess_dir)
 
     def by(self, metric: Counter | Histogram, project: str, *extra: str) -> Counter | Histogram:
