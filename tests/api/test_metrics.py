@@ -176,11 +176,12 @@ def test_expiry_and_lapsed_claims_count_when_gc_removes_them(
     api: Api, clock: ManualClock, storage: Storage
 ) -> None:
     p = api.project
-    api.post_messages("work", {**MESSAGE, "ttl": 60}, {**MESSAGE, "ttl": 60})
-    api.claim("work", limit=1, ttl=60, grace=60)
+    api.post_messages("work", MESSAGE, {**MESSAGE, "ttl": 60}, {**MESSAGE, "ttl": 60})
+    api.claim("work", limit=1, ttl=60, grace=60)  # holds the first, alive for 600 s
     clock.advance(200)
     assert value(scrape(api, clock), "zq_messages_expired_total", project=p) is None
     storage.gc()
     samples = scrape(api, clock)
     assert value(samples, "zq_messages_expired_total", project=p) == 2
     assert value(samples, "zq_claims_lapsed_total", project=p) == 1
+    assert value(samples, "zq_queue_messages", project=p, queue="work", state="free") == 1

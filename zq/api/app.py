@@ -20,6 +20,7 @@ from zq.api.share import QueueShare
 from zq.auth import Authenticate, keystone
 from zq.clock import Clock, SystemClock
 from zq.config import Config
+from zq.encryption import BodyCipher
 from zq.metadata_cache import MetadataCache
 from zq.metrics.setup import Telemetry, open_telemetry
 from zq.pooling import Pools
@@ -66,6 +67,7 @@ def create_app(
     if pools is None:
         pools, admin = open_pools(config, clock=clock, storage=storage)
     service = QueueService(config.limits, pools,
+<<<<<<< HEAD
                            metadata_cache=MetadataCache(config.server.metadata_cache))
     telemetry = None
     if config.metrics.enabled:
@@ -74,6 +76,11 @@ def create_app(
     return wrap_auth(
         build_app(service, clock, config, admin=admin, telemetry=telemetry), config
     )
+=======
+                           metadata_cache=MetadataCache(config.server.metadata_cache),
+                           cipher=BodyCipher.from_config(config.encryption))
+    return wrap_auth(build_app(service, clock, config, admin=admin), config)
+>>>>>>> main
 
 
 def wrap_auth(app: falcon.App, config: Config) -> keystone.WsgiApp:
