@@ -251,11 +251,8 @@ class Config:
     signed_urls: SignedUrlsConfig = field(default_factory=SignedUrlsConfig)
     log: LogConfig = field(default_factory=LogConfig)
     pooling: PoolingConfig = field(default_factory=PoolingConfig)
-<<<<<<< HEAD
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
-=======
     encryption: EncryptionConfig = field(default_factory=EncryptionConfig)
->>>>>>> main
 
     def with_overrides(self, **sections: Mapping[str, Any]) -> Config:
         """A copy with some fields replaced: ``with_overrides(server={"port": 1})``."""
