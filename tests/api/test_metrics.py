@@ -58,7 +58,7 @@ def test_counters_move_by_what_happened(api: Api, clock: ManualClock) -> None:
     api.put("/v2/queues/src", json={"_max_claim_count": 1, "_dead_letter_queue": "dlq"})
     api.post_messages("work", MESSAGE, MESSAGE, MESSAGE)
     claim = api.claim("work", limit=2)
-    first, second = claim.json["messages"]
+    first, _ = claim.json["messages"]
     assert api.delete(first["href"]).status_code == 204
     assert api.delete(claim.headers["location"]).status_code == 204  # releases the second
     api.post_messages("src", MESSAGE)

@@ -67,8 +67,8 @@ def create_app(
     if pools is None:
         pools, admin = open_pools(config, clock=clock, storage=storage)
     service = QueueService(config.limits, pools,
-<<<<<<< HEAD
-                           metadata_cache=MetadataCache(config.server.metadata_cache))
+                           metadata_cache=MetadataCache(config.server.metadata_cache),
+                           cipher=BodyCipher.from_config(config.encryption))
     telemetry = None
     if config.metrics.enabled:
         telemetry = open_telemetry(config.metrics, pools.storages, clock,
@@ -76,11 +76,6 @@ def create_app(
     return wrap_auth(
         build_app(service, clock, config, admin=admin, telemetry=telemetry), config
     )
-=======
-                           metadata_cache=MetadataCache(config.server.metadata_cache),
-                           cipher=BodyCipher.from_config(config.encryption))
-    return wrap_auth(build_app(service, clock, config, admin=admin), config)
->>>>>>> main
 
 
 def wrap_auth(app: falcon.App, config: Config) -> keystone.WsgiApp:
