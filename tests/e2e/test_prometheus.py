@@ -87,15 +87,14 @@ def prometheus(tmp_path: Path, zq_server) -> Iterator[str]:
         "scrape_configs:\n  - job_name: zq\n"
         f"    static_configs:\n      - targets: ['{server.url.removeprefix('http://')}']\n"
     )
-    log = open(tmp_path / "prometheus.log", "wb")
-    process = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
+    with open(tmp_path / "prometheus.log", "wb") as log:
+        process = subprocess.Popen(
+            [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{port}"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
     try:
-        yield url
+        yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
         try:
@@ -103,7 +102,6 @@ def prometheus(tmp_path: Path, zq_server) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(10)
-        log.close()
 
 
 def query(prometheus: str, expr: str) -> list[dict]:
