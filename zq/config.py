@@ -240,6 +240,12 @@ class MetricsConfig:
     budget_seconds: float = 2.0  # time one scrape may spend on per-queue gauges or the event tail
     max_queues: int = 500  # per-queue gauges for at most this many queues (most recently active)
 
+    def __post_init__(self) -> None:
+        if self.budget_seconds <= 0:
+            # With no time to spend, a scrape would never count an event.
+            raise ConfigError("metrics.budget_seconds: must be positive, got "
+                              f"{self.budget_seconds!r}.")
+
 
 @dataclass(frozen=True)
 class Config:
