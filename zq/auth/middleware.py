@@ -1,6 +1,7 @@
 """The one place that decides who a request comes from.
 
-``Authenticate`` runs once per ``/v2/...`` request and sets
+``Authenticate`` runs once per ``/v2/...`` request (and per request of an
+operator endpoint, OPERATOR_PATHS, when a strategy other than ``none`` is on) and sets
 ``req.context.identity`` (project, roles, how it was established) and
 ``req.context.project``; resources and hooks read only those.
 
