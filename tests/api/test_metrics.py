@@ -185,3 +185,16 @@ def test_expiry_and_lapsed_claims_count_when_gc_removes_them(
     assert value(samples, "zq_messages_expired_total", project=p) == 2
     assert value(samples, "zq_claims_lapsed_total", project=p) == 1
     assert value(samples, "zq_queue_messages", project=p, queue="work", state="free") == 1
+
+
+def test_a_queue_deleted_while_empty_is_no_longer_reported(api: Api, clock: ManualClock) -> None:
+    p = api.project
+    [message_id] = api.post_messages("gone", MESSAGE)
+    api.post_messages("kept", MESSAGE)
+    assert value(scrape(api, clock), "zq_queue_messages", project=p, queue="gone",
+                 state="free") == 1
+    api.delete(f"/v2/queues/gone/messages/{message_id}")
+    assert api.delete("/v2/queues/gone").status_code == 204  # empty: no purged event
+    samples = scrape(api, clock)
+    assert value(samples, "zq_queue_messages", project=p, queue="gone", state="free") is None
+    assert value(samples, "zq_queue_messages", project=p, queue="kept", state="free") == 1

@@ -56,18 +56,18 @@ def _ttl_share(reading: QueueReading) -> float:
     return (reading.oldest_age or 0.0) / max(reading.oldest_ttl or 1, 1)
 
 
-def read_queue(storage: Storage, project: str, queue: str, now: float) -> QueueReading:
-    """One queue's gauges from its backend."""
+def read_queue(storage: Storage, project: str, queue: str, now: float) -> QueueReading | None:
+    """One queue's gauges from its backend; None when the queue no longer exists."""
+    try:
+        target = storage.queues.get_metadata(project, queue).get(DEAD_LETTER_QUEUE)
+    except QueueNotFound:  # deleted (while empty: no event said so)
+        return None
     stats = storage.queues.stats(project, queue)
     reading = QueueReading(free=stats.free, claimed=stats.claimed)
     if stats.oldest is not None:
         reading.oldest_age = max(0.0, now - stats.oldest.created)
         with contextlib.suppress(MessageNotFound):  # deleted meanwhile: no ttl to show
             reading.oldest_ttl = storage.messages.get(project, queue, stats.oldest.id).ttl
-    try:
-        target = storage.queues.get_metadata(project, queue).get(DEAD_LETTER_QUEUE)
-    except QueueNotFound:
-        target = None
     if target:
         reading.dead_letter = storage.queues.stats(project, target).total
     return reading
@@ -104,7 +104,7 @@ class QueueGauges:
         queues = sorted(state.queues.items(), key=lambda item: -item[1]["active"])
         storages = dict(self.storages())
         readings: dict[tuple[str, ...], QueueReading] = {}
-        reported = 0
+        reported = gone = 0
         for key, info in queues[: self.config.max_queues]:
             if time.perf_counter() >= deadline:
                 break
@@ -118,6 +118,9 @@ class QueueGauges:
                 log.warning("metrics: cannot read queue %r: %s: %s", queue,
                             type(exc).__name__, exc)
                 continue
+            if reading is None:
+                gone += 1
+                continue
             reading.consumers = sum(
                 1 for seen in info["consumers"].values() if seen >= now - CONSUMER_WINDOW
             )
@@ -127,7 +130,7 @@ class QueueGauges:
             else:
                 readings[labels] = reading
             reported += 1
-        return self._families(readings, reported, len(queues) - reported,
+        return self._families(readings, reported, len(queues) - reported - gone,
                               time.perf_counter() - started)
 
     def _families(self, readings: dict[tuple[str, ...], QueueReading], reported: int,

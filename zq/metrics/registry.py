@@ -16,6 +16,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from zq.config import MetricsConfig
+from zq.dead_letter import REASON_MAX_CLAIM_COUNT
 
 # Seconds; requests are mostly milliseconds, a long poll or a slow backend seconds.
 HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -23,7 +24,9 @@ HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.
 POST_TO_DELETE_BUCKETS = (0.01, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0,
                           4 * 3600.0, 86400.0)
 
-DEAD_LETTER_REASONS = ("max_claim_count",)
+# The reasons a move can have today; their series exist at 0 from the start,
+# so that increase() sees the first move.
+DEAD_LETTER_REASONS = (REASON_MAX_CLAIM_COUNT,)
 
 
 class Metrics:
@@ -77,7 +80,6 @@ class Metrics:
         if not self.labels:
             for reason in DEAD_LETTER_REASONS:
                 self.dead_lettered.labels(reason)  # present at 0 before the first move
-        self._collectors: list[Collector] = []
         self._exposition = self.registry
         if multiprocess_dir:
             self._exposition = CollectorRegistry()
@@ -91,7 +93,6 @@ class Metrics:
     def add_collector(self, collector: Collector) -> None:
         """A collector computed at scrape time (the per-queue gauges)."""
         self._exposition.register(collector)
-        self._collectors.append(collector)
 
     def render(self) -> bytes:
         """The Prometheus text exposition (format 0.0.4) of every series."""
