@@ -25,13 +25,18 @@ function K.markers() return P .. 'marker' end
 function K.project(project) return P .. 'p:' .. enc(project) end
 function K.queue(qid) return P .. 'q:' .. qid end
 function K.order(qid) return P .. 'qo:' .. qid end
+function K.ready(qid) return P .. 'qr:' .. qid end
+function K.held(qid) return P .. 'qh:' .. qid end
+function K.waiting(qid) return P .. 'qw:' .. qid end
+function K.expiry(qid) return P .. 'qx:' .. qid end
 function K.qclaims(qid) return P .. 'qc:' .. qid end
 function K.msg(id) return P .. 'm:' .. id end
 function K.claim(cid) return P .. 'c:' .. cid end
 function K.claim_msgs(cid) return P .. 'cm:' .. cid end
-function K.msg_expiry() return P .. 'xm' end
+function K.queue_expiry() return P .. 'xq' end
 function K.claim_expiry() return P .. 'xc' end
 function K.events() return P .. 'events' end
+function K.layout() return P .. 'layout' end
 
 local function queue_id(project, name)
   return redis.call('HGET', K.catalog(), enc(project) .. name)
@@ -50,6 +55,11 @@ end
 -- What a script returns, changing nothing, when ARGV[i] (the caller's
 -- metadata version; '-': not checked) is no longer the queue's.
 local STALE = -1
+
+-- What a script returns when its work budget ran out before it could
+-- answer (see settle below): whatever it did is committed, and the caller
+-- runs it again (a read script: after the settle script).
+local AGAIN = -2
 
 local function stale_metadata(i, qid)
   return ARGV[i] ~= '-' and ARGV[i] ~= meta_version(qid)
@@ -125,10 +135,50 @@ local function held_by(cid, tidy)
   return found
 end
 
+-- ZADD of (score, member) pairs, in chunks that Lua's unpack can take.
+local function zadd_pairs(key, entries, flag)
+  for i = 1, #entries, 2000 do
+    local chunk = {unpack(entries, i, math.min(i + 1999, #entries))}
+    if flag then
+      redis.call('ZADD', key, flag, unpack(chunk))
+    else
+      redis.call('ZADD', key, unpack(chunk))
+    end
+  end
+end
+
+-- Each message of a queue is in the order (by marker), the expiry index (by
+-- expires) and exactly one of three state sets: ready (free now, by marker),
+-- held (by a live claim, scored by the claim's expiry) or waiting (not
+-- claimable before its score: the end of its delay). A score in held or
+-- waiting that has passed means "free since then": settle() moves it to
+-- ready.
+local function index_state(m)
+  if held(m) then
+    redis.call('ZADD', K.held(m.q), m.cexp, m.id)
+  elseif tonumber(m.delay) > NOW then
+    redis.call('ZADD', K.waiting(m.q), m.delay, m.id)
+  else
+    redis.call('ZADD', K.ready(m.q), m.marker, m.id)
+  end
+end
+
+-- A message no longer held (released, its claim collected): ready now.
+local function make_ready(m)
+  redis.call('ZREM', K.held(m.q), m.id)
+  redis.call('ZADD', K.ready(m.q), m.marker, m.id)
+end
+
+local function unindex(qid, id)
+  for _, key in ipairs({K.order(qid), K.ready(qid), K.held(qid), K.waiting(qid),
+                        K.expiry(qid)}) do
+    redis.call('ZREM', key, id)
+  end
+end
+
 local function remove_msg(m)
   redis.call('DEL', K.msg(m.id))
-  redis.call('ZREM', K.order(m.q), m.id)
-  redis.call('ZREM', K.msg_expiry(), m.id)
+  unindex(m.q, m.id)
   if m.claim ~= '' then
     redis.call('SREM', K.claim_msgs(m.claim), m.id)
   end
@@ -199,60 +249,137 @@ local function dead_letter(m, project, source, policy, client)
   end
   redis.call('HSET', K.msg(m.id), 'q', target, 'ttl', ttl, 'created', NOW_S,
              'expires', fmt(expires), 'claim', '', 'cexp', '0', 'hist', hist)
-  redis.call('ZREM', K.order(m.q), m.id)
+  unindex(m.q, m.id)
   redis.call('ZADD', K.order(target), m.marker, m.id)
-  redis.call('ZADD', K.msg_expiry(), expires, m.id)
+  redis.call('ZADD', K.ready(target), m.marker, m.id)
+  redis.call('ZADD', K.expiry(target), fmt(expires), m.id)
+  redis.call('ZADD', K.queue_expiry(), 'LT', fmt(expires), target)
   event(project, source, 'dead_lettered', m.id, nil, client, m.count,
         {to = policy.queue, reason = policy.reason, fingerprint = m.fp,
          sample = first_chars(m.body, policy.sample)})
 end
 
--- Walk the queue's free messages in order: dead letter the exhausted ones,
--- hand the others to ``deliver`` until ``limit`` were delivered.
-local function take_batch(project, queue, qid, limit, policy, client, deliver)
-  local order = K.order(qid)
-  local after = '-inf'
-  local taken = {}
-  -- A first page about the batch's size: most claims find it free.
-  local size = limit * 2
-  while #taken < limit do
-    local page = redis.call('ZRANGEBYSCORE', order, after, '+inf', 'WITHSCORES', 'LIMIT', 0, size)
-    size = 100
-    if #page == 0 then
+local function queue_names(qid)
+  local q = redis.call('HMGET', K.queue(qid), 'project', 'name')
+  return q[1], q[2]
+end
+
+local function due(key)
+  return redis.call('ZCOUNT', key, '-inf', NOW_S) > 0
+end
+
+-- Remove up to ``n`` expired messages of the queue, with their events.
+-- Returns how many ids it looked at and whether expired ones remain.
+local function sweep(qid, n)
+  local ids = redis.call('ZRANGEBYSCORE', K.expiry(qid), '-inf', NOW_S, 'LIMIT', 0, n)
+  if #ids == 0 then
+    return 0, false
+  end
+  local project, name = queue_names(qid)
+  for _, id in ipairs(ids) do
+    local m = load_msg(id, STATE_FIELDS)
+    if m and m.q == qid and not alive(m) then
+      remove_msg(m)
+      if project then
+        event(project, name, 'expired', id, nil, nil, m.count)
+      end
+    elseif m and m.q == qid then
+      redis.call('ZADD', K.expiry(qid), m.expires, id)
+    else
+      unindex(qid, id)
+    end
+  end
+  return #ids, #ids == n and due(K.expiry(qid))
+end
+
+-- Move up to ``n`` messages whose held or waiting score has passed into
+-- ready. Returns whether such messages remain.
+local function promote(qid, n)
+  for _, key in ipairs({K.held(qid), K.waiting(qid)}) do
+    local ids = n > 0 and redis.call('ZRANGEBYSCORE', key, '-inf', NOW_S, 'LIMIT', 0, n) or {}
+    if #ids > 0 then
+      local markers = redis.call('ZMSCORE', K.order(qid), unpack(ids))
+      local entries = {}
+      for i, id in ipairs(ids) do
+        if markers[i] then
+          entries[#entries + 1] = markers[i]
+          entries[#entries + 1] = id
+        end
+      end
+      zadd_pairs(K.ready(qid), entries)
+      redis.call('ZREM', key, unpack(ids))
+      n = n - #ids
+    end
+  end
+  return n == 0 and (due(K.held(qid)) or due(K.waiting(qid)))
+end
+
+-- Whether the queue's sets are exact at NOW: nothing expired left in it,
+-- nothing in held or waiting whose time has come.
+local function settled(qid)
+  return not (due(K.expiry(qid)) or due(K.held(qid)) or due(K.waiting(qid)))
+end
+
+-- The per-call work budget (ARGV[i], ARGV[i + 1]): messages removed or
+-- moved one by one (expired, dead lettered, skipped by a list filter), and
+-- messages promoted in bulk.
+local function read_budget(i)
+  return {work = tonumber(ARGV[i]), promote = tonumber(ARGV[i + 1])}
+end
+
+-- Bring the queue's sets up to NOW within the budget; true when they are
+-- exact (settled), false when work remains for another call.
+local function settle(qid, budget)
+  local _, expired_left = sweep(qid, budget.work)
+  local due_left = promote(qid, budget.promote)
+  return not (expired_left or due_left)
+end
+
+-- Take messages from the head of the ready set of a settled queue: dead
+-- letter the exhausted ones, hand the others to ``deliver`` until ``limit``
+-- were delivered or ``budget.work`` were dead lettered. Returns the
+-- delivered records and whether the budget ran out.
+local function take_batch(project, queue, qid, limit, policy, client, budget, deliver)
+  local taken, work = {}, 0
+  while #taken < limit and work < budget.work do
+    local ids = redis.call('ZRANGE', K.ready(qid), 0, limit - #taken - 1)
+    if #ids == 0 then
       break
     end
-    for i = 1, #page, 2 do
-      after = '(' .. page[i + 1]
-      -- Claimed messages ahead in the order are skipped by reading only
-      -- the fields that decide freeness; the full message only when free.
-      local s = redis.call('HMGET', K.msg(page[i]), 'expires', 'claim', 'cexp', 'delay')
-      local m = s[1] and is_free({expires = s[1], claim = s[2], cexp = s[3], delay = s[4]})
-                and load_msg(page[i])
-      if m then
-        if policy and tonumber(m.count) >= policy.max then
-          dead_letter(m, project, queue, policy, client)
-        else
-          taken[#taken + 1] = deliver(m)
-          if #taken >= limit then
-            break
-          end
+    for _, id in ipairs(ids) do
+      local m = load_msg(id)
+      if not (m and m.q == qid and is_free(m)) then
+        -- Never expected in a settled queue; put it where it belongs.
+        redis.call('ZREM', K.ready(qid), id)
+        if m and m.q == qid and alive(m) then
+          index_state(m)
         end
+        work = work + 1
+      elseif policy and tonumber(m.count) >= policy.max then
+        dead_letter(m, project, queue, policy, client)
+        work = work + 1
+      else
+        taken[#taken + 1] = deliver(m)
+      end
+      if work >= budget.work then
+        break
       end
     end
   end
-  return taken
+  return taken, work >= budget.work
 end
 
 -- Remove every message and claim of a queue; returns how many messages.
 local function clear_queue(qid)
   local ids = redis.call('ZRANGE', K.order(qid), 0, -1)
   for _, id in ipairs(ids) do
-    local m = load_msg(id)
+    local m = load_msg(id, STATE_FIELDS)
     if m then
       remove_msg(m)
     end
   end
-  redis.call('DEL', K.order(qid))
+  redis.call('DEL', K.order(qid), K.ready(qid), K.held(qid), K.waiting(qid), K.expiry(qid))
+  redis.call('ZREM', K.queue_expiry(), qid)
   for _, cid in ipairs(redis.call('SMEMBERS', K.qclaims(qid))) do
     redis.call('DEL', K.claim(cid), K.claim_msgs(cid))
     redis.call('ZREM', K.claim_expiry(), cid)
