@@ -16,6 +16,8 @@ import redis
 from zq.clock import Clock
 from zq.errors import StorageUnavailable
 from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.uri import parse_uri
+from zq.storage.uri import redact
 
 LAYOUT = "2"
 UPGRADE_COMMAND = "zq db upgrade --storage URI"
@@ -60,8 +62,22 @@ def check_layout(client: redis.Redis, prefix: str, where: str) -> None:
     )
 
 
+def upgrade_uri(uri: str, clock: Clock) -> tuple[str | None, str]:
+    """``zq db upgrade`` for a Redis storage URI: see ``upgrade``."""
+    target = parse_uri(uri)
+    client = redis.Redis.from_url(target.url, decode_responses=True)
+    try:
+        return upgrade(client, target.prefix, clock)
+    except redis.RedisError as exc:
+        raise StorageUnavailable(f"Cannot use the Redis storage {redact(uri)}: {exc}") from exc
+    finally:
+        client.close()
+
+
 def upgrade(client: redis.Redis, prefix: str, clock: Clock) -> tuple[str | None, str]:
     """Convert the data under ``prefix`` to the current layout; (before, after).
+
+    ``before`` is None when there was no data (the prefix is only marked).
 
     Run with every zq server of this storage stopped: the conversion reads
     each message's state once, in batches, and a server writing meanwhile
