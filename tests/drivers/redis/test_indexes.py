@@ -292,3 +292,26 @@ def test_a_claim_whose_budget_runs_out_after_a_delivery_returns_what_it_has(
     assert claim(5, POLICY) == first
     assert claim(5, POLICY) == last
     assert [m.id for m in storage.messages.list("p", "dlq", echo=True)] == poison
+
+
+def test_sweeping_expired_messages_keeps_their_claims_expiry_record(
+    storage: RedisStorage, project: str, clock: ManualClock
+) -> None:
+    """A claim or read that removes expired messages records their expired claim
+    first, as gc (claims first, then messages) did before messages were swept
+    by claims and reads."""
+    posted = storage.messages.post(project, "q", [message(n, ttl=60) for n in range(2)],
+                                   client_id=None)
+    held = storage.claims.create(project, "q", ttl=60, grace=0, limit=2,
+                                 client_id="slow-worker", dead_letter=None)
+    assert held is not None
+    clock.advance(60)
+    assert storage.queues.stats(project, "q").total == 0
+    assert storage.claims.create(project, "q", ttl=60, grace=0, limit=5, client_id=None,
+                                 dead_letter=None) is None
+    storage.gc()
+    expired = [e for e in storage.events.read(limit=10000)
+               if e.project == project and e.kind == kinds.EXPIRED]
+    assert [(e.claim_id, e.client_id, e.detail) for e in expired if e.message_id is None] == [
+        (held.id, "slow-worker", {"target": "claim", "messages": 2})]
+    assert sorted(e.message_id for e in expired if e.message_id) == sorted(posted)

@@ -268,6 +268,30 @@ local function due(key)
   return redis.call('ZCOUNT', key, '-inf', NOW_S) > 0
 end
 
+-- Forget an expired claim: its messages are ready again, and an 'expired'
+-- event counts those it still held.
+local function collect_claim(cid)
+  local c = redis.call('HMGET', K.claim(cid), 'q', 'client')
+  local held = 0
+  for _, id in ipairs(redis.call('SMEMBERS', K.claim_msgs(cid))) do
+    local m = load_msg(id)
+    if m and m.claim == cid then
+      held = held + 1
+      redis.call('HSET', K.msg(id), 'claim', '', 'cexp', '0')
+      make_ready(m)
+    end
+  end
+  if c[1] then
+    local project, name = queue_names(c[1])
+    if held > 0 and project then
+      event(project, name, 'expired', nil, cid, c[2], nil, {target = 'claim', messages = held})
+    end
+    redis.call('SREM', K.qclaims(c[1]), cid)
+  end
+  redis.call('DEL', K.claim(cid), K.claim_msgs(cid))
+  redis.call('ZREM', K.claim_expiry(), cid)
+end
+
 -- Remove up to ``n`` expired messages of the queue, with their events.
 -- Returns how many ids it looked at and whether expired ones remain.
 local function sweep(qid, n)
@@ -279,6 +303,12 @@ local function sweep(qid, n)
   for _, id in ipairs(ids) do
     local m = load_msg(id, STATE_FIELDS)
     if m and m.q == qid and not alive(m) then
+      if m.claim ~= '' and redis.call('EXISTS', K.claim(m.claim)) == 1 then
+        -- Its claim ended no later than the message: record that first, as
+        -- gc would have, before the message is gone.
+        collect_claim(m.claim)
+        m.claim = ''
+      end
       remove_msg(m)
       if project then
         event(project, name, 'expired', id, nil, nil, m.count)

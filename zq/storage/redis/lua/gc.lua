@@ -7,25 +7,7 @@ local batch = tonumber(ARGV[3])
 
 local cids = redis.call('ZRANGEBYSCORE', K.claim_expiry(), '-inf', NOW_S, 'LIMIT', 0, batch)
 for _, cid in ipairs(cids) do
-  local c = redis.call('HMGET', K.claim(cid), 'q', 'client')
-  local held = 0
-  for _, id in ipairs(redis.call('SMEMBERS', K.claim_msgs(cid))) do
-    local m = load_msg(id)
-    if m and m.claim == cid then
-      held = held + 1
-      redis.call('HSET', K.msg(id), 'claim', '', 'cexp', '0')
-      make_ready(m)
-    end
-  end
-  if c[1] then
-    local project, name = queue_names(c[1])
-    if held > 0 and project then
-      event(project, name, 'expired', nil, cid, c[2], nil, {target = 'claim', messages = held})
-    end
-    redis.call('SREM', K.qclaims(c[1]), cid)
-  end
-  redis.call('DEL', K.claim(cid), K.claim_msgs(cid))
-  redis.call('ZREM', K.claim_expiry(), cid)
+  collect_claim(cid)
 end
 
 -- Queues by (a lower bound of) their first message expiry: a queue whose
