@@ -65,7 +65,9 @@ def script_calls(storage: RedisStorage, action: Callable[[], object]) -> list[li
             calls.append([command])
         elif calls:
             calls[-1].append(command)
-    return calls
+    # An EVALSHA that ran nothing was refused with NOSCRIPT (another test
+    # flushed the shared server's scripts) and sent again after loading.
+    return [call for call in calls if len(call) > 1]
 
 
 def unbounded(command: str) -> bool:
