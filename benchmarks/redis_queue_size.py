@@ -1,15 +1,16 @@
 """Redis: latency of stats, list, claim and pop as one queue grows.
 
     python -m benchmarks.redis_queue_size --spawn-redis [--sizes 1000,100000,1000000]
-        [--repeat 5] [--out run.jsonl] [--baseline earlier.jsonl]
+        [--repeat 5] [--seconds 1] [--out run.jsonl] [--baseline earlier.jsonl]
     python -m benchmarks.redis_queue_size --url redis://127.0.0.1:6390/0
     (from the repository root)
 
 For each size N, a fresh key prefix gets one queue of N messages, half of
 them held by live claims (claimed from the head, as consumers do); then
-each operation runs ``--repeat`` times through the storage contract:
-``stats``, ``list`` (one default page of 10), ``claim`` (10 messages,
-released again untimed) and ``pop`` (10). Meanwhile another process keeps
+each operation runs at least ``--repeat`` times and ``--seconds`` through
+the storage contract: ``stats``, ``list`` (one default page of 10),
+``claim`` (10 messages, released again untimed) and ``pop`` (10, posted
+back untimed). Meanwhile another process keeps
 asking another project's small queue for its stats (the "ping"): what
 every other tenant of the same Redis waits while one big queue is served.
 Prints one JSON line per (size, operation) and a Markdown table;
@@ -18,7 +19,8 @@ the same machine) adds the ratio baseline / this run.
 
 ``--spawn-redis`` starts a private ``redis-server`` (no persistence) on a
 free port and stops it at the end, so a slow baseline never blocks anyone
-else's Redis. With ``--url``, every key the run wrote is deleted at the end.
+else's Redis; its SLOWLOG then also gives the longest single script call
+of each phase, as Redis timed it. With ``--url``, every key the run wrote is deleted at the end.
 """
 
 from __future__ import annotations
@@ -74,26 +76,33 @@ def fill(storage: Storage, size: int) -> None:
     storage.messages.post(OTHER_PROJECT, OTHER_QUEUE, messages(10), client_id="other")
 
 
-def operations(storage: Storage) -> dict[str, Callable[[], None]]:
-    def claim() -> None:
+Operation = tuple[Callable[[], object], Callable[[object], object]]
+
+
+def operations(storage: Storage) -> dict[str, Operation]:
+    """name -> (the timed call, the untimed undo that keeps the queue's size)."""
+
+    def claim() -> object:
         made = storage.claims.create(PROJECT, QUEUE, ttl=HOLD_TTL, grace=0, limit=10,
                                      client_id="bench", dead_letter=None)
         assert made is not None and len(made.messages) == 10
-        pending.append(made.id)
+        return made.id
 
-    pending: list[str] = []
+    def release(claim_id: object) -> None:
+        storage.claims.release(PROJECT, QUEUE, str(claim_id), client_id="bench")
 
-    def release_pending() -> None:
-        while pending:
-            storage.claims.release(PROJECT, QUEUE, pending.pop(), client_id="bench")
+    def post_back(popped: object) -> None:
+        storage.messages.post(PROJECT, QUEUE, messages(len(popped)), client_id="bench")
+
+    def nothing(_: object) -> None:
+        pass
 
     return {
-        "stats": lambda: storage.queues.stats(PROJECT, QUEUE),
-        "list": lambda: storage.messages.list(PROJECT, QUEUE, limit=10),
-        "claim": claim,
-        "pop": lambda: storage.messages.pop(PROJECT, QUEUE, limit=10, client_id="bench",
-                                            dead_letter=None),
-        "_after": release_pending,
+        "stats": (lambda: storage.queues.stats(PROJECT, QUEUE), nothing),
+        "list": (lambda: storage.messages.list(PROJECT, QUEUE, limit=10), nothing),
+        "claim": (claim, release),
+        "pop": (lambda: storage.messages.pop(PROJECT, QUEUE, limit=10, client_id="bench",
+                                             dead_letter=None), post_back),
     }
 
 
@@ -147,7 +156,30 @@ def ms(values: list[float], q: float) -> float:
     return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
 
 
-def measure(uri: str, size: int, repeat: int) -> list[dict]:
+class Slowlog:
+    """Server-side time of each script call (SLOWLOG, on a private server only)."""
+
+    def __init__(self, uri: str | None) -> None:
+        self.client = redis.Redis.from_url(uri.split("?")[0]) if uri else None
+        if self.client is not None:
+            self.client.config_set("slowlog-log-slower-than", 0)
+            self.client.config_set("slowlog-max-len", 100000)
+
+    def reset(self) -> None:
+        if self.client is not None:
+            self.client.slowlog_reset()
+
+    def longest_ms(self, project: str) -> float | None:
+        """The longest script call that named ``project`` since the reset."""
+        if self.client is None:
+            return None
+        mine = [entry["duration"] for entry in self.client.slowlog_get(100000)
+                if entry["command"].startswith(b"EVALSHA")
+                and project.encode() in entry["command"]]
+        return round(max(mine, default=0) / 1000, 2)
+
+
+def measure(uri: str, size: int, repeat: int, seconds: float, slowlog: Slowlog) -> list[dict]:
     storage = open_storage(uri, clock=SystemClock())
     try:
         started = time.monotonic()
@@ -157,23 +189,28 @@ def measure(uri: str, size: int, repeat: int) -> list[dict]:
         phases = []
         with Pinger(uri) as pinger:
             for name in ("stats", "list", "claim", "pop"):
+                call, undo = ops[name]
                 took: list[float] = []
+                slowlog.reset()
                 first = time.monotonic()
-                for _ in range(repeat):
+                while len(took) < repeat or time.monotonic() - first < seconds:
                     began = time.monotonic()
-                    ops[name]()
+                    answer = call()
                     took.append(time.monotonic() - began)
-                phases.append((name, took, first, time.monotonic()))
-                ops["_after"]()
+                    undo(answer)
+                phases.append((name, took, first, time.monotonic(),
+                               slowlog.longest_ms(PROJECT)))
                 time.sleep(0.05)  # a few pings between phases
     finally:
         storage.close()
     rows = []
-    for name, took, first, last in phases:
+    for name, took, first, last, longest in phases:
         pings = pinger.between(first, last)
-        rows.append({"size": size, "op": name, "repeat": repeat,
-                     "p50_ms": ms(took, 0.5), "max_ms": ms(took, 1.0),
-                     "ping_p50_ms": ms(pings, 0.5), "ping_max_ms": ms(pings, 1.0),
+        rows.append({"size": size, "op": name, "calls": len(took),
+                     "p50_ms": ms(took, 0.5), "p99_ms": ms(took, 0.99),
+                     "max_ms": ms(took, 1.0), "longest_script_ms": longest,
+                     "ping_p50_ms": ms(pings, 0.5), "ping_p99_ms": ms(pings, 0.99),
+                     "ping_max_ms": ms(pings, 1.0),
                      "pings": len(pings), "fill_s": round(filled, 1)})
     return rows
 
@@ -204,8 +241,12 @@ def private_redis() -> Iterator[str]:
                 time.sleep(0.05)
             yield f"redis://127.0.0.1:{port}/0"
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            server.terminate()  # deferred by Redis while a script runs
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
 
 def drop_prefix(url: str, prefix: str) -> None:
@@ -219,15 +260,18 @@ def drop_prefix(url: str, prefix: str) -> None:
 
 
 def table(rows: list[dict], baseline: dict[tuple[int, str], dict]) -> str:
-    head = "| messages | op | p50 ms | max ms | other project's stats p50 / max ms |"
-    rule = "|---|---|---|---|---|"
+    head = ("| messages | op | calls | p50 / p99 / max ms | longest script ms "
+            "| other project's stats p50 / p99 / max ms |")
+    rule = "|---|---|---|---|---|---|"
     if baseline:
         head += " baseline p50 ms | baseline ping max ms | p50 ratio (baseline / this) |"
         rule += "---|---|---|"
     lines = [head, rule]
     for row in rows:
-        line = (f"| {row['size']:,} | {row['op']} | {row['p50_ms']} | {row['max_ms']} | "
-                f"{row['ping_p50_ms']} / {row['ping_max_ms']} |")
+        line = (f"| {row['size']:,} | {row['op']} | {row.get('calls', row.get('repeat'))} | "
+                f"{row['p50_ms']} / {row.get('p99_ms', '-')} / {row['max_ms']} | "
+                f"{row.get('longest_script_ms') or '-'} | {row['ping_p50_ms']} / "
+                f"{row.get('ping_p99_ms', '-')} / {row['ping_max_ms']} |")
         before = baseline.get((row["size"], row["op"]))
         if baseline:
             if before:
@@ -247,7 +291,10 @@ def main() -> None:
                        help="start a private redis-server for the run")
     parser.add_argument("--sizes", default="1000,100000,1000000",
                         help="queue sizes, comma separated (default %(default)s)")
-    parser.add_argument("--repeat", type=int, default=5, help="calls per operation and size")
+    parser.add_argument("--repeat", type=int, default=5,
+                        help="least calls per operation and size (default %(default)s)")
+    parser.add_argument("--seconds", type=float, default=1.0,
+                        help="least time per operation and size (default %(default)s)")
     parser.add_argument("--out", type=Path, help="append the JSON lines to this file")
     parser.add_argument("--baseline", type=Path,
                         help="JSON lines of an earlier run: adds baseline figures and ratios")
@@ -265,7 +312,8 @@ def main() -> None:
             prefix = f"bench-{secrets.token_hex(4)}"
             try:
                 uri = f"{url}?prefix={prefix}&socket_timeout=600"
-                for row in measure(uri, size, args.repeat):
+                slowlog = Slowlog(url if args.spawn_redis else None)
+                for row in measure(uri, size, args.repeat, args.seconds, slowlog):
                     print(json.dumps(row), flush=True)
                     rows.append(row)
                     if args.out:
