@@ -102,6 +102,8 @@ OPERATIONS: dict[str, Callable[[RedisStorage], object]] = {
     "claim": lambda s: s.claims.create("p", "q", ttl=HOLD, grace=0, limit=10,
                                        client_id=None, dead_letter=None),
     "pop": lambda s: s.messages.pop("p", "q", limit=10, client_id=None, dead_letter=None),
+    "purge": lambda s: s.queues.purge("p", "q"),
+    "delete queue": lambda s: s.queues.delete("p", "q"),
 }
 
 
@@ -140,3 +142,22 @@ def test_catching_up_is_bounded_per_call_and_done_once(
     # The same work per call (give or take the final call's own claim) for
     # four times the backlog: only the number of calls grew.
     assert per_call[1] <= per_call[0] + 5, per_call
+
+
+@pytest.mark.parametrize("operation", ["purge", "delete queue"])
+def test_gc_reclaims_a_purged_queue_a_batch_at_a_time(
+    make_storage: Callable[..., RedisStorage], operation: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("zq.storage.redis.storage.GC_BATCH", 50)
+    clock = ManualClock()
+    storage = make_storage(clock)
+    fill(storage, 400)
+    OPERATIONS[operation](storage)
+    calls = script_calls(storage, storage.gc)
+    assert len(calls) >= 400 // 50
+    assert all(len(call) < 50 * 4 for call in calls)
+    left = [key for key in storage.client.scan_iter(match=f"{storage.prefix}*", count=10000)
+            if key.split(":")[-2] in ("m", "c", "cm", "qo", "qc")]
+    assert left == []
+    assert storage.client.scard(f"{storage.prefix}trash") == 0

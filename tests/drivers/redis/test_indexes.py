@@ -182,6 +182,10 @@ def test_sets_agree_with_messages_after_any_operations(
         def gc(self) -> None:
             storage.gc()
 
+        @rule(queue=st.sampled_from(QUEUES))
+        def purge(self, queue: str) -> None:
+            storage.queues.purge(self.project, queue)
+
         @invariant()
         def sets_and_answers_agree_with_the_messages(self) -> None:
             now = clock.now()

@@ -37,19 +37,22 @@ function K.queue_expiry() return P .. 'xq' end
 function K.claim_expiry() return P .. 'xc' end
 function K.events() return P .. 'events' end
 function K.layout() return P .. 'layout' end
+function K.trash() return P .. 'trash' end
 
 local function queue_id(project, name)
   return redis.call('HGET', K.catalog(), enc(project) .. name)
 end
 
--- The queue's metadata version (MetadataRead in zq/storage/base.py): its
--- id, which is never reused, and the count of its metadata changes; ''
--- for a missing queue.
+-- The queue's metadata version (MetadataRead in zq/storage/base.py): the
+-- id the queue was created with (``vid``; absent: its id, as purging gives
+-- a queue a new id and keeps its version), which is never reused, and the
+-- count of its metadata changes; '' for a missing queue.
 local function meta_version(qid)
   if not qid then
     return ''
   end
-  return qid .. '.' .. (redis.call('HGET', K.queue(qid), 'mv') or '0')
+  local q = redis.call('HMGET', K.queue(qid), 'vid', 'mv')
+  return (q[1] or qid) .. '.' .. (q[2] or '0')
 end
 
 -- What a script returns, changing nothing, when ARGV[i] (the caller's
@@ -273,7 +276,10 @@ end
 local function collect_claim(cid)
   local c = redis.call('HMGET', K.claim(cid), 'q', 'client')
   local held = 0
-  for _, id in ipairs(redis.call('SMEMBERS', K.claim_msgs(cid))) do
+  -- A claim of a purged or deleted queue: its messages are reclaimed with it.
+  local members = c[1] and redis.call('EXISTS', K.queue(c[1])) == 1
+                  and redis.call('SMEMBERS', K.claim_msgs(cid)) or {}
+  for _, id in ipairs(members) do
     local m = load_msg(id)
     if m and m.claim == cid then
       held = held + 1
@@ -293,16 +299,19 @@ local function collect_claim(cid)
 end
 
 -- Remove up to ``n`` expired messages of the queue, with their events.
--- Returns how many ids it looked at and whether expired ones remain.
+-- Returns how many ids it looked at, whether expired ones remain, and how
+-- many messages it removed.
 local function sweep(qid, n)
   local ids = redis.call('ZRANGEBYSCORE', K.expiry(qid), '-inf', NOW_S, 'LIMIT', 0, n)
   if #ids == 0 then
-    return 0, false
+    return 0, false, 0
   end
   local project, name = queue_names(qid)
+  local removed = 0
   for _, id in ipairs(ids) do
     local m = load_msg(id, STATE_FIELDS)
     if m and m.q == qid and not alive(m) then
+      removed = removed + 1
       if m.claim ~= '' and redis.call('EXISTS', K.claim(m.claim)) == 1 then
         -- Its claim ended no later than the message: record that first, as
         -- gc would have, before the message is gone.
@@ -319,7 +328,7 @@ local function sweep(qid, n)
       unindex(qid, id)
     end
   end
-  return #ids, #ids == n and due(K.expiry(qid))
+  return #ids, #ids == n and due(K.expiry(qid)), removed
 end
 
 -- Move up to ``n`` messages whose held or waiting score has passed into
@@ -399,21 +408,52 @@ local function take_batch(project, queue, qid, limit, policy, client, budget, de
   return taken, work >= budget.work
 end
 
--- Remove every message and claim of a queue; returns how many messages.
-local function clear_queue(qid)
-  local ids = redis.call('ZRANGE', K.order(qid), 0, -1)
+-- Detach every message and claim from a queue at once: the name gets a new
+-- queue id (``keep``, with the same metadata and version) or none, so the
+-- old id's messages and claims are invisible from now on, and gc reclaims
+-- their keys in batches (``reclaim``). Returns how many messages there were.
+local function detach_queue(project, name, qid, keep)
+  local n = redis.call('ZCARD', K.order(qid))
+  redis.call('UNLINK', K.ready(qid), K.held(qid), K.waiting(qid), K.expiry(qid))
+  redis.call('ZREM', K.queue_expiry(), qid)
+  redis.call('SADD', K.trash(), qid)
+  if keep then
+    local q = redis.call('HMGET', K.queue(qid), 'meta', 'mv', 'vid')
+    local fresh = tostring(redis.call('INCR', K.qseq()))
+    redis.call('HSET', K.queue(fresh), 'project', project, 'name', name, 'meta', q[1],
+               'mv', q[2] or '0', 'vid', q[3] or qid)
+    redis.call('HSET', K.catalog(), enc(project) .. name, fresh)
+  else
+    redis.call('HDEL', K.catalog(), enc(project) .. name)
+    redis.call('ZREM', K.project(project), name)
+  end
+  redis.call('DEL', K.queue(qid))
+  return n
+end
+
+-- Delete up to ``n`` keys of a detached queue id; returns how many it
+-- deleted and whether the id is gone for good.
+local function reclaim(qid, n)
+  local ids = redis.call('ZRANGE', K.order(qid), 0, n - 1)
   for _, id in ipairs(ids) do
-    local m = load_msg(id, STATE_FIELDS)
-    if m then
-      remove_msg(m)
+    if redis.call('HGET', K.msg(id), 'q') == qid then
+      redis.call('DEL', K.msg(id))
     end
   end
-  redis.call('DEL', K.order(qid), K.ready(qid), K.held(qid), K.waiting(qid), K.expiry(qid))
-  redis.call('ZREM', K.queue_expiry(), qid)
-  for _, cid in ipairs(redis.call('SMEMBERS', K.qclaims(qid))) do
-    redis.call('DEL', K.claim(cid), K.claim_msgs(cid))
-    redis.call('ZREM', K.claim_expiry(), cid)
+  if #ids > 0 then
+    redis.call('ZREM', K.order(qid), unpack(ids))
   end
-  redis.call('DEL', K.qclaims(qid))
-  return #ids
+  local done = #ids
+  if done < n then
+    for _, cid in ipairs(redis.call('SPOP', K.qclaims(qid), n - done)) do
+      redis.call('DEL', K.claim(cid), K.claim_msgs(cid))
+      redis.call('ZREM', K.claim_expiry(), cid)
+      done = done + 1
+    end
+  end
+  if done < n then
+    redis.call('SREM', K.trash(), qid)
+    return done, true
+  end
+  return done, false
 end

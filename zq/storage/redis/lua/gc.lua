@@ -1,8 +1,9 @@
 #!lua
 -- ARGV: batch size. Collects up to a batch of expired claims (their
--- messages become ready) and removes up to a batch of expired messages,
--- with their events. Returns {messages removed, claims looked at, 1 when
--- expired messages remain else 0}; the caller repeats while a batch was full.
+-- messages become ready), then removes up to a batch of expired messages
+-- (with their events) and of the keys purged and deleted queues left.
+-- Returns {messages removed, claims looked at, 1 when work remains else 0};
+-- the caller repeats while a batch was full or work remains.
 local batch = tonumber(ARGV[3])
 
 local cids = redis.call('ZRANGEBYSCORE', K.claim_expiry(), '-inf', NOW_S, 'LIMIT', 0, batch)
@@ -20,8 +21,8 @@ for _, qid in ipairs(qids) do
     more = true
     break
   end
-  local seen, expired_left = sweep(qid, left)
-  removed = removed + seen
+  local seen, expired_left, gone = sweep(qid, left)
+  removed = removed + gone
   left = left - math.max(seen, 1)
   if expired_left then
     more = true
@@ -33,5 +34,15 @@ for _, qid in ipairs(qids) do
       redis.call('ZADD', K.queue_expiry(), first[2], qid)
     end
   end
+end
+-- Keys of purged and deleted queues, a batch at a time.
+for _, qid in ipairs(redis.call('SRANDMEMBER', K.trash(), 10)) do
+  if left <= 0 then
+    more = true
+    break
+  end
+  local done, gone = reclaim(qid, left)
+  left = left - done
+  more = more or not gone
 end
 return {removed, #cids, more and 1 or 0}
