@@ -139,14 +139,9 @@ local function held_by(cid, tidy)
 end
 
 -- ZADD of (score, member) pairs, in chunks that Lua's unpack can take.
-local function zadd_pairs(key, entries, flag)
+local function zadd_pairs(key, entries)
   for i = 1, #entries, 2000 do
-    local chunk = {unpack(entries, i, math.min(i + 1999, #entries))}
-    if flag then
-      redis.call('ZADD', key, flag, unpack(chunk))
-    else
-      redis.call('ZADD', key, unpack(chunk))
-    end
+    redis.call('ZADD', key, unpack(entries, i, math.min(i + 1999, #entries)))
   end
 end
 
