@@ -25,6 +25,7 @@ bytes) can make two keys collide::
     P queues           hash  enc(project) .. queue -> qid (a number)
     P qseq             string counter for qids
     P p:enc(project)   zset  queue names of the project (score 0, by name)
+    P l:enc(project)   string the project's links version (a counter)
     P q:<qid>          hash  project, name, meta (JSON text), mv (metadata changes),
                              vid (the version's id after a purge gave a new qid)
     P qo:<qid>         zset  message ids by marker: the queue's order
