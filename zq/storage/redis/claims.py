@@ -9,8 +9,8 @@ from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.storage.base import ClaimController, ClaimRecord, MessageRecord
 from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.settle import run_until_done
 from zq.storage.redis.wire import (
-    AGAIN,
     Budget,
     check_fresh,
     message_records,
@@ -39,14 +39,12 @@ class RedisClaims(ClaimController):
         metadata_version: str | None = None,
     ) -> ClaimRecord | None:
         claim_id = uuid.uuid4().hex
-        rows = AGAIN
-        while rows == AGAIN:  # each call did its share of the queue's upkeep
-            now = self._clock.now()
-            rows = check_fresh(self._scripts.run(
-                "claim", now, project, queue, claim_id, int(ttl), int(grace), limit,
-                optional(client_id), *policy_args(dead_letter, queue, now),
-                version_arg(metadata_version), *self._budget.args(),
-            ))
+        now, rows = run_until_done(self._scripts, self._clock, "claim", lambda now: [
+            project, queue, claim_id, int(ttl), int(grace), limit, optional(client_id),
+            *policy_args(dead_letter, queue, now), version_arg(metadata_version),
+            *self._budget.args(),
+        ])
+        check_fresh(rows)
         if not rows:
             return None
         return ClaimRecord(id=claim_id, queue=queue, ttl=int(ttl), grace=int(grace),

@@ -11,9 +11,8 @@ from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
 from zq.storage.base import MessageController, MessageRecord, NewMessage
 from zq.storage.redis.scripts import ScriptBook
-from zq.storage.redis.settle import read_settled
+from zq.storage.redis.settle import read_settled, run_until_done
 from zq.storage.redis.wire import (
-    AGAIN,
     Budget,
     check_fresh,
     flag,
@@ -141,11 +140,8 @@ class RedisMessages(MessageController):
         dead_letter: DeadLetterPolicy | None,
         metadata_version: str | None = None,
     ) -> list[MessageRecord]:
-        rows = AGAIN
-        while rows == AGAIN:  # each call did its share of the queue's upkeep
-            now = self._clock.now()
-            rows = check_fresh(self._scripts.run(
-                "pop", now, project, queue, limit, optional(client_id),
-                *policy_args(dead_letter, queue, now), version_arg(metadata_version),
-                *self._budget.args()))
-        return message_records(queue, rows)
+        _, rows = run_until_done(self._scripts, self._clock, "pop", lambda now: [
+            project, queue, limit, optional(client_id), *policy_args(dead_letter, queue, now),
+            version_arg(metadata_version), *self._budget.args(),
+        ])
+        return message_records(queue, check_fresh(rows))
