@@ -39,7 +39,7 @@ from zq.storage.redis.wire import Budget
 
 POLICY = DeadLetterPolicy(max_claim_count=2, queue="dlq")
 QUEUES = ("q", "dlq")
-TINY = Budget(work=2, promote=2)
+TINY = Budget(work=2, promote=2, skip=2)
 
 
 @pytest.fixture

@@ -69,12 +69,12 @@ class RedisMessages(MessageController):
         found: list[MessageRecord] = []
         after = "" if marker is None else str(int(marker))
         while True:
-            # A call skips at most budget.work filtered messages; it then says
+            # A call skips at most budget.skip filtered messages; it then says
             # where to go on from, and the page is completed by the next.
             resume, *rows = read_settled(
                 self._scripts, self._clock, self._budget, "list", project, queue,
                 after, limit - len(found), flag(echo), optional(client_id),
-                flag(include_claimed), flag(include_delayed), self._budget.work,
+                flag(include_claimed), flag(include_delayed), self._budget.skip,
             )
             found += message_records(queue, rows)
             if not resume or len(found) >= limit:

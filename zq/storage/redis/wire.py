@@ -24,13 +24,15 @@ AGAIN = -2
 class Budget:
     """The most work one script call does, so none grows with a queue's size.
 
-    ``work``: messages handled one by one (expired ones removed, exhausted
-    ones dead lettered, ones a list filter skips); ``promote``: messages
-    moved in bulk from held or waiting to ready once their time has come.
+    ``work``: messages written one by one (expired ones removed, exhausted
+    ones dead lettered); ``promote``: messages moved in bulk from held or
+    waiting to ready once their time has come; ``skip``: messages a list
+    page reads and leaves out (its filters), a cheap read each.
     """
 
     work: int = 100
     promote: int = 1000
+    skip: int = 1000
 
     def args(self) -> list[int]:
         """The two arguments ``read_budget`` in lua/_lib.lua expects."""

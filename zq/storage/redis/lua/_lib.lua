@@ -372,9 +372,9 @@ local function settled(qid)
   return not (due(K.expiry(qid)) or due(K.held(qid)) or due(K.waiting(qid)))
 end
 
--- The per-call work budget (ARGV[i], ARGV[i + 1]): messages removed or
--- moved one by one (expired, dead lettered, skipped by a list filter), and
--- messages promoted in bulk.
+-- The per-call work budget (ARGV[i], ARGV[i + 1]; wire.Budget): messages
+-- removed or moved one by one (expired, dead lettered), and messages
+-- promoted in bulk.
 local function read_budget(i)
   return {work = tonumber(ARGV[i]), promote = tonumber(ARGV[i + 1])}
 end
