@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from zq.clock import Clock
+from zq.errors import StorageUnavailable
 from zq.storage.redis.scripts import ScriptBook
 from zq.storage.redis.wire import AGAIN, Budget
 
@@ -31,12 +32,26 @@ def run_until_done(scripts: ScriptBook, clock: Clock, name: str,
             return now, answer
 
 
+# Reads in a row that ask for settling when the settle script found nothing
+# to do: only a disagreement between the scripts (a bug) gets there, and it
+# is reported instead of looping forever.
+MOST_IDLE_SETTLES = 3
+
+
 def read_settled(scripts: ScriptBook, clock: Clock, budget: Budget, name: str,
                  project: str, queue: str, *args: Any) -> Any:
     """Read script ``name``'s answer on a settled queue, settling it first when asked."""
+    idle = 0
     while True:
         answer = scripts.run(name, clock.now(), project, queue, *args)
         if answer != AGAIN:
             return answer
+        calls = 1
         while scripts.run("settle", clock.now(), project, queue, *budget.args()) == 0:
-            pass
+            calls += 1
+        idle = idle + 1 if calls == 1 else 0
+        if idle > MOST_IDLE_SETTLES:
+            raise StorageUnavailable(
+                f"Redis script {name} keeps finding queue {queue!r} unsettled after the "
+                "settle script found nothing to do."
+            )
