@@ -78,6 +78,8 @@ def unbounded(command: str) -> bool:
     if words[0] == "ZRANGE" and "BYSCORE" not in words:
         start, stop = int(words[2]), int(words[3])
         return stop < 0 <= start or stop - start > 10000
+    if words[0] == "HVALS":  # the queue catalog: one entry per queue, not per message
+        return not command.endswith(":queues")
     return words[0] in ("SMEMBERS", "HGETALL", "KEYS", "SCAN") and ":cm:" not in command
 
 
@@ -97,6 +99,7 @@ def fill(storage: RedisStorage, size: int) -> None:
 
 OPERATIONS: dict[str, Callable[[RedisStorage], object]] = {
     "stats": lambda s: s.queues.stats("p", "q"),
+    "volume": lambda s: s.queues.volume(),
     "list": lambda s: s.messages.list("p", "q", limit=10),
     "list claimed": lambda s: s.messages.list("p", "q", limit=10, include_claimed=True),
     "claim": lambda s: s.claims.create("p", "q", ttl=HOLD, grace=0, limit=10,
