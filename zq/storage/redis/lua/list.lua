@@ -19,8 +19,10 @@ end
 -- Free messages are exactly the ready set; the others are in the order.
 local source = (with_claimed or with_delayed) and K.order(qid) or K.ready(qid)
 local after = marker == '' and '-inf' or '(' .. marker
--- Without a filter to apply, every ready message is shown: read it once.
+-- Without a filter to apply, every ready message is shown: read it once;
+-- otherwise read what the filters need first, the whole message if shown.
 local unfiltered = source == K.ready(qid) and (echo or client == '')
+local fields = not unfiltered and {'q', 'client', 'claim', 'cexp', 'delay'} or nil
 local out, skipped = {''}, 0
 while #out - 1 < limit do
   local want = limit - (#out - 1)
@@ -31,11 +33,11 @@ while #out - 1 < limit do
   end
   for i = 1, #page, 2 do
     after = '(' .. page[i + 1]
-    local m = unfiltered or load_msg(page[i], {'q', 'client', 'claim', 'cexp', 'delay'})
-    if unfiltered or m and (echo or client == '' or m.client ~= client)
-        and (with_claimed or not held(m))
-        and (with_delayed or tonumber(m.delay) <= NOW) then
-      out[#out + 1] = record(load_msg(page[i]))
+    local m = load_msg(page[i], fields)
+    if m and (unfiltered or (echo or client == '' or m.client ~= client)
+              and (with_claimed or not held(m))
+              and (with_delayed or tonumber(m.delay) <= NOW)) then
+      out[#out + 1] = record(fields and load_msg(page[i]) or m)
       if #out - 1 >= limit then
         break
       end
