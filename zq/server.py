@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import signal
 import socket
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from multiprocessing.util import Finalize
@@ -31,6 +30,7 @@ from typing import Any
 import zq.auth
 import zq.logs
 from zq import stop_signals
+from zq.buffered_wsgi import BufferedWSGI
 from zq.clock import SystemClock
 from zq.commands.options import (
     CommandError,
@@ -47,8 +47,6 @@ from zq.storage import scheme_of
 from zq.storage.uri import redact
 
 log = logging.getLogger("zq.server")
-
-WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
 
 # granian's own records go through zq's handler (zq.logs), warnings and up.
 GRANIAN_LOGGING: dict[str, Any] = {
@@ -77,9 +75,12 @@ def granian_settings(config: Config, port: int) -> dict[str, Any]:
     return {
         "address": server.host,
         "port": port,
-        "interface": "wsgi",
+        # zq.buffered_wsgi runs the WSGI app on its own threads once a
+        # request has fully arrived; granian's event loop receives bodies.
+        "interface": "rsgi",
         "workers": server.workers,
-        "blocking_threads": server.threads,
+        "blocking_threads": 1,
+        "websockets": False,
         # A worker that does not stop within the timeout is killed.
         "workers_kill_timeout": server.timeout or None,
         "respawn_failed_workers": True,
@@ -168,7 +169,7 @@ def prepare(config: Config) -> str:
 class Worker:
     """One worker process's app and what it holds: resolver and collector."""
 
-    app: WSGIApp
+    app: BufferedWSGI
     pools: Pools
     collector: GarbageCollector | None
 
@@ -191,11 +192,13 @@ def open_worker(config: Config) -> Worker:
         # A callable, not a snapshot: pools registered later are collected too.
         collector = GarbageCollector(pools.storages, config.gc.interval)
         collector.start()
-    app = create_app(config, clock=clock, pools=pools, admin=admin)
-    return Worker(drain_unread_body(app, config.limits.max_request_body), pools, collector)
+    app = BufferedWSGI(create_app(config, clock=clock, pools=pools, admin=admin),
+                       threads=config.server.threads, body_timeout=config.server.body_timeout,
+                       max_body=config.limits.max_request_body)
+    return Worker(app, pools, collector)
 
 
-def load_worker_app(config: Config) -> WSGIApp:
+def load_worker_app(config: Config) -> BufferedWSGI:
     """What granian runs in each worker process."""
     # A forked worker inherits the master's SIGTERM handler, which only flags
     # the master's own loop: a SIGTERM arriving while this worker still loads
@@ -218,31 +221,6 @@ def announce(config: Config, served_uri: str, port: int) -> None:
         bind_address(server.host, port), where, redact(served_uri),
         server.workers, server.threads,
     )
-
-
-def drain_unread_body(app: WSGIApp, limit: int) -> WSGIApp:
-    """Read what the app left unread of a request body of at most ``limit`` bytes.
-
-    An error answered before the body was read (a post over the size limit)
-    leaves the rest of the body unread. Servers may drop such a connection,
-    so a keep-alive client's next request on it would fail; reading the rest
-    here keeps the connection usable whatever the server. Bodies above
-    ``limit`` are left to the server.
-    """
-
-    def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        result = app(environ, start_response)
-        try:
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        if 0 < length <= limit:
-            stream = environ["wsgi.input"]
-            while stream.read(65536):
-                pass
-        return result
-
-    return wrapped
 
 
 def serve(config: Config) -> None:
