@@ -9,8 +9,11 @@ management store), its connections and its falcon app after the fork
 (``load_worker_app``), so no connection is ever shared between processes,
 and runs its own garbage collector thread (zq.housekeeping) over every
 backend of its resolver. Each worker serves HTTP from granian's Rust
-runtime and calls the WSGI app on a few Python threads, so one slow request
-holds one thread, not a whole worker.
+runtime; its event loop receives each request whole, within ``[server]
+body_timeout``, and only then hands it to one of ``[server] threads``
+threads that run the WSGI app (zq.buffered_wsgi), so a slow or stalled
+client holds no thread, and one slow request holds one thread, not a
+whole worker.
 
 granian rather than gunicorn's gthread workers: on the same machine, worker
 count and threads it served a no-op falcon endpoint about 2x and zq's post
@@ -29,8 +32,7 @@ from typing import Any
 
 import zq.auth
 import zq.logs
-from zq import stop_signals
-from zq.buffered_wsgi import BufferedWSGI
+from zq.buffered_wsgi import BufferedWSGI, WSGIApp
 from zq.clock import SystemClock
 from zq.commands.options import (
     CommandError,
@@ -58,7 +60,8 @@ GRANIAN_LOGGING: dict[str, Any] = {
 
 # Bounds on what one client can make the server hold before the app sees
 # the request (docs/security.md). Idle keep-alive connections and bodies
-# being received are held by granian's Rust runtime, not by Python threads.
+# being received are held by granian's runtime and event loop, not by the
+# threads that run the app.
 MAX_REQUEST_HEAD = 417792  # bytes of request line and headers (granian's buffer)
 
 
@@ -76,10 +79,12 @@ def granian_settings(config: Config, port: int) -> dict[str, Any]:
         "address": server.host,
         "port": port,
         # zq.buffered_wsgi runs the WSGI app on its own threads once a
-        # request has fully arrived; granian's event loop receives bodies.
+        # request has fully arrived; granian's event loop receives bodies
+        # (granian's WSGI interface would read them on the app's threads,
+        # with no time limit).
         "interface": "rsgi",
         "workers": server.workers,
-        "blocking_threads": 1,
+        "blocking_threads": 1,  # granian's thread into the event loop; RSGI allows one
         "websockets": False,
         # A worker that does not stop within the timeout is killed.
         "workers_kill_timeout": server.timeout or None,
@@ -102,6 +107,8 @@ def check_server_config(config: Config) -> None:
         raise CommandError(f"workers must be at least 1, got {server.workers}.")
     if server.threads < 1:
         raise CommandError(f"threads must be at least 1, got {server.threads}.")
+    if not server.body_timeout > 0:
+        raise CommandError(f"body_timeout must be above 0 seconds, got {server.body_timeout}.")
 
 
 def check_address_free(host: str, port: int) -> int:
@@ -169,7 +176,7 @@ def prepare(config: Config) -> str:
 class Worker:
     """One worker process's app and what it holds: resolver and collector."""
 
-    app: BufferedWSGI
+    app: WSGIApp
     pools: Pools
     collector: GarbageCollector | None
 
@@ -192,9 +199,7 @@ def open_worker(config: Config) -> Worker:
         # A callable, not a snapshot: pools registered later are collected too.
         collector = GarbageCollector(pools.storages, config.gc.interval)
         collector.start()
-    app = BufferedWSGI(create_app(config, clock=clock, pools=pools, admin=admin),
-                       threads=config.server.threads, body_timeout=config.server.body_timeout,
-                       max_body=config.limits.max_request_body)
+    app = create_app(config, clock=clock, pools=pools, admin=admin)
     return Worker(app, pools, collector)
 
 
@@ -205,11 +210,12 @@ def load_worker_app(config: Config) -> BufferedWSGI:
     # would be lost and the worker would serve on until killed. Until granian
     # installs the worker's handlers (after this returns), it simply ends it.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    stop_signals.forward_to_main_thread()
     worker = open_worker(config)
     # multiprocessing runs these at a worker's exit (atexit handlers do not run there).
     Finalize(worker, worker.close, exitpriority=10)
-    return worker.app
+    return BufferedWSGI(worker.app, threads=config.server.threads,
+                        body_timeout=config.server.body_timeout,
+                        max_body=config.limits.max_request_body)
 
 
 def announce(config: Config, served_uri: str, port: int) -> None:
