@@ -22,6 +22,7 @@ client that does not read it holds no thread either.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
 import queue
@@ -133,9 +134,10 @@ class BufferedWSGI:
         self.body_timeout = body_timeout
         self.max_body = max_body
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
-        for number in range(threads):
-            threading.Thread(target=self.serve_jobs, name=f"zq-request-{number}",
-                             daemon=True).start()
+        self.threads = [threading.Thread(target=self.serve_jobs, name=f"zq-request-{number}",
+                                         daemon=True) for number in range(threads)]
+        for thread in self.threads:
+            thread.start()
 
     async def __rsgi__(self, scope: RSGIScope, protocol: Any) -> None:
         body = b""
@@ -156,10 +158,18 @@ class BufferedWSGI:
         # granian answers 500 to a request whose coroutine ends unanswered.
         await answered
 
+    def __rsgi_del__(self, loop: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Let the threads end once the jobs already queued are answered."""
+        for _ in self.threads:
+            self.jobs.put(None)
+
     def serve_jobs(self) -> None:
         """One of the threads running the app: answers each job, then wakes its coroutine."""
-        while True:
-            environ, protocol, loop, answered = self.jobs.get()
+        while job := self.jobs.get():
+            environ, protocol, loop, answered = job
             try:
                 status, headers, content = call_app(self.app, environ)
             except Exception:
@@ -169,7 +179,8 @@ class BufferedWSGI:
                     "Internal server error",
                     "The server failed to handle the request; the error has been logged.")
             protocol.response_bytes(status, headers, content)
-            loop.call_soon_threadsafe(settle, answered)
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(settle, answered)
 
 
 def settle(answered: asyncio.Future) -> None:
