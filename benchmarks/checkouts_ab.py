@@ -16,7 +16,6 @@ stopped by their pids and the Redis keys removed by their prefixes.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import secrets
 import statistics

@@ -10,6 +10,8 @@ docs/security.md promises about it:
   timeout``).
 - ``test_protocol_errors.py``: requests the HTTP server refuses before zq
   sees them (duplicate Content-Length, bad bytes in the request line).
+- ``test_concurrent_metadata.py``: concurrent metadata PATCHes racing to
+  lose each other's keys or close a dead letter cycle, on every backend.
 
 Add a file per new shape of attack (extreme values, NUL bytes, deep JSON,
 concurrent writers, ...). Tests here must stay quick (the suite runs on

@@ -13,7 +13,7 @@ HEAD_TIMEOUT = 3  # [server] timeout: the request line and headers, seconds
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def short_timeout_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """``zq serve``: 2 workers x 4 threads on SQLite, short body and head timeouts."""
     tmp = tmp_path_factory.mktemp("adversarial")
     env = clean_environment(tmp / "data")

@@ -31,8 +31,8 @@ BAD_REQUESTS = {
 
 @pytest.mark.parametrize("request_bytes", BAD_REQUESTS.values(), ids=BAD_REQUESTS.keys())
 def test_a_malformed_request_is_refused_400_without_a_body(
-        server: ServerProcess, request_bytes: bytes) -> None:
-    with held_connections(server.url, request_bytes, 1) as [connection]:
+        short_timeout_server: ServerProcess, request_bytes: bytes) -> None:
+    with held_connections(short_timeout_server.url, request_bytes, 1) as [connection]:
         answer = read_until_closed(connection, time.monotonic(), 5)
     assert answer.status == 400, answer.data
     assert answer.header("content-length") == "0"
@@ -41,12 +41,12 @@ def test_a_malformed_request_is_refused_400_without_a_body(
 
 
 def test_chunked_with_a_content_length_is_answered_once_then_closed(
-        server: ServerProcess) -> None:
+        short_timeout_server: ServerProcess) -> None:
     # A request smuggling attempt: read as chunked (RFC 9112 6.3), the empty
     # body is zq's 400, and the request hidden after it is never answered.
     smuggled = (head("POST", "/v2/queues/q/messages", "Transfer-Encoding: chunked",
                      "Content-Length: 4") + b"0\r\n\r\n" + head("GET", "/v2/ping"))
-    with held_connections(server.url, smuggled, 1) as [connection]:
+    with held_connections(short_timeout_server.url, smuggled, 1) as [connection]:
         answer = read_until_closed(connection, time.monotonic(), 5)
     assert answer.status == 400
     assert answer.header("connection") == "close"

@@ -36,9 +36,9 @@ STALLED_UPLOAD = head("POST", "/v2/queues/slow/messages", "Content-Length: 100")
 
 
 @pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
+def http(short_timeout_server: ServerProcess) -> Iterator[httpx.Client]:
     headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": f"adv-{uuid.uuid4().hex}"}
-    with httpx.Client(base_url=f"{server.url}/v2", headers=headers, timeout=2,
+    with httpx.Client(base_url=f"{short_timeout_server.url}/v2", headers=headers, timeout=2,
                       trust_env=False) as client:
         client.get("/ping")  # the connection is open before the clock starts
         yield client
@@ -81,14 +81,15 @@ def assert_answered_fast(http: httpx.Client, opened: float, bound: float) -> Non
     assert max(slowest.values()) < FAST, f"slowest answers (s): {slowest}"
 
 
-def test_stalled_uploads_do_not_slow_other_clients(server: ServerProcess,
+def test_stalled_uploads_do_not_slow_other_clients(short_timeout_server: ServerProcess,
                                                    http: httpx.Client) -> None:
-    with held_connections(server.url, STALLED_UPLOAD, STALLED):
+    with held_connections(short_timeout_server.url, STALLED_UPLOAD, STALLED):
         assert_answered_fast(http, time.monotonic(), BODY_TIMEOUT)
 
 
-def test_stalled_uploads_get_408_after_the_body_timeout(server: ServerProcess) -> None:
-    with held_connections(server.url, STALLED_UPLOAD, STALLED) as stalled:
+def test_stalled_uploads_get_408_after_the_body_timeout(
+        short_timeout_server: ServerProcess) -> None:
+    with held_connections(short_timeout_server.url, STALLED_UPLOAD, STALLED) as stalled:
         opened = time.monotonic()
         for connection in stalled:
             answer = read_until_closed(connection, opened, BODY_TIMEOUT + SLACK)
@@ -98,11 +99,11 @@ def test_stalled_uploads_get_408_after_the_body_timeout(server: ServerProcess) -
             assert answer.closed_after >= BODY_TIMEOUT - 0.1
 
 
-def test_a_trickling_body_is_cut_at_the_body_timeout(server: ServerProcess) -> None:
+def test_a_trickling_body_is_cut_at_the_body_timeout(short_timeout_server: ServerProcess) -> None:
     # One byte every 0.2 s keeps the connection busy: the bound is on the
     # whole body, not on the pauses between its pieces.
     upload = head("POST", "/v2/queues/slow/messages", "Content-Length: 1000")
-    with held_connections(server.url, upload, 1) as [connection]:
+    with held_connections(short_timeout_server.url, upload, 1) as [connection]:
         opened = time.monotonic()
         stop = threading.Event()
 
@@ -125,9 +126,9 @@ def test_a_trickling_body_is_cut_at_the_body_timeout(server: ServerProcess) -> N
 
 
 def test_slow_headers_do_not_slow_other_clients_and_are_dropped(
-        server: ServerProcess, http: httpx.Client) -> None:
+        short_timeout_server: ServerProcess, http: httpx.Client) -> None:
     half_head = b"POST /v2/queues/slow/messages HTTP/1.1\r\nHost: z"
-    with held_connections(server.url, half_head, STALLED) as stalled:
+    with held_connections(short_timeout_server.url, half_head, STALLED) as stalled:
         opened = time.monotonic()
         assert_answered_fast(http, opened, HEAD_TIMEOUT)
         for connection in stalled:
@@ -136,7 +137,7 @@ def test_slow_headers_do_not_slow_other_clients_and_are_dropped(
             assert answer.closed_after >= HEAD_TIMEOUT - 0.1
 
 
-def test_clients_that_never_read_do_not_slow_other_clients(server: ServerProcess,
+def test_clients_that_never_read_do_not_slow_other_clients(short_timeout_server: ServerProcess,
                                                            http: httpx.Client) -> None:
     # About 240 KB per answer and a small receive window: each connection's
     # first answer fills the buffers, and its other requests wait behind it.
@@ -144,6 +145,6 @@ def test_clients_that_never_read_do_not_slow_other_clients(server: ServerProcess
     timed(http, "POST", f"/queues/{queue}/messages", 201,
           json={"messages": [{"body": "x" * 24_000, "ttl": 300} for _ in range(10)]})
     listing = head("GET", f"/v2/queues/{queue}/messages?echo=true&limit=10")
-    with held_connections(server.url, listing * 3, STALLED, receive_buffer=4096):
+    with held_connections(short_timeout_server.url, listing * 3, STALLED, receive_buffer=4096):
         time.sleep(0.5)  # let the server fill every connection's buffers
         assert_answered_fast(http, time.monotonic(), float("inf"))
