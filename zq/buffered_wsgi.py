@@ -46,7 +46,6 @@ JSON_HEADERS: Headers = [("content-type", "application/json")]
 class RSGIScope(Protocol):
     """What granian's RSGI scope offers that this module reads."""
 
-    proto: str
     http_version: str
     server: str
     client: str
@@ -55,10 +54,6 @@ class RSGIScope(Protocol):
     path: str
     query_string: str
     headers: Any
-
-
-class BodyTooLarge(Exception):
-    """The body passed ``max_body`` while it was being received."""
 
 
 async def receive_body(protocol: Any, length: int | None, max_body: int) -> bytes:
