@@ -12,7 +12,9 @@ from zq.errors import InvalidRequest, MessageNotFound
 
 class MessageCollection(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
-        body = read_json(req, self.limits.max_messages_post_size, "The message post")
+        body = read_json(
+            req, self.limits, "The message post", cap=self.limits.max_messages_post_size
+        )
         ids = self.service.post_messages(
             req.context.project, queue_name, body.document,
             client_id=req.context.client_id, body_size=body.size,
