@@ -97,6 +97,14 @@ _EVENT_COLUMNS = ("time", "project", "queue", "kind", "message_id", "claim_id",
 _QUEUE_COLUMNS = ("project", "name", "metadata", "created")
 
 
+# Most messages a post writes with one multi-row statement. Larger posts
+# (the default max post size holds up to ~24,000 messages) are executemany
+# inserts in one transaction: one statement of every row passed PostgreSQL's
+# 65,535 parameters (21 a message) and SQLite's 32,766 (12 a message), and
+# SQLAlchemy compiles a multi-row VALUES in time growing faster than its rows.
+MULTI_ROW_POST = 100
+
+
 @functools.lru_cache(maxsize=64)
 def _post_sql(dialect: sa.Dialect, count: int) -> str:
     """A post of ``count`` messages as one WITH query (PostgreSQL).
@@ -130,6 +138,16 @@ def _post_parameters(
         values.update({f"m{i}_{c}": row[c] for c in _MESSAGE_COLUMNS})
         values.update({f"e{i}_{c}": event[c] for c in _EVENT_COLUMNS})
     return values
+
+
+def _post_rows(
+    conn: sa.Connection, project: str, queue: str, now: float,
+    rows: list[dict[str, Any]], events: list[dict[str, Any]],
+) -> None:
+    """A large post: executemany inserts, in posting order, in the caller's transaction."""
+    ensure_queue(conn, project, queue, now)
+    conn.execute(sa.insert(m), rows)
+    record(conn, events)
 
 
 class SqlMessages(MessageController):
@@ -167,6 +185,11 @@ class SqlMessages(MessageController):
             for message_id, msg in zip(ids, messages, strict=True)
         ]
 
+        if not rows:
+            return ids
+        if len(rows) > MULTI_ROW_POST:
+            self._db.write(lambda conn: _post_rows(conn, project, queue, now, rows, events))
+            return ids
         one_statement = dialects.writes_in_one_statement(self._db.dialect)
 
         def work(conn: sa.Connection) -> None:
@@ -179,8 +202,7 @@ class SqlMessages(MessageController):
             conn.execute(sa.insert(m).values(rows))
             record(conn, events)
 
-        if rows:
-            (self._db.write_statement if one_statement else self._db.write)(work)
+        (self._db.write_statement if one_statement else self._db.write)(work)
         return ids
 
     def list(
