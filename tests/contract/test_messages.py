@@ -6,12 +6,11 @@ import json
 
 import pytest
 
+from tests.drivers.mongo.session import real_server_url
 from zq import events as kinds
 from zq.config import Limits
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
 from zq.validation import MAX_MARKER
-
-from ..drivers.mongo.session import real_server_url
 
 from .helpers import TTL, claim, events_of, ids, post, raw_message
 

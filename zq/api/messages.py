@@ -20,7 +20,9 @@ class MessageCollection(Resource):
             client_id=req.context.client_id, body_size=body.size,
         )
         resp.status = falcon.HTTP_201
-        resp.location = representation.messages_href(queue_name, ids)
+        resp.location = representation.posted_location(
+            queue_name, ids, self.limits.max_ids_per_request
+        )
         resp.media = {
             "resources": [representation.message_href(queue_name, i) for i in ids]
         }
