@@ -56,6 +56,11 @@ def api(storage_factory: StorageFactory) -> Iterator[Api]:
     storage.close()
 
 
+def segment_of(value: str) -> str:
+    """``value`` as one path segment; an empty one would be another route."""
+    return quote(value, safe="") or "%20"
+
+
 def assert_answer(result, allowed: set[int]) -> None:
     assert result.status_code in allowed, (result.status_code, result.text[:300])
     if result.status_code >= 400:
@@ -68,11 +73,12 @@ def assert_answer(result, allowed: set[int]) -> None:
 @example(value="0123456789abcdef\x000123456789abcdef")
 @example(value="x" * 5000)
 def test_ids_in_paths_and_queries(api: Api, value: str):
-    segment = quote(value, safe="") or "%20"
-    assert_answer(api.get(f"/v2/queues/q/messages/{segment}"), {404})
-    assert_answer(api.get(f"/v2/queues/q/claims/{segment}"), {404})
-    assert_answer(api.patch(f"/v2/queues/q/claims/{segment}", json={}), {404})
-    assert_answer(api.delete(f"/v2/queues/q/claims/{segment}"), {204})
+    if "/" not in value:  # a %2F reaches the app as "/": another route
+        segment = segment_of(value)
+        assert_answer(api.get(f"/v2/queues/q/messages/{segment}"), {404})
+        assert_answer(api.get(f"/v2/queues/q/claims/{segment}"), {404})
+        assert_answer(api.patch(f"/v2/queues/q/claims/{segment}", json={}), {404})
+        assert_answer(api.delete(f"/v2/queues/q/claims/{segment}"), {204})
     assert_answer(api.get("/v2/queues/q/messages", params={"ids": value}), {400, 404})
     assert_answer(api.delete("/v2/queues/q/messages",
                              params={"ids": f"{'0' * 24},{value}"}), {204, 400})
@@ -107,9 +113,9 @@ def test_markers_and_listing_parameters(api: Api, value: str):
 @example(name="..")
 @example(name=".")
 def test_queue_names(api: Api, name: str):
-    result = api.put(f"/v2/queues/{quote(name, safe='') or '%20'}")
     valid = bool(NAME.fullmatch(name)) and name not in (".", "..")
-    assert_answer(result, {201, 204} if valid else {400})
+    if "/" not in name:  # a %2F reaches the app as "/": another route
+        assert_answer(api.put(f"/v2/queues/{segment_of(name)}"), {201, 204} if valid else {400})
     result = api.put("/v2/queues/fuzz-dl", json={"_dead_letter_queue": name})
     assert_answer(result, {201, 204, 409} if valid else {400})
 
