@@ -1,16 +1,18 @@
-"""Large posts on a SQL backend: executemany in one transaction vs one multi-row statement.
+"""PostgreSQL posts: executemany in one transaction vs one WITH query, per size.
 
     python -m benchmarks.large_posts URI [--sizes 50,101,500,1000,3000] [--rounds 3]
     (from the repository root)
 
-zq.storage.sql.messages writes a post of more than MULTI_ROW_POST messages
-as executemany inserts in one transaction; smaller ones as one multi-row
-statement (on PostgreSQL one WITH query), whose parameter count caps it at
-~3,120 messages on PostgreSQL and ~2,700 on SQLite. This times both ways
-for each size (the one-statement way only where it fits), in the same
-session, best of ``--rounds``, a first untimed post per size compiling and
-caching its statement; prints one JSON line per size with the ratio.
-Point it at a scratch database: the queue is deleted, its events stay.
+zq.storage.sql.messages writes a PostgreSQL post of at most
+ONE_STATEMENT_POST messages as one WITH query (its parameters cap it at
+~3,120 messages), larger ones as executemany inserts in one transaction.
+This times both ways for each size (the WITH query only where it fits), in
+the same session, best of ``--rounds``, a first untimed post per size
+compiling and caching its statement; prints one JSON line per size with
+the ratio. On SQLite and MariaDB every post is executemany; the figures
+that decided it came from this script at commit 738777e, when their
+one-statement way (a multi-row INSERT) still existed. Point it at a
+scratch database: the queue is deleted, its events stay.
 """
 
 from __future__ import annotations
@@ -25,15 +27,15 @@ from zq.storage import open_storage
 from zq.storage.base import NewMessage, Storage
 from zq.storage.sql import messages as sql_messages
 
-ONE_STATEMENT_FITS = {"postgresql": 3120, "sqlite": 2730, "mysql": 10**6}
+ONE_STATEMENT_FITS = {"postgresql": 3120}
 
 
 def best_post(storage: Storage, size: int, rounds: int, threshold: int) -> float:
     body = json.dumps({"n": 0})
     batch = [NewMessage(body=body, ttl=3600, delay=0, fingerprint=fingerprint(body))] * size
     project, queue = f"bench-{uuid.uuid4().hex[:8]}", "large-posts"
-    saved = sql_messages.MULTI_ROW_POST
-    sql_messages.MULTI_ROW_POST = threshold
+    saved = sql_messages.ONE_STATEMENT_POST
+    sql_messages.ONE_STATEMENT_POST = threshold
     try:
         storage.messages.post(project, queue, batch, client_id="bench")  # compiles
         best = float("inf")
@@ -42,7 +44,7 @@ def best_post(storage: Storage, size: int, rounds: int, threshold: int) -> float
             storage.messages.post(project, queue, batch, client_id="bench")
             best = min(best, time.perf_counter() - started)
     finally:
-        sql_messages.MULTI_ROW_POST = saved
+        sql_messages.ONE_STATEMENT_POST = saved
         storage.queues.delete(project, queue)
     return best
 

@@ -97,12 +97,15 @@ _EVENT_COLUMNS = ("time", "project", "queue", "kind", "message_id", "claim_id",
 _QUEUE_COLUMNS = ("project", "name", "metadata", "created", "metadata_version")
 
 
-# Most messages a post writes with one multi-row statement. Larger posts
-# (the default max post size holds up to ~24,000 messages) are executemany
-# inserts in one transaction: one statement of every row passed PostgreSQL's
-# 65,535 parameters (21 a message) and SQLite's 32,766 (12 a message), and
-# SQLAlchemy compiles a multi-row VALUES in time growing faster than its rows.
-MULTI_ROW_POST = 100
+# Most messages a PostgreSQL post writes as one WITH query; larger posts
+# (the default max post size holds up to ~24,000 messages), and every post
+# on SQLite and MariaDB, are executemany inserts in one transaction. One
+# statement of every row passed PostgreSQL's 65,535 parameters (21 a
+# message) and SQLite's 32,766 (12 a message), and SQLAlchemy compiles a
+# multi-row VALUES in time growing faster than its rows: on PostgreSQL it
+# wins up to ~50 messages, executemany from ~100; on SQLite and MariaDB
+# executemany wins from 10 (benchmarks/large_posts.py).
+ONE_STATEMENT_POST = 100
 
 
 @functools.lru_cache(maxsize=64)
@@ -144,7 +147,7 @@ def _post_rows(
     conn: sa.Connection, project: str, queue: str, now: float,
     rows: list[dict[str, Any]], events: list[dict[str, Any]],
 ) -> None:
-    """A large post: executemany inserts, in posting order, in the caller's transaction."""
+    """A post as executemany inserts, in posting order, in the caller's transaction."""
     ensure_queue(conn, project, queue, now)
     conn.execute(sa.insert(m), rows)
     record(conn, events)
@@ -187,22 +190,14 @@ class SqlMessages(MessageController):
 
         if not rows:
             return ids
-        if len(rows) > MULTI_ROW_POST:
-            self._db.write(lambda conn: _post_rows(conn, project, queue, now, rows, events))
+        if (dialects.writes_in_one_statement(self._db.dialect)
+                and len(rows) <= ONE_STATEMENT_POST):
+            self._db.write_statement(lambda conn: conn.exec_driver_sql(
+                _post_sql(conn.dialect, len(rows)),
+                _post_parameters(queue_row(project, queue, now), rows, events),
+            ))
             return ids
-        one_statement = dialects.writes_in_one_statement(self._db.dialect)
-
-        def work(conn: sa.Connection) -> None:
-            if one_statement:
-                conn.exec_driver_sql(_post_sql(conn.dialect, len(rows)), _post_parameters(
-                    queue_row(project, queue, now), rows, events))
-                return
-            ensure_queue(conn, project, queue, now)
-            # One multi-row insert keeps the markers in posting order.
-            conn.execute(sa.insert(m).values(rows))
-            record(conn, events)
-
-        (self._db.write_statement if one_statement else self._db.write)(work)
+        self._db.write(lambda conn: _post_rows(conn, project, queue, now, rows, events))
         return ids
 
     def list(
