@@ -8,6 +8,7 @@ zq.config.Limits.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Mapping
@@ -28,6 +29,8 @@ PATH_SEGMENTS = frozenset({".", ".."})
 ID_PATTERN = re.compile(r"[a-zA-Z0-9_\-]{1,64}")
 # Markers are 64-bit signed integers in every backend.
 MAX_MARKER = 2**63 - 1
+# A run of digits this long may be an integer past 64 bits (2**63 has 19).
+LONG_DIGITS = re.compile(rb"[0-9]{19,}")
 # Control characters (C0 and DEL): no id, name or project id holds one.
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -162,6 +165,29 @@ def json_depth(document: Any, limit: int, what: str) -> None:
             for child in (node.values() if isinstance(node, dict) else node)
             if isinstance(child, dict | list)
         ]
+
+
+def exact_integers(raw: bytes, what: str) -> None:
+    """Refuse JSON text holding an integer orjson would read as a float.
+
+    orjson reads integers from -2**63 to 2**64-1 exactly and any other as
+    a float: a client's 2**70 would be stored as 1.1805916207174113e+21.
+    """
+
+    def check(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:  # more digits than int() reads
+            value = None
+        if value is None or not -(2**63) <= value < 2**64:
+            shown = text if len(text) <= 40 else f"{text[:20]}...({len(text)} digits)"
+            raise InvalidRequest(
+                f"{what} holds the integer {shown}, outside the 64-bit range JSON "
+                "numbers are kept exactly in; send it as a string."
+            )
+        return value
+
+    json.loads(raw, parse_int=check)
 
 
 def object_document(document: Any, what: str) -> dict[str, Any]:

@@ -31,6 +31,7 @@ def read_json(
     RequestRules capped at ``limits.max_request_body``. A document nested
     deeper than ``limits.max_json_depth`` is refused (400) here, the one
     place every body is parsed: orjson reads 1024 levels but writes 254.
+    So is an integer past 64 bits, which orjson would read as a float.
     """
     cap = limits.max_request_body if cap is None else cap
     if req.content_length is not None:
@@ -47,4 +48,8 @@ def read_json(
     # Fewer brackets than the limit cannot nest deeper: most bodies skip the walk.
     if raw.count(b"[") + raw.count(b"{") > limits.max_json_depth:
         validation.json_depth(document, limits.max_json_depth, what)
+    # Without a long run of digits no integer can be past 64 bits: most
+    # bodies skip the second, exact parse.
+    if validation.LONG_DIGITS.search(raw):
+        validation.exact_integers(raw, what)
     return JsonBody(document, len(raw))
