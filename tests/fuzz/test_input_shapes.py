@@ -1,8 +1,8 @@
 """Hypothesis tries the input shapes an adversarial run found, on every backend.
 
-Ids, markers, names, query parameters and nesting depths drawn from the
-whole of Unicode (NUL and other control characters, huge numbers, long
-text), sent to the API over each test backend: the answer is always one
+Ids, markers, names, query parameters, nesting depths and integers drawn
+from the whole of Unicode (NUL and other control characters, huge numbers,
+long text), sent to the API over each test backend: the answer is always one
 of the documented ones for that shape, never a 5xx. The shapes that were
 500s are examples every run tries (docs/security.md, "Refused input").
 """
@@ -132,6 +132,19 @@ def test_nesting_depth(api: Api, depth: int, wrapper: str):
     assert_answer(result, {201} if depth + 3 <= limit else {400})
     result = api.put("/v2/queues/deep", body=f'{{"k":{body}}}')
     assert_answer(result, {201, 204} if depth + 1 <= limit else {400})
+
+
+@FUZZ
+@given(number=st.integers(-(2**80), 2**80))
+@example(number=2**64)
+@example(number=-(2**63) - 1)
+def test_integers_in_bodies(api: Api, number: int):
+    result = api.post("/v2/queues/q/messages", body=f'{{"messages":[{{"body":{number}}}]}}')
+    exact = -(2**63) <= number < 2**64
+    assert_answer(result, {201} if exact else {400})
+    if exact:
+        message = api.get(result.json["resources"][0])
+        assert message.json["body"] == number
 
 
 @FUZZ
