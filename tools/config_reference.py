@@ -54,6 +54,10 @@ DESCRIPTIONS = {
     "limits.default_claim_grace": "grace of a claim made without one",
     "limits.max_ids_per_request": "most ids in one `?ids=` or `?claim_ids=` list",
     "limits.max_request_body": "bytes of any request body",
+    "limits.max_json_depth": (
+        "levels of nested arrays and objects in a request body (a post's envelope "
+        "takes 3), 1 to 200"
+    ),
     "gc.interval": "seconds between garbage collections in each server worker "
                    "(jittered by ±20%); 0 disables",
     "auth.strategy": "`none` (trust `X-Project-ID`/`X-Roles`), `token` (bearer tokens "
