@@ -18,8 +18,12 @@ DESCRIPTIONS = {
     "server.port": "TCP port of `zq serve` (0: any free port)",
     "server.workers": "worker processes of `zq serve`",
     "server.threads": "threads per worker process",
-    "server.timeout": "seconds a stopping worker may take to finish its requests "
+    "server.timeout": "seconds a client may take to send a request line and headers; "
+                      "also the seconds a stopping worker may take to finish its requests "
                       "before it is killed",
+    "server.body_timeout": "seconds a request body may take to arrive, counted from the end "
+                           "of its headers (408 and the connection closed after that); "
+                           "see docs/security.md",
     "server.metadata_cache": "seconds a worker keeps the queue metadata it read for posts "
                              "and claims on SQL and MongoDB; a change made through another "
                              "worker shows after at most this long; 0: read every time "
@@ -50,6 +54,10 @@ DESCRIPTIONS = {
     "limits.default_claim_grace": "grace of a claim made without one",
     "limits.max_ids_per_request": "most ids in one `?ids=` or `?claim_ids=` list",
     "limits.max_request_body": "bytes of any request body",
+    "limits.max_json_depth": (
+        "levels of nested arrays and objects in a request body (a post's envelope "
+        "takes 3), 1 to 200"
+    ),
     "gc.interval": "seconds between garbage collections in each server worker "
                    "(jittered by ±20%); 0 disables",
     "auth.strategy": "`none` (trust `X-Project-ID`/`X-Roles`), `token` (bearer tokens "

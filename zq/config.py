@@ -32,6 +32,11 @@ def default_data_dir() -> Path:
     return Path(base) / "zq"
 
 
+# orjson writes at most 254 levels, and a response may wrap a stored
+# document in a few more (a detailed queue listing: 3): room is left.
+MAX_JSON_DEPTH = 200
+
+
 @dataclass(frozen=True)
 class Limits:
     """Every limit of the Zaqar v2 API (Zaqar's defaults)."""
@@ -57,6 +62,16 @@ class Limits:
     default_claim_grace: int = 60
     max_ids_per_request: int = 20
     max_request_body: int = 1048576
+    # Levels of nested arrays and objects in a request body, the post's
+    # envelope included (a message body gets 3 fewer).
+    max_json_depth: int = 64
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_json_depth <= MAX_JSON_DEPTH:
+            raise ConfigError(
+                f"limits.max_json_depth must be between 1 and {MAX_JSON_DEPTH}, "
+                f"got {self.max_json_depth}."
+            )
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,7 @@ class ServerConfig:
     workers: int = 2
     threads: int = 4
     timeout: int = 30
+    body_timeout: float = 30.0  # seconds a request body may take to arrive, from its head on
     metadata_cache: float = 0.0  # seconds a worker keeps unversioned metadata it read; 0: off
 
 
