@@ -16,8 +16,9 @@ each event is counted once across workers.
 Events recorded before the server started move no counter (counters start
 at 0 with the server, as Prometheus expects; they still tell the gauges
 which queues exist), and so are, until the next
-scrape, events younger than SETTLE seconds: a SQL transaction may commit
-its event after a later sequence number was already read.
+scrape, events younger than SETTLE seconds: a margin for backends whose
+log a late commit can still extend behind the cursor (PostgreSQL reads its
+log in commit order, zq.storage.sql.commit_order; the others need not).
 """
 
 from __future__ import annotations
