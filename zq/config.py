@@ -247,6 +247,23 @@ def _base64(text: str, where: str) -> bytes:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """``GET /metrics`` (Prometheus); see docs/metrics.md."""
+
+    enabled: bool = True
+    per_project: bool = False  # a project label on every series (cardinality!)
+    cache_seconds: float = 10.0  # how long a worker reuses the per-queue gauges it computed
+    budget_seconds: float = 2.0  # time one scrape may spend on per-queue gauges or the event tail
+    max_queues: int = 500  # per-queue gauges for at most this many queues (most recently active)
+
+    def __post_init__(self) -> None:
+        if self.budget_seconds <= 0:
+            # With no time to spend, a scrape would never count an event.
+            raise ConfigError("metrics.budget_seconds: must be positive, got "
+                              f"{self.budget_seconds!r}.")
+
+
+@dataclass(frozen=True)
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
@@ -256,6 +273,7 @@ class Config:
     signed_urls: SignedUrlsConfig = field(default_factory=SignedUrlsConfig)
     log: LogConfig = field(default_factory=LogConfig)
     pooling: PoolingConfig = field(default_factory=PoolingConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     encryption: EncryptionConfig = field(default_factory=EncryptionConfig)
 
     def with_overrides(self, **sections: Mapping[str, Any]) -> Config:
