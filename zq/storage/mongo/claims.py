@@ -112,7 +112,7 @@ class MongoClaimController(ClaimController):
                 session=session,
             )
             if claim is None:
-                raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+                raise ClaimNotFound.gone(claim_id)
             held = {"project": project, "queue": queue, **held_by(claim_id, now)}
             ids = [doc["_id"] for doc in self._b.messages.find(
                 held, {"_id": 1}, sort=[("marker", 1)], session=session)]
@@ -168,7 +168,7 @@ class MongoClaimController(ClaimController):
             {"_id": oid, "project": project, "queue": queue, "expires": {"$gt": now}}
         )
         if claim is None:
-            raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+            raise ClaimNotFound.gone(claim_id)
         return claim
 
     def _held_events(

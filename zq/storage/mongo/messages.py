@@ -9,9 +9,15 @@ from bson import ObjectId
 
 from zq import events as kinds
 from zq.dead_letter import DeadLetterPolicy
-from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
+from zq.errors import MessageNotFound
 from zq.events import event_fields
-from zq.storage.base import MessageController, MessageRecord, NewMessage, refuse_metadata_version
+from zq.storage.base import (
+    MessageController,
+    MessageRecord,
+    NewMessage,
+    check_delete,
+    refuse_metadata_version,
+)
 from zq.storage.mongo.backend import Backend
 from zq.storage.mongo.counters import markers_key, reserve
 from zq.storage.mongo.delivery import deliver
@@ -140,10 +146,7 @@ class MongoMessageController(MessageController):
             if doc is None:
                 return None, []
             held = doc["claim_expires"] > now
-            if claim_id is None and held:
-                raise MessageIsClaimed(f"Message {message_id!r} is claimed.")
-            if claim_id is not None and not (held and doc["claim_id"] == claim_id):
-                raise ClaimMismatch(f"Claim {claim_id!r} does not hold message {message_id!r}.")
+            check_delete(message_id, claim_id, doc["claim_id"] if held else None)
             # Delete only in the state just checked: if a claim took or left
             # the message meanwhile, nothing is deleted and no event recorded.
             state = ({"claim_id": claim_id, "claim_expires": {"$gt": now}} if held

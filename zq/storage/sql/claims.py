@@ -175,7 +175,7 @@ class SqlClaims(ClaimController):
             now = self._clock.now()
             claim = conn.execute(_live_claim(project, queue, claim_id, now)).first()
             if claim is None:
-                raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+                raise ClaimNotFound.gone(claim_id)
             rows = conn.execute(_held_by(project, queue, claim_id, now)).all()
             return ClaimRecord(
                 id=claim.id, queue=claim.queue, ttl=claim.ttl, grace=claim.grace,
@@ -205,7 +205,7 @@ class SqlClaims(ClaimController):
                 .values(ttl=ttl, grace=grace, expires=expires)
             ).rowcount
             if not renewed:
-                raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+                raise ClaimNotFound.gone(claim_id)
             rows = conn.execute(
                 _held_by(project, queue, claim_id, now).with_for_update()
             ).all()

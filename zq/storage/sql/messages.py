@@ -13,8 +13,14 @@ import sqlalchemy as sa
 from zq import events as kinds
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
-from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
-from zq.storage.base import MessageController, MessageRecord, NewMessage, refuse_metadata_version
+from zq.errors import MessageNotFound
+from zq.storage.base import (
+    MessageController,
+    MessageRecord,
+    NewMessage,
+    check_delete,
+    refuse_metadata_version,
+)
 from zq.storage.sql import dialects, predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
@@ -249,15 +255,8 @@ class SqlMessages(MessageController):
             ).first()
             if row is None:
                 return
-            holder = row.claim_id if (row.claim_expires or 0) > now else None
-            if claim_id is None and holder is not None:
-                raise MessageIsClaimed(
-                    f"Message {message_id!r} is claimed; give its claim id to delete it."
-                )
-            if claim_id is not None and holder != claim_id:
-                raise ClaimMismatch(
-                    f"Claim {claim_id!r} does not hold message {message_id!r}."
-                )
+            check_delete(message_id, claim_id,
+                         row.claim_id if (row.claim_expires or 0) > now else None)
             _delete_rows(conn, [row])
             record(conn, _deleted_events(project, queue, [row], now, client_id))
 
