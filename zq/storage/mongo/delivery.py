@@ -120,10 +120,6 @@ def dead_lettered_event(
         message_id=str(message["_id"]),
         client_id=client_id,
         claim_count=message["claim_count"],
-        detail={
-            "to": policy.queue,
-            "reason": policy.reason,
-            "fingerprint": message["fingerprint"],
-            "sample": message["body"][: kinds.SAMPLE_CHARS],
-        },
+        detail=kinds.dead_lettered_detail(policy.queue, policy.reason,
+                                          message["fingerprint"], message["body"]),
     )

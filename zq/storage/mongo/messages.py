@@ -65,12 +65,8 @@ class MongoMessageController(MessageController):
                 event_fields(
                     kinds.POSTED, now, project, queue,
                     message_id=str(doc["_id"]), client_id=client_id, claim_count=0,
-                    detail={
-                        "ttl": message.ttl,
-                        "delay": message.delay,
-                        "fingerprint": message.fingerprint,
-                        "size": len(message.body.encode()),
-                    },
+                    detail=kinds.posted_detail(message.ttl, message.delay,
+                                               message.fingerprint, message.body),
                 )
                 for doc, message in zip(docs, messages, strict=True)
             ]
@@ -216,7 +212,7 @@ class MongoMessageController(MessageController):
             events += [
                 event_fields(kinds.DELETED, now, project, queue, message_id=str(doc["_id"]),
                           client_id=client_id, claim_count=doc["claim_count"],
-                          detail={"pop": True})
+                          detail=kinds.popped_detail())
                 for doc in popped
             ]
             return [to_record(doc, now) for doc in popped], events

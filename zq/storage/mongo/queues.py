@@ -127,14 +127,14 @@ class MongoQueueController(QueueController):
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
             removed = self._remove_contents(project, queue, session)
             self._b.queues.delete_one({"project": project, "name": queue}, session=session)
-            return None, self._purged(project, queue, removed, {"queue_deleted": True})
+            return None, self._purged(project, queue, removed, queue_deleted=True)
 
         self._b.units.run(change)
 
     def purge(self, project: str, queue: str) -> None:
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
             removed = self._remove_contents(project, queue, session)
-            return None, self._purged(project, queue, removed, {})
+            return None, self._purged(project, queue, removed, queue_deleted=False)
 
         self._b.units.run(change)
 
@@ -192,12 +192,12 @@ class MongoQueueController(QueueController):
         return removed
 
     def _purged(
-        self, project: str, queue: str, removed: int, extra: dict[str, Any]
+        self, project: str, queue: str, removed: int, *, queue_deleted: bool
     ) -> list[dict[str, Any]]:
         if not removed:
             return []
         return [event_fields(kinds.PURGED, self._b.clock.now(), project, queue,
-                          detail={"messages": removed, **extra})]
+                          detail=kinds.purged_detail(removed, queue_deleted=queue_deleted))]
 
 
 def _name_query(project: str, name: str | None) -> dict[str, Any]:

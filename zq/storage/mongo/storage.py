@@ -93,7 +93,7 @@ class MongoStorage(Storage):
                 events.append(event_fields(
                     kinds.EXPIRED, now, claim["project"], claim["queue"],
                     claim_id=claim_id, client_id=claim.get("client_id"),
-                    detail={"target": "claim", "messages": still_held},
+                    detail=kinds.claim_expired_detail(still_held),
                 ))
         return len(found), events
 

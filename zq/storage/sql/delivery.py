@@ -100,8 +100,8 @@ def _move_to_dead_letter(
         events.append(event_row(
             kinds.DEAD_LETTERED, project, queue, now,
             message_id=row.id, client_id=client_id, claim_count=row.claim_count,
-            detail={"to": policy.queue, "reason": policy.reason,
-                    "fingerprint": row.fingerprint, "sample": row.body[:kinds.SAMPLE_CHARS]},
+            detail=kinds.dead_lettered_detail(policy.queue, policy.reason, row.fingerprint,
+                                              row.body),
         ))
     conn.execute(
         sa.update(m)

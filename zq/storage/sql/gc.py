@@ -49,7 +49,7 @@ def _claims_batch(conn: sa.Connection, now: float) -> int:
     record(conn, [
         event_row(kinds.EXPIRED, claim.project, claim.queue, now, claim_id=claim.id,
                   client_id=claim.client_id,
-                  detail={"target": "claim", "messages": held[claim.id]})
+                  detail=kinds.claim_expired_detail(held[claim.id]))
         for claim in expired if held.get(claim.id)
     ])
     conn.execute(sa.delete(c).where(c.c.id.in_(ids)))

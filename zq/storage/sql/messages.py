@@ -167,9 +167,7 @@ class SqlMessages(MessageController):
         events = [
             event_row(kinds.POSTED, project, queue, now, message_id=message_id,
                       client_id=client_id, claim_count=0,
-                      detail={"ttl": msg.ttl, "delay": msg.delay,
-                              "fingerprint": msg.fingerprint,
-                              "size": len(msg.body.encode())})
+                      detail=kinds.posted_detail(msg.ttl, msg.delay, msg.fingerprint, msg.body))
             for message_id, msg in zip(ids, messages, strict=True)
         ]
 
@@ -317,7 +315,7 @@ class SqlMessages(MessageController):
             record(conn, taken.events + [
                 event_row(kinds.DELETED, project, queue, now, message_id=msg.id,
                           client_id=client_id, claim_count=msg.claim_count,
-                          detail={"pop": True})
+                          detail=kinds.popped_detail())
                 for msg in popped
             ])
             return popped
