@@ -119,6 +119,22 @@ class PoolConflict(Conflict):
     title = "Pool conflict"
 
 
+class EncryptionNotConfigured(InvalidRequest):
+    """A queue asks for encryption but the server has no keys (400)."""
+
+    title = "Encryption is not configured"
+
+
+class EncryptionFailure(ZqError):
+    """A body cannot be sealed or opened with the server's keys (500, logged).
+
+    A server-side fault (a key removed too early, an altered stored body),
+    answered with a description that names the message and the key id.
+    """
+
+    title = "Message encryption failed"
+
+
 class StorageUnavailable(ZqError):
     """The backend cannot be reached or failed (503)."""
 

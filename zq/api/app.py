@@ -19,6 +19,7 @@ from zq.api.share import QueueShare
 from zq.auth import Authenticate, keystone
 from zq.clock import Clock, SystemClock
 from zq.config import Config
+from zq.encryption import BodyCipher
 from zq.metadata_cache import MetadataCache
 from zq.pooling import Pools
 from zq.pooling.admin import PoolAdmin
@@ -61,7 +62,8 @@ def create_app(
     if pools is None:
         pools, admin = open_pools(config, clock=clock, storage=storage)
     service = QueueService(config.limits, pools,
-                           metadata_cache=MetadataCache(config.server.metadata_cache))
+                           metadata_cache=MetadataCache(config.server.metadata_cache),
+                           cipher=BodyCipher.from_config(config.encryption))
     return wrap_auth(build_app(service, clock, config, admin=admin), config)
 
 

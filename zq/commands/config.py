@@ -15,7 +15,7 @@ Print the configuration zq would run with, as a TOML file: built-in
 defaults, overridden by the file (--config or $ZQ_CONFIG), overridden by
 ZQ_* environment variables, overridden by flags. Every setting is shown,
 so the output is also a complete template for a configuration file. A
-password in the storage URI is shown as ***."""
+password in the storage URI and the encryption keys are shown as ***."""
 
 EPILOG = """\
 examples:
@@ -53,6 +53,10 @@ def to_toml(config: Config) -> str:
             if section.name == "storage" and item.name == "uri":
                 comment = "" if value else f"  # empty: {config.storage.resolved_uri()}"
                 value = redact(value)
+            elif section.name == "encryption" and item.name == "keys":
+                value = ",".join(f"{key_id}:***" for key_id in config.encryption.parsed_keys())
+            elif section.name == "encryption" and item.name == "fingerprint_key" and value:
+                value = "***"
             # JSON strings and numbers are valid TOML basic strings and numbers.
             lines.append(f"{item.name} = {json.dumps(value)}{comment}")
         lines.append("")
