@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from tests.analytics.conftest import zq_parser
-from zq.analytics.cli import parse_time, run_stats
+from zq.analytics.arguments import parse_time
+from zq.analytics.cli import run_stats
 from zq.clock import ManualClock
 from zq.events import fingerprint
 from zq.storage.base import NewMessage

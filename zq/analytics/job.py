@@ -20,7 +20,7 @@ if __name__ == "__main__" and not __package__:
     # zq importable, ahead of any installed copy.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from zq.analytics.cli import add_stats_arguments
+from zq.analytics.arguments import add_stats_arguments
 from zq.analytics.spark import SparkMissing, spark_session
 from zq.dead_letter import iso8601
 
@@ -67,6 +67,7 @@ def _run(args: argparse.Namespace, spark: SparkSession | None, out: IO[str],
 
     from zq.analytics import lifecycles as lc
     from zq.analytics import report, tables
+    from zq.analytics.results import collect
 
     where = lc.EventFilter(project=args.project, queue=args.queue,
                            since=args.since, until=args.until)
@@ -91,7 +92,7 @@ def _run(args: argparse.Namespace, spark: SparkSession | None, out: IO[str],
     if args.sql:
         say("running --sql")
         try:
-            result = report.collect("sql", spark.sql(args.sql))
+            result = collect("sql", spark.sql(args.sql))
         except AnalysisException as exc:
             print(f"zq: error: {exc}", file=sys.stderr)
             return 2
@@ -102,7 +103,7 @@ def _run(args: argparse.Namespace, spark: SparkSession | None, out: IO[str],
     results = {}
     for name, frame in computed.items():
         say(f"computing {name}")
-        results[name] = report.collect(name, frame)
+        results[name] = collect(name, frame)
         say(f"  {name}: {len(results[name].rows)} rows")
     out.write(report.render(list(results.values()), args.format))
     if args.out:

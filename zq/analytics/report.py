@@ -14,7 +14,6 @@ import io
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,28 +21,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from zq.analytics.results import Result
+
 FORMATS = ("table", "json", "csv")
-
-
-@dataclass(frozen=True)
-class Result:
-    """One collected table."""
-
-    name: str
-    columns: list[str]
-    rows: list[tuple[Any, ...]]
-
-    def records(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
-
-    def column(self, name: str) -> list[Any]:
-        index = self.columns.index(name)
-        return [row[index] for row in self.rows]
-
-
-def collect(name: str, frame: Any) -> Result:
-    """Collect a (small) Spark DataFrame into a Result."""
-    return Result(name, list(frame.columns), [tuple(row) for row in frame.collect()])
 
 
 def _cell(value: Any) -> str:

@@ -142,7 +142,9 @@ class CatalogPools:
             return queue_filter.count_matching(self._described(project, name), metadata)
         return self.store.catalog.count(project, name=name)
 
-    def _described(self, project: str, name: str | None) -> queue_filter.PageSource:
+    def _described(
+        self, project: str, name: str | None
+    ) -> Callable[[str | None, int], list[QueueRecord]]:
         """Pages of the catalog's queues with their metadata, read from their pools."""
 
         def page(after: str | None, size: int) -> list[QueueRecord]:
