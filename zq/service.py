@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from zq import dead_letter, events, validation
+from zq import dead_letter, dead_letter_chain, events, validation
 from zq import metadata as meta
 from zq.config import Limits
 from zq.encryption import BodyCipher, is_sealed, open_body
@@ -580,7 +580,7 @@ class QueueService:
         def next_in_chain(name: str) -> str | None:
             return self._stored_metadata(project, name).get(meta.DEAD_LETTER_QUEUE)
 
-        dead_letter.check_chain(queue, target, next_in_chain)
+        dead_letter_chain.check_chain(queue, target, next_in_chain)
 
     def _create_dead_letter_queue(self, project: str, queue: str, target: str | None) -> None:
         if target is not None:

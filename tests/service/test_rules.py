@@ -14,6 +14,7 @@ from zq import dead_letter
 from zq.clock import ManualClock
 from zq.config import Limits
 from zq.errors import Conflict, DeadLetterConflict, InvalidRequest, QueueNotFound
+from zq.history import compact_history
 from zq.pooling import SingleBackend
 from zq.service import QueueService
 from zq.storage.base import Storage
@@ -88,7 +89,7 @@ def test_claim_past_max_claim_count_moves_to_dead_letter_queue(
     assert service.claim(project, "work", None, limit=1, client_id=None) is None
     [moved] = service.list_messages(project, "dead", include_claimed=True)
     assert moved.id == mid
-    [entry] = dead_letter.compact_history(moved.history)
+    [entry] = compact_history(moved.history)
     assert entry["queue"] == "work" and entry["reason"] == dead_letter.REASON_MAX_CLAIM_COUNT
 
 

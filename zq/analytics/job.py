@@ -22,7 +22,7 @@ if __name__ == "__main__" and not __package__:
 
 from zq.analytics.arguments import add_stats_arguments
 from zq.analytics.spark import SparkMissing, spark_session
-from zq.dead_letter import iso8601
+from zq.history import iso8601
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -57,7 +57,7 @@ class MessageRecord:
 
     ``history`` holds the raw dead letter entries appended by each move,
     oldest first: ``{"queue": source, "reason": str, "time": float}``.
-    zq.dead_letter.compact_history turns them into what clients see.
+    zq.history.compact_history turns them into what clients see.
     """
 
     id: str
