@@ -84,13 +84,13 @@ def run_export(args: argparse.Namespace) -> int:
     """``zq events export``: each backend (storage or pool) drained on its own."""
     from zq.analytics.export import ExportError, backend_id, export
     from zq.commands.options import CommandError, config_from_args, first_line
-    from zq.commands.pooling import Backend, backends
+    from zq.commands.pooling import StorageTarget, backends
     from zq.config import ConfigError
     from zq.errors import ZqError
     from zq.storage import open_storage
 
     try:
-        targets = ([Backend(uri) for uri in args.storages] if args.storages
+        targets = ([StorageTarget(uri) for uri in args.storages] if args.storages
                    else backends(config_from_args(args)))
     except (ConfigError, CommandError) as exc:
         print(f"zq: error: {exc}", file=sys.stderr)

@@ -16,13 +16,13 @@ from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.events import event_fields
 from zq.storage.base import ClaimController, ClaimRecord, refuse_metadata_version
-from zq.storage.mongo.backend import Backend
-from zq.storage.mongo.delivery import deliver
+from zq.storage.mongo.context import MongoContext
+from zq.storage.mongo.delivery import take_batch
 from zq.storage.mongo.documents import expiry_date, free, held_by, object_id, to_record
 
 
-class MongoClaimController(ClaimController):
-    def __init__(self, backend: Backend) -> None:
+class MongoClaims(ClaimController):
+    def __init__(self, backend: MongoContext) -> None:
         self._b = backend
 
     def create(
@@ -48,7 +48,7 @@ class MongoClaimController(ClaimController):
             self._b.claims.insert_one(claim, session=session)
             message_expires = claim_expires + grace
 
-            def take(candidate: dict[str, Any]) -> dict[str, Any] | None:
+            def deliver(candidate: dict[str, Any]) -> dict[str, Any] | None:
                 return self._b.messages.find_one_and_update(
                     {"_id": candidate["_id"], "project": project, "queue": queue,
                      "claim_count": candidate["claim_count"], **free(now)},
@@ -64,9 +64,9 @@ class MongoClaimController(ClaimController):
                     session=session,
                 )
 
-            taken, events = deliver(
+            taken, events = take_batch(
                 self._b, project, queue, limit=limit, now=now, client_id=client_id,
-                dead_letter=dead_letter, take=take, session=session,
+                dead_letter=dead_letter, deliver=deliver, session=session,
             )
             if not taken:
                 self._b.claims.delete_one({"_id": claim["_id"]}, session=session)

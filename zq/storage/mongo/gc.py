@@ -11,12 +11,12 @@ from typing import Any
 
 from zq import events as kinds
 from zq.events import event_fields
-from zq.storage.mongo.backend import Backend
+from zq.storage.mongo.context import MongoContext
 
 BATCH = 500
 
 
-def collect(b: Backend) -> int:
+def collect(b: MongoContext) -> int:
     """Remove expired messages and claims; returns how many messages went."""
     removed = 0
     while True:
@@ -29,7 +29,7 @@ def collect(b: Backend) -> int:
     return removed
 
 
-def _messages_batch(b: Backend, session: Any) -> tuple[int, list[dict[str, Any]]]:
+def _messages_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, Any]]]:
     now = b.clock.now()
     expired = {"expires": {"$lte": now}}
     found = b.messages.find(expired, {"_id": 1}, limit=BATCH, session=session)
@@ -48,7 +48,7 @@ def _messages_batch(b: Backend, session: Any) -> tuple[int, list[dict[str, Any]]
     return len(events), events
 
 
-def _claims_batch(b: Backend, session: Any) -> tuple[int, list[dict[str, Any]]]:
+def _claims_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, Any]]]:
     now = b.clock.now()
     expired = {"expires": {"$lte": now}}
     found = list(b.claims.find(expired, {"_id": 1}, limit=BATCH, session=session))

@@ -18,9 +18,9 @@ from zq.storage.base import (
     check_delete,
     refuse_metadata_version,
 )
-from zq.storage.mongo.backend import Backend
+from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.counters import markers_key, reserve
-from zq.storage.mongo.delivery import deliver
+from zq.storage.mongo.delivery import take_batch
 from zq.storage.mongo.documents import (
     alive,
     expiry_date,
@@ -31,8 +31,8 @@ from zq.storage.mongo.documents import (
 from zq.storage.mongo.queues import ensure_queue
 
 
-class MongoMessageController(MessageController):
-    def __init__(self, backend: Backend) -> None:
+class MongoMessages(MessageController):
+    def __init__(self, backend: MongoContext) -> None:
         self._b = backend
 
     def post(
@@ -196,7 +196,7 @@ class MongoMessageController(MessageController):
         def change(session: Any) -> tuple[list[MessageRecord], list[dict[str, Any]]]:
             now = self._b.clock.now()
 
-            def take(candidate: dict[str, Any]) -> dict[str, Any] | None:
+            def deliver(candidate: dict[str, Any]) -> dict[str, Any] | None:
                 doc = self._b.messages.find_one_and_delete(
                     {"_id": candidate["_id"], "project": project, "queue": queue,
                      "claim_count": candidate["claim_count"], **free(now)},
@@ -205,9 +205,9 @@ class MongoMessageController(MessageController):
                 # Pop counts as a claim: the returned record shows it.
                 return None if doc is None else {**doc, "claim_count": doc["claim_count"] + 1}
 
-            popped, events = deliver(
+            popped, events = take_batch(
                 self._b, project, queue, limit=limit, now=now, client_id=client_id,
-                dead_letter=dead_letter, take=take, session=session,
+                dead_letter=dead_letter, deliver=deliver, session=session,
             )
             events += [
                 event_fields(kinds.DELETED, now, project, queue, message_id=str(doc["_id"]),

@@ -29,11 +29,11 @@ from zq.storage.base import (
     random_version,
 )
 from zq.storage.mongo import links
-from zq.storage.mongo.backend import Backend
+from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.documents import alive
 
 
-def ensure_queue(backend: Backend, project: str, queue: str, *, session: Any = None) -> None:
+def ensure_queue(backend: MongoContext, project: str, queue: str, *, session: Any = None) -> None:
     """Create the queue with empty metadata unless it exists (posting, dead lettering)."""
     try:
         backend.queues.update_one(
@@ -50,8 +50,8 @@ def ensure_queue(backend: Backend, project: str, queue: str, *, session: Any = N
             raise
 
 
-class MongoQueueController(QueueController):
-    def __init__(self, backend: Backend) -> None:
+class MongoQueues(QueueController):
+    def __init__(self, backend: MongoContext) -> None:
         self._b = backend
 
     def create(

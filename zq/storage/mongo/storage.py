@@ -5,13 +5,13 @@ from __future__ import annotations
 from zq.clock import Clock
 from zq.storage.base import Storage
 from zq.storage.mongo import gc
-from zq.storage.mongo.backend import Backend
-from zq.storage.mongo.claims import MongoClaimController
+from zq.storage.mongo.claims import MongoClaims
 from zq.storage.mongo.connection import Connection
+from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.events import MongoEventLog
 from zq.storage.mongo.indexes import ensure_indexes
-from zq.storage.mongo.messages import MongoMessageController
-from zq.storage.mongo.queues import MongoQueueController
+from zq.storage.mongo.messages import MongoMessages
+from zq.storage.mongo.queues import MongoQueues
 from zq.storage.mongo.unit import UnitRunner
 
 
@@ -22,10 +22,10 @@ class MongoStorage(Storage):
         units = UnitRunner(
             connection.client, connection.database, transactions=connection.transactions
         )
-        self._b = Backend(connection.database, clock, units)
-        self.queues = MongoQueueController(self._b)
-        self.messages = MongoMessageController(self._b)
-        self.claims = MongoClaimController(self._b)
+        self._b = MongoContext(connection.database, clock, units)
+        self.queues = MongoQueues(self._b)
+        self.messages = MongoMessages(self._b)
+        self.claims = MongoClaims(self._b)
         self.events = MongoEventLog(connection.database)
 
     @property
