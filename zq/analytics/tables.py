@@ -25,8 +25,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from zq import events as ev
 from zq.analytics.lifecycles import explicit_claim_expiries, is_kind
+from zq.events import CLAIMED, DEAD_LETTERED, DELETED, EXPIRED, POSTED, RELEASED
 
 QUEUE = ["project", "queue"]
 TABLE_NAMES = (
@@ -46,12 +46,12 @@ def _rate(failed: str, succeeded: str) -> Column:
 
 def _kind_counts() -> list[Column]:
     return [
-        _count(is_kind(ev.POSTED)).alias("posted"),
-        _count(is_kind(ev.CLAIMED)).alias("claimed"),
-        _count(is_kind(ev.RELEASED)).alias("released"),
-        _count(is_kind(ev.DELETED)).alias("deleted"),
-        _count(is_kind(ev.DEAD_LETTERED)).alias("dead_lettered"),
-        _count(is_kind(ev.EXPIRED) & F.col("message_id").isNotNull()).alias("expired"),
+        _count(is_kind(POSTED)).alias("posted"),
+        _count(is_kind(CLAIMED)).alias("claimed"),
+        _count(is_kind(RELEASED)).alias("released"),
+        _count(is_kind(DELETED)).alias("deleted"),
+        _count(is_kind(DEAD_LETTERED)).alias("dead_lettered"),
+        _count(is_kind(EXPIRED) & F.col("message_id").isNotNull()).alias("expired"),
     ]
 
 
@@ -77,7 +77,7 @@ def queue_daily(events: DataFrame) -> DataFrame:
 
 def claims_distribution(steps: DataFrame) -> DataFrame:
     return (
-        steps.where(F.col("kind").isin(ev.DELETED, ev.DEAD_LETTERED))
+        steps.where(F.col("kind").isin(DELETED, DEAD_LETTERED))
         .groupBy(*QUEUE, F.col("kind").alias("outcome"), F.col("claims_at").alias("claims"))
         .agg(F.count(F.lit(1)).alias("messages"))
         .orderBy(*QUEUE, "outcome", "claims")
@@ -85,10 +85,10 @@ def claims_distribution(steps: DataFrame) -> DataFrame:
 
 
 def latency(steps: DataFrame) -> DataFrame:
-    metric = F.when(is_kind(ev.DELETED), "post_to_delete").otherwise("post_to_dead_letter")
+    metric = F.when(is_kind(DELETED), "post_to_delete").otherwise("post_to_dead_letter")
     seconds = F.col("time") - F.col("posted_at")
     return (
-        steps.where(F.col("kind").isin(ev.DELETED, ev.DEAD_LETTERED))
+        steps.where(F.col("kind").isin(DELETED, DEAD_LETTERED))
         .where(F.col("posted_at").isNotNull())
         .select(*QUEUE, metric.alias("metric"), seconds.alias("seconds"))
         .groupBy(*QUEUE, "metric")
@@ -104,7 +104,7 @@ def latency(steps: DataFrame) -> DataFrame:
 
 
 def failing_fingerprints(steps: DataFrame, top: int = 20) -> DataFrame:
-    moves = steps.where(is_kind(ev.DEAD_LETTERED)).withColumn(
+    moves = steps.where(is_kind(DEAD_LETTERED)).withColumn(
         "fp", F.coalesce(F.col("fingerprint"), F.col("message_fingerprint"))
     )
     earliest_sample = F.min(F.when(F.col("sample").isNotNull(), F.struct("time", "seq", "sample")))
@@ -152,8 +152,8 @@ def consumers(holds: DataFrame, events: DataFrame, top: int = 20) -> DataFrame:
 def dead_letter_rate(events: DataFrame) -> DataFrame:
     return (
         events.withColumn("day", day_of()).groupBy("day")
-        .agg(_count(is_kind(ev.DELETED)).alias("deleted"),
-             _count(is_kind(ev.DEAD_LETTERED)).alias("dead_lettered"))
+        .agg(_count(is_kind(DELETED)).alias("deleted"),
+             _count(is_kind(DEAD_LETTERED)).alias("dead_lettered"))
         .withColumn("dead_letter_rate", _rate("dead_lettered", "deleted"))
         .orderBy("day")
     )

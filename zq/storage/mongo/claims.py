@@ -11,7 +11,7 @@ from typing import Any
 from bson import ObjectId
 from pymongo import ReturnDocument
 
-from zq import events as kinds
+from zq import events
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.events import event_fields
@@ -64,21 +64,21 @@ class MongoClaims(ClaimController):
                     session=session,
                 )
 
-            taken, events = take_batch(
+            taken, recorded = take_batch(
                 self._b, project, queue, limit=limit, now=now, client_id=client_id,
                 dead_letter=dead_letter, deliver=deliver, session=session,
             )
             if not taken:
                 self._b.claims.delete_one({"_id": claim["_id"]}, session=session)
-                return None, events
-            events += [
-                event_fields(kinds.CLAIMED, now, project, queue, message_id=str(doc["_id"]),
+                return None, recorded
+            recorded += [
+                event_fields(events.CLAIMED, now, project, queue, message_id=str(doc["_id"]),
                           claim_id=claim_id, client_id=client_id,
                           claim_count=doc["claim_count"])
                 for doc in taken
             ]
             record = _claim_record(claim, [to_record(doc, now) for doc in taken])
-            return record, events
+            return record, recorded
 
         return self._b.units.run(change)
 
@@ -128,7 +128,7 @@ class MongoClaims(ClaimController):
                 },
                 session=session,
             )
-            return None, self._held_events(kinds.RENEWED, project, queue, claim_id,
+            return None, self._held_events(events.RENEWED, project, queue, claim_id,
                                            client_id, ids, now, session)
 
         self._b.units.run(change)
@@ -157,7 +157,7 @@ class MongoClaims(ClaimController):
                 {"$set": {"claim_id": None, "claim_expires": 0.0}},
                 session=session,
             )
-            return None, self._held_events(kinds.RELEASED, project, queue, claim_id,
+            return None, self._held_events(events.RELEASED, project, queue, claim_id,
                                            client_id, ids, now, session)
 
         self._b.units.run(change)

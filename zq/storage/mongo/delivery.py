@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from zq import events as kinds
+from zq import events
 from zq.dead_letter import DeadLetterPolicy
 from zq.events import event_fields
 from zq.storage.mongo.context import MongoContext
@@ -114,13 +114,13 @@ def dead_lettered_event(
     message: dict[str, Any], policy: DeadLetterPolicy, now: float, client_id: str | None
 ) -> dict[str, Any]:
     return event_fields(
-        kinds.DEAD_LETTERED,
+        events.DEAD_LETTERED,
         now,
         message["project"],
         message["queue"],
         message_id=str(message["_id"]),
         client_id=client_id,
         claim_count=message["claim_count"],
-        detail=kinds.dead_lettered_detail(policy.queue, policy.reason,
+        detail=events.dead_lettered_detail(policy.queue, policy.reason,
                                           message["fingerprint"], message["body"]),
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zq import events as kinds
+from zq import events
 from zq.events import event_fields
 from zq.storage.mongo.context import MongoContext
 
@@ -33,7 +33,7 @@ def _messages_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, 
     now = b.clock.now()
     expired = {"expires": {"$lte": now}}
     found = b.messages.find(expired, {"_id": 1}, limit=BATCH, session=session)
-    events = []
+    recorded = []
     for doc in list(found):
         # Conditional delete: of two collectors only one removes the
         # message, and only that one records its event.
@@ -41,18 +41,18 @@ def _messages_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, 
             {"_id": doc["_id"], **expired}, session=session
         )
         if gone is not None:
-            events.append(event_fields(
-                kinds.EXPIRED, now, gone["project"], gone["queue"],
+            recorded.append(event_fields(
+                events.EXPIRED, now, gone["project"], gone["queue"],
                 message_id=str(gone["_id"]), claim_count=gone["claim_count"],
             ))
-    return len(events), events
+    return len(recorded), recorded
 
 
 def _claims_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, Any]]]:
     now = b.clock.now()
     expired = {"expires": {"$lte": now}}
     found = list(b.claims.find(expired, {"_id": 1}, limit=BATCH, session=session))
-    events = []
+    recorded = []
     for doc in found:
         claim = b.claims.find_one_and_delete({"_id": doc["_id"], **expired},
                                                    session=session)
@@ -64,9 +64,9 @@ def _claims_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, An
             {"claim_id": claim_id, "expires": {"$gt": now}}, session=session
         )
         if still_held:
-            events.append(event_fields(
-                kinds.EXPIRED, now, claim["project"], claim["queue"],
+            recorded.append(event_fields(
+                events.EXPIRED, now, claim["project"], claim["queue"],
                 claim_id=claim_id, client_id=claim.get("client_id"),
-                detail=kinds.claim_expired_detail(still_held),
+                detail=events.claim_expired_detail(still_held),
             ))
-    return len(found), events
+    return len(found), recorded

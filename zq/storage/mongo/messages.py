@@ -7,7 +7,7 @@ from typing import Any
 
 from bson import ObjectId
 
-from zq import events as kinds
+from zq import events
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import MessageNotFound
 from zq.events import event_fields
@@ -61,16 +61,16 @@ class MongoMessages(MessageController):
                 for i, message in enumerate(messages)
             ]
             self._b.messages.insert_many(docs, ordered=True, session=session)
-            events = [
+            recorded = [
                 event_fields(
-                    kinds.POSTED, now, project, queue,
+                    events.POSTED, now, project, queue,
                     message_id=str(doc["_id"]), client_id=client_id, claim_count=0,
-                    detail=kinds.posted_detail(message.ttl, message.delay,
+                    detail=events.posted_detail(message.ttl, message.delay,
                                                message.fingerprint, message.body),
                 )
                 for doc, message in zip(docs, messages, strict=True)
             ]
-            return [str(doc["_id"]) for doc in docs], events
+            return [str(doc["_id"]) for doc in docs], recorded
 
         return self._b.units.run(change)
 
@@ -168,7 +168,7 @@ class MongoMessages(MessageController):
         def change(session: Any) -> tuple[list[str], list[dict[str, Any]]]:
             now = self._b.clock.now()
             deleted: list[str] = []
-            events: list[dict[str, Any]] = []
+            recorded: list[dict[str, Any]] = []
             for oid in ids:
                 query = {"_id": oid, "project": project, "queue": queue, **alive(now)}
                 if claim_ids is not None:
@@ -177,8 +177,8 @@ class MongoMessages(MessageController):
                 doc = self._b.messages.find_one_and_delete(query, session=session)
                 if doc is not None:
                     deleted.append(str(oid))
-                    events.append(_deleted_event(doc, now, client_id))
-            return deleted, events
+                    recorded.append(_deleted_event(doc, now, client_id))
+            return deleted, recorded
 
         return self._b.units.run(change)
 
@@ -205,17 +205,17 @@ class MongoMessages(MessageController):
                 # Pop counts as a claim: the returned record shows it.
                 return None if doc is None else {**doc, "claim_count": doc["claim_count"] + 1}
 
-            popped, events = take_batch(
+            popped, recorded = take_batch(
                 self._b, project, queue, limit=limit, now=now, client_id=client_id,
                 dead_letter=dead_letter, deliver=deliver, session=session,
             )
-            events += [
-                event_fields(kinds.DELETED, now, project, queue, message_id=str(doc["_id"]),
+            recorded += [
+                event_fields(events.DELETED, now, project, queue, message_id=str(doc["_id"]),
                           client_id=client_id, claim_count=doc["claim_count"],
-                          detail=kinds.popped_detail())
+                          detail=events.popped_detail())
                 for doc in popped
             ]
-            return [to_record(doc, now) for doc in popped], events
+            return [to_record(doc, now) for doc in popped], recorded
 
         return self._b.units.run(change)
 
@@ -252,7 +252,7 @@ def _new_document(
 def _deleted_event(doc: dict[str, Any], now: float, client_id: str | None) -> dict[str, Any]:
     held = doc["claim_expires"] > now
     return event_fields(
-        kinds.DELETED, now, doc["project"], doc["queue"],
+        events.DELETED, now, doc["project"], doc["queue"],
         message_id=str(doc["_id"]), claim_id=doc["claim_id"] if held else None,
         client_id=client_id, claim_count=doc["claim_count"],
     )

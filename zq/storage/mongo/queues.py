@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from pymongo.errors import DuplicateKeyError
 
-from zq import events as kinds
+from zq import events
 from zq.errors import MetadataChanged, QueueNotFound
 from zq.events import event_fields
 from zq.storage.base import (
@@ -196,8 +196,8 @@ class MongoQueues(QueueController):
     ) -> list[dict[str, Any]]:
         if not removed:
             return []
-        return [event_fields(kinds.PURGED, self._b.clock.now(), project, queue,
-                          detail=kinds.purged_detail(removed, queue_deleted=queue_deleted))]
+        return [event_fields(events.PURGED, self._b.clock.now(), project, queue,
+                          detail=events.purged_detail(removed, queue_deleted=queue_deleted))]
 
 
 def _name_query(project: str, name: str | None) -> dict[str, Any]:

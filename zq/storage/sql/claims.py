@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zq import events as kinds
+from zq import events
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
@@ -94,7 +94,7 @@ def _claim_in_one_statement(
         ).where(sa.exists(sa.select(marked.c.marker))),
     ).cte("new_claim")
     claimed = events_from(
-        marked, kinds.CLAIMED, project, queue, now,
+        marked, events.CLAIMED, project, queue, now,
         claim_id=sa.literal(claim_id, c.c.id.type), client_id=client_id,
     ).cte("claimed_events")
     rows = conn.execute(
@@ -160,7 +160,7 @@ class SqlClaims(ClaimController):
                 for row in taken.rows
             ]
             record(conn, taken.events + [
-                event_row(kinds.CLAIMED, project, queue, now, message_id=msg.id,
+                event_row(events.CLAIMED, project, queue, now, message_id=msg.id,
                           claim_id=claim_id, client_id=client_id,
                           claim_count=msg.claim_count)
                 for msg in held
@@ -218,7 +218,7 @@ class SqlClaims(ClaimController):
                         expires=predicates.at_least(m.c.expires, expires + grace))
             )
             record(conn, [
-                event_row(kinds.RENEWED, project, queue, now, message_id=row.id,
+                event_row(events.RENEWED, project, queue, now, message_id=row.id,
                           claim_id=claim_id, client_id=client_id,
                           claim_count=row.claim_count)
                 for row in rows
@@ -250,7 +250,7 @@ class SqlClaims(ClaimController):
                 .values(claim_id=None, claim_expires=None)
             )
             record(conn, [
-                event_row(kinds.RELEASED, project, queue, now, message_id=row.id,
+                event_row(events.RELEASED, project, queue, now, message_id=row.id,
                           claim_id=claim_id, client_id=client_id,
                           claim_count=row.claim_count)
                 for row in rows

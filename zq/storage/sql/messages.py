@@ -10,7 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zq import events as kinds
+from zq import events
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import MessageNotFound
@@ -42,7 +42,7 @@ def _deleted_events(
     client_id: str | None,
 ) -> list[dict[str, Any]]:
     return [
-        event_row(kinds.DELETED, project, queue, now, message_id=row.id,
+        event_row(events.DELETED, project, queue, now, message_id=row.id,
                   claim_id=row.claim_id if (row.claim_expires or 0) > now else None,
                   client_id=client_id, claim_count=row.claim_count)
         for row in rows
@@ -89,7 +89,7 @@ def _delete_in_one_statement(
                    sa.case((predicates.held(now), m.c.claim_id)).label("holder"))
         .cte("gone")
     )
-    deleted = events_from(gone, kinds.DELETED, project, queue, now,
+    deleted = events_from(gone, events.DELETED, project, queue, now,
                           claim_id=gone.c.holder, client_id=client_id).cte("deleted_events")
     return list(conn.execute(
         sa.select(gone.c.id).order_by(gone.c.marker).add_cte(deleted)
@@ -128,11 +128,11 @@ def _post_statement(count: int) -> sa.Insert:
 
 
 def _post_parameters(
-    queue: dict[str, Any], rows: list[dict[str, Any]], events: list[dict[str, Any]]
+    queue: dict[str, Any], rows: list[dict[str, Any]], recorded: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """The values of ``_post_statement(len(rows))``."""
     values = {f"q_{c}": queue[c] for c in _QUEUE_COLUMNS}
-    for i, (row, event) in enumerate(zip(rows, events, strict=True)):
+    for i, (row, event) in enumerate(zip(rows, recorded, strict=True)):
         values.update({f"m{i}_{c}": row[c] for c in _MESSAGE_COLUMNS})
         values.update({f"e{i}_{c}": event[c] for c in _EVENT_COLUMNS})
     return values
@@ -164,10 +164,10 @@ class SqlMessages(MessageController):
             }
             for message_id, msg in zip(ids, messages, strict=True)
         ]
-        events = [
-            event_row(kinds.POSTED, project, queue, now, message_id=message_id,
+        recorded = [
+            event_row(events.POSTED, project, queue, now, message_id=message_id,
                       client_id=client_id, claim_count=0,
-                      detail=kinds.posted_detail(msg.ttl, msg.delay, msg.fingerprint, msg.body))
+                      detail=events.posted_detail(msg.ttl, msg.delay, msg.fingerprint, msg.body))
             for message_id, msg in zip(ids, messages, strict=True)
         ]
 
@@ -176,12 +176,12 @@ class SqlMessages(MessageController):
         def work(conn: sa.Connection) -> None:
             if one_statement:
                 conn.exec_driver_sql(_post_sql(conn.dialect, len(rows)), _post_parameters(
-                    queue_row(project, queue, now), rows, events))
+                    queue_row(project, queue, now), rows, recorded))
                 return
             ensure_queue(conn, project, queue, now)
             # One multi-row insert keeps the markers in posting order.
             conn.execute(sa.insert(m).values(rows))
-            record(conn, events)
+            record(conn, recorded)
 
         if rows:
             (self._db.write_statement if one_statement else self._db.write)(work)
@@ -313,9 +313,9 @@ class SqlMessages(MessageController):
                 for row in taken.rows
             ]
             record(conn, taken.events + [
-                event_row(kinds.DELETED, project, queue, now, message_id=msg.id,
+                event_row(events.DELETED, project, queue, now, message_id=msg.id,
                           client_id=client_id, claim_count=msg.claim_count,
-                          detail=kinds.popped_detail())
+                          detail=events.popped_detail())
                 for msg in popped
             ])
             return popped

@@ -6,7 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zq import events as kinds
+from zq import events
 from zq.clock import Clock
 from zq.errors import MetadataChanged, QueueNotFound
 from zq.storage.base import (
@@ -49,8 +49,8 @@ def _remove_messages(
         sa.delete(claims).where(claims.c.project == project, claims.c.queue == queue)
     )
     if removed:
-        record(conn, [event_row(kinds.PURGED, project, queue, now,
-                                detail=kinds.purged_detail(removed, queue_deleted=queue_deleted))])
+        record(conn, [event_row(events.PURGED, project, queue, now,
+                                detail=events.purged_detail(removed, queue_deleted=queue_deleted))])
 
 
 def _advance_links(conn: sa.Connection, project: str, expected: str) -> None:
