@@ -18,8 +18,12 @@ DESCRIPTIONS = {
     "server.port": "TCP port of `zq serve` (0: any free port)",
     "server.workers": "worker processes of `zq serve`",
     "server.threads": "threads per worker process",
-    "server.timeout": "seconds a stopping worker may take to finish its requests "
+    "server.timeout": "seconds a client may take to send a request line and headers; "
+                      "also the seconds a stopping worker may take to finish its requests "
                       "before it is killed",
+    "server.body_timeout": "seconds a request body may take to arrive, counted from the end "
+                           "of its headers (408 and the connection closed after that); "
+                           "see docs/security.md",
     "server.metadata_cache": "seconds a worker keeps the queue metadata it read for posts "
                              "and claims on SQL and MongoDB; a change made through another "
                              "worker shows after at most this long; 0: read every time "

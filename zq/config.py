@@ -66,6 +66,7 @@ class ServerConfig:
     workers: int = 2
     threads: int = 4
     timeout: int = 30
+    body_timeout: float = 30.0  # seconds a request body may take to arrive, from its head on
     metadata_cache: float = 0.0  # seconds a worker keeps unversioned metadata it read; 0: off
 
 

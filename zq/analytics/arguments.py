@@ -45,6 +45,16 @@ def positive(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
 def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``zq stats`` (shared with ``spark-submit zq/analytics/job.py``)."""
     parser.add_argument("--events", required=True, metavar="DIR",
@@ -68,3 +78,6 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"rows kept in the top-N tables (default {DEFAULT_TOP})")
     parser.add_argument("--conf", type=_spark_conf, action="append", default=[],
                         metavar="KEY=VALUE", help="extra Spark setting (repeatable)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Spark's own output (log4j warnings, JVM messages) on "
+                             "stderr; by default it goes to a log file named in the progress")

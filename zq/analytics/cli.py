@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from zq.analytics.arguments import add_stats_arguments, positive
+from zq.analytics.arguments import add_stats_arguments, positive, seconds
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,9 +31,10 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="events per Parquet file and per cursor step (default 50000)")
     parser.add_argument("--no-trim", dest="trim", action="store_false",
                         help="leave exported events in the backend log")
-    parser.add_argument("--settle", type=float, default=30.0, metavar="SECONDS",
-                        help="export only events at least this old, so an event whose "
-                             "transaction commits late is never skipped (default 30)")
+    parser.add_argument("--settle", type=seconds, default=None, metavar="SECONDS",
+                        help="on MariaDB/MySQL and MongoDB without transactions, export only "
+                             "events at least this old, so an event whose transaction commits "
+                             "late is never skipped (default 30); other backends need no window")
     add_pooling_arguments(parser)
 
 
@@ -82,7 +83,7 @@ def _say(message: str) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     """``zq events export``: each backend (storage or pool) drained on its own."""
-    from zq.analytics.export import ExportError, backend_id, export
+    from zq.analytics.export import DEFAULT_SETTLE, ExportError, backend_id, export
     from zq.commands.options import CommandError, config_from_args, first_line
     from zq.commands.pooling import StorageTarget, backends
     from zq.config import ConfigError
@@ -107,8 +108,9 @@ def run_export(args: argparse.Namespace) -> int:
         storage = None
         try:
             storage = open_storage(target.uri)
+            settle = DEFAULT_SETTLE if args.settle is None else args.settle
             (result,) = export({name: storage}, args.to, batch_size=args.batch_size,
-                               trim=args.trim, progress=_say, settle=args.settle)
+                               trim=args.trim, progress=_say, settle=settle)
         except (ExportError, ZqError, ValueError, OSError) as exc:
             print(f"zq: error: {shown}: {first_line(exc)}", file=sys.stderr)
             failed += 1
@@ -118,18 +120,23 @@ def run_export(args: argparse.Namespace) -> int:
                 storage.close()
         print(f"{shown}: {result.events} events exported, {len(result.files)} files, "
               f"{result.trimmed} trimmed, cursor {result.cursor}")
+        if result.held_back:
+            events = "event" if result.held_back == 1 else "events"
+            print(f"{shown}: {result.held_back:,} newer {events} held back: "
+                  f"{result.held_back_reason()}")
+        if args.settle is not None and result.settle is None:
+            print(f"{shown}: --settle has no effect: this backend's event order is final, "
+                  "so it needs no window")
     _say(f"done in {time.monotonic() - started:.1f}s")
     return 1 if failed else 0
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    """``zq stats``: imports the Spark job only now."""
+    """``zq stats``: imports the job (pyarrow) only now, and Spark only if needed."""
     try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        print("zq: error: zq stats needs PySpark: pip install 'zq[spark]' "
+        from zq.analytics.job import run
+    except ImportError as exc:
+        print(f"zq: error: zq stats needs the spark extra ({exc}): pip install 'zq[spark]' "
               "(and a Java 17+ runtime).", file=sys.stderr)
         return 1
-    from zq.analytics.job import run
-
     return run(args)

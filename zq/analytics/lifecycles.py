@@ -17,8 +17,6 @@ Everything here stays a lazy DataFrame: nothing is collected to the driver.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -33,6 +31,7 @@ from pyspark.sql.types import (
 )
 
 from zq.analytics.schema import PARTITION_KEY, SCHEMA, event_date
+from zq.analytics.selection import EventFilter
 from zq.events import CLAIMED, DEAD_LETTERED, DELETED, EXPIRED, POSTED, RELEASED
 
 MESSAGE = ["backend", "project", "message_id"]
@@ -40,16 +39,6 @@ ORDER = ["time", "seq"]
 # Kinds that move a message along; ``renewed`` changes nothing an analyst
 # counts per message and would hide the event that really follows a claim.
 _STEPS = (POSTED, CLAIMED, RELEASED, DELETED, DEAD_LETTERED, EXPIRED)
-
-
-@dataclass(frozen=True)
-class EventFilter:
-    """Which events to analyse; None means no restriction."""
-
-    project: str | None = None
-    queue: str | None = None
-    since: float | None = None  # POSIX seconds, inclusive
-    until: float | None = None  # POSIX seconds, exclusive
 
 
 def read_events(spark: SparkSession, path: str, where: EventFilter | None = None) -> DataFrame:

@@ -24,6 +24,11 @@ import pyarrow.parquet as pq
 from zq.analytics.results import Result
 
 FORMATS = ("table", "json", "csv")
+# The tables zq stats prints, in order (computed by zq.analytics.tables).
+TABLE_NAMES = (
+    "queue_totals", "queue_daily", "claims_distribution", "latency",
+    "failing_fingerprints", "consumers", "dead_letter_rate",
+)
 
 
 def _cell(value: Any) -> str:

@@ -26,7 +26,7 @@ class MongoStorage(Storage):
         self.queues = MongoQueues(self._b)
         self.messages = MongoMessages(self._b)
         self.claims = MongoClaims(self._b)
-        self.events = MongoEventLog(connection.database)
+        self.events = MongoEventLog(connection.database, transactions=connection.transactions)
 
     @property
     def transactions(self) -> bool:

@@ -61,11 +61,11 @@ class SchemaMigrations:
         assert head is not None
         return head
 
-    def upgrade(self, uri: str) -> None:
-        """Bring the schema at ``uri`` to the latest revision."""
+    def upgrade(self, uri: str, revision: str = "head") -> None:
+        """Bring the schema at ``uri`` to ``revision`` (the latest by default)."""
         engine = dialects.create_engine(uri)
         try:
-            self.upgrade_engine(engine)
+            self.upgrade_engine(engine, revision)
         finally:
             engine.dispose()
 
@@ -77,7 +77,7 @@ class SchemaMigrations:
         finally:
             engine.dispose()
 
-    def upgrade_engine(self, engine: sa.Engine) -> None:
+    def upgrade_engine(self, engine: sa.Engine, revision: str = "head") -> None:
         """Upgrade through an existing engine, in one write transaction.
 
         On SQLite the write transaction makes concurrent first starts (several
@@ -87,7 +87,7 @@ class SchemaMigrations:
         writer = engine.execution_options(**{dialects.WRITE_OPTION: True})
         with writer.begin() as conn:
             config.attributes["connection"] = conn
-            command.upgrade(config, "head")
+            command.upgrade(config, revision)
 
     def require_current(self, engine: sa.Engine) -> None:
         """Raise StorageUnavailable unless the schema is at the expected revision."""
