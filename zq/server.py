@@ -22,9 +22,11 @@ and claim-delete workloads 1.5-1.9x as fast (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import socket
+import time
 from dataclasses import dataclass
 from functools import partial
 from multiprocessing.util import Finalize
@@ -43,6 +45,7 @@ from zq.commands.options import (
 from zq.commands.pooling import ensure_management_dir, open_reachable_management
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
+from zq.metrics.multiprocess import metrics_directory
 from zq.pooling.base import Pools
 from zq.pooling.migrate import upgrade_management
 from zq.storage import scheme_of
@@ -187,8 +190,12 @@ class Worker:
         self.pools.close()
 
 
-def open_worker(config: Config) -> Worker:
-    """This worker's resolver, collector and app (runs in the worker, after the fork)."""
+def open_worker(config: Config, metrics_dir: str | None = None) -> Worker:
+    """This worker's resolver, collector and app (runs in the worker, after the fork).
+
+    ``metrics_dir``: the directory every worker writes its metrics to
+    (zq.metrics.multiprocess), when metrics are enabled.
+    """
     from zq.api.app import create_app
     from zq.pooling.setup import open_pools
 
@@ -199,18 +206,18 @@ def open_worker(config: Config) -> Worker:
         # A callable, not a snapshot: pools registered later are collected too.
         collector = GarbageCollector(pools.storages, config.gc.interval)
         collector.start()
-    app = create_app(config, clock=clock, pools=pools, admin=admin)
+    app = create_app(config, clock=clock, pools=pools, admin=admin, metrics_dir=metrics_dir)
     return Worker(app, pools, collector)
 
 
-def load_worker_app(config: Config) -> BufferedWSGI:
+def load_worker_app(config: Config, metrics_dir: str | None = None) -> BufferedWSGI:
     """What granian runs in each worker process."""
     # A forked worker inherits the master's SIGTERM handler, which only flags
     # the master's own loop: a SIGTERM arriving while this worker still loads
     # would be lost and the worker would serve on until killed. Until granian
     # installs the worker's handlers (after this returns), it simply ends it.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    worker = open_worker(config)
+    worker = open_worker(config, metrics_dir)
     # multiprocessing runs these at a worker's exit (atexit handlers do not run there).
     Finalize(worker, worker.close, exitpriority=10)
     return BufferedWSGI(worker.app, threads=config.server.threads,
@@ -240,6 +247,11 @@ def serve(config: Config) -> None:
     zq.logs.configure(config.log)
     served_uri = prepare(config)
     granian = Granian("zq", **granian_settings(config, port))
-    announce(config, served_uri, port)
-    granian.serve(target_loader=partial(load_worker_app, config), wrap_loader=False)
+    with contextlib.ExitStack() as stack:
+        metrics_dir = None
+        if config.metrics.enabled:
+            metrics_dir = stack.enter_context(metrics_directory(time.time()))
+        announce(config, served_uri, port)
+        granian.serve(target_loader=partial(load_worker_app, config, metrics_dir),
+                      wrap_loader=False)
     log.info("zq stopped")

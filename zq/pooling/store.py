@@ -47,7 +47,7 @@ def open_management(uri: str, *, rng: random.Random | None = None) -> Management
         engine.dispose()
         where = engine.url.render_as_string(hide_password=True)
         raise StorageUnavailable(
-            f"Cannot use the management store at {where}: {error.orig}"
+            "Cannot use the management store.", detail=f"{where}: {error.orig}"
         ) from error
     except BaseException:
         engine.dispose()

@@ -60,7 +60,8 @@ def open_sql(uri: str, *, clock: Clock, one_statement: bool | None = None) -> St
     except exc.DBAPIError as error:
         engine.dispose()
         raise StorageUnavailable(
-            f"Cannot use the {engine.dialect.name} storage at {_safe(uri)}: {error.orig}"
+            "Cannot use the storage backend.",
+            detail=f"{engine.dialect.name} at {_safe(uri)}: {error.orig}",
         ) from error
     except BaseException:
         engine.dispose()

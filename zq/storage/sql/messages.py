@@ -51,6 +51,16 @@ def _delete_rows(conn: sa.Connection, rows: Sequence[sa.Row[Any]]) -> None:
         conn.execute(sa.delete(m).where(m.c.marker.in_([row.marker for row in rows])))
 
 
+def _post_rows(
+    conn: sa.Connection, project: str, queue: str, now: float,
+    rows: list[dict[str, Any]], recorded: list[dict[str, Any]],
+) -> None:
+    """A post as executemany inserts, in posting order, in the caller's transaction."""
+    ensure_queue(conn, project, queue, now)
+    conn.execute(sa.insert(m), rows)
+    record(conn, recorded)
+
+
 class SqlMessages(MessageController):
     def __init__(self, db: Database, clock: Clock, *, one_statement: bool) -> None:
         self._db = db
@@ -85,19 +95,13 @@ class SqlMessages(MessageController):
             for message_id, msg in zip(ids, messages, strict=True)
         ]
 
-        one_statement = self._one_statement
-
-        def work(conn: sa.Connection) -> None:
-            if one_statement:
-                postgresql.post(conn, queue_row(project, queue, now), rows, recorded)
-                return
-            ensure_queue(conn, project, queue, now)
-            # One multi-row insert keeps the markers in posting order.
-            conn.execute(sa.insert(m).values(rows))
-            record(conn, recorded)
-
-        if rows:
-            (self._db.write_statement if one_statement else self._db.write)(work)
+        if not rows:
+            return ids
+        if self._one_statement and len(rows) <= postgresql.ONE_STATEMENT_POST:
+            self._db.write_statement(lambda conn: postgresql.post(
+                conn, queue_row(project, queue, now), rows, recorded))
+            return ids
+        self._db.write(lambda conn: _post_rows(conn, project, queue, now, rows, recorded))
         return ids
 
     def list(

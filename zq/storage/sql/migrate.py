@@ -99,8 +99,9 @@ class SchemaMigrations:
         problem = f"has no zq {self.what} schema" if found is None else (
             f"has schema revision {found}, older than {expected}")
         raise StorageUnavailable(
-            f"The {self.what} {_where(engine)} {problem}; run `{self.upgrade_command}` "
-            "to migrate it."
+            f"The {self.what} schema is not up to date.",
+            detail=f"The {self.what} {_where(engine)} {problem}; run "
+            f"`{self.upgrade_command}` to migrate it.",
         )
 
     def ensure_current(self, engine: sa.Engine) -> None:
@@ -120,8 +121,9 @@ class SchemaMigrations:
     def _refuse_unknown(self, engine: sa.Engine, found: str | None, expected: str) -> None:
         if found is not None and found not in self._known_revisions():
             raise StorageUnavailable(
-                f"The {self.what} {_where(engine)} has schema revision {found}, which this "
-                f"version of zq does not know (expected {expected}); upgrade zq."
+                f"The {self.what} schema is newer than this zq.",
+                detail=f"The {self.what} {_where(engine)} has schema revision {found}, "
+                f"which this version of zq does not know (expected {expected}); upgrade zq.",
             )
 
     def _known_revisions(self) -> set[str]:

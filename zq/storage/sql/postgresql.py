@@ -41,6 +41,17 @@ _EVENT_COLUMNS = ("time", "project", "queue", "kind", "message_id", "claim_id",
 _QUEUE_COLUMNS = ("project", "name", "metadata", "created", "metadata_version")
 
 
+# Most messages a PostgreSQL post writes as one WITH query; larger posts
+# (the default max post size holds up to ~24,000 messages), and every post
+# on SQLite and MariaDB, are executemany inserts in one transaction. One
+# statement of every row passed PostgreSQL's 65,535 parameters (21 a
+# message) and SQLite's 32,766 (12 a message), and SQLAlchemy compiles a
+# multi-row VALUES in time growing faster than its rows: on PostgreSQL it
+# wins up to ~50 messages, executemany from ~100; on SQLite and MariaDB
+# executemany wins from 10 (benchmarks/large_posts.py).
+ONE_STATEMENT_POST = 100
+
+
 @functools.lru_cache(maxsize=64)
 def _post_sql(dialect: sa.Dialect, count: int) -> str:
     """A post of ``count`` messages as one WITH query (PostgreSQL).
