@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from zq.analytics.report import Result
+from zq.analytics.results import Result
 
 TOP_QUEUES = 6
 

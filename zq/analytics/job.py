@@ -23,7 +23,7 @@ if __name__ == "__main__" and not __package__:
     # zq importable, ahead of any installed copy.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from zq.analytics.cli import add_stats_arguments
+from zq.analytics.arguments import add_stats_arguments
 from zq.analytics.selection import DatasetMissing, EventFilter, Selection, select
 from zq.analytics.spark import SparkMissing, spark_session
 
@@ -118,6 +118,7 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
 
     from zq.analytics import lifecycles as lc
     from zq.analytics import report, tables
+    from zq.analytics.results import collect
 
     say(f"reading events from {args.events}")
     try:
@@ -140,7 +141,7 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
     if args.sql:
         say("running --sql")
         try:
-            result = report.collect("sql", spark.sql(args.sql))
+            result = collect("sql", spark.sql(args.sql))
         except AnalysisException as exc:
             print(f"zq: error: {exc}", file=sys.stderr)
             return 2
@@ -151,7 +152,7 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
     results = {}
     for name, frame in computed.items():
         say(f"computing {name}")
-        results[name] = report.collect(name, frame)
+        results[name] = collect(name, frame)
         say(f"  {name}: {len(results[name].rows)} rows")
     out.write(report.render(list(results.values()), args.format))
     if args.out:
