@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from zq.analytics.cli import add_stats_arguments
+from zq.analytics.arguments import add_stats_arguments
 from zq.analytics.export import export
 from zq.analytics.synthetic import synthetic_events
 from zq.storage.base import Event, EventLog

@@ -25,7 +25,7 @@ import uuid
 from zq.events import fingerprint
 from zq.storage import open_storage
 from zq.storage.base import NewMessage, Storage
-from zq.storage.sql import messages as sql_messages
+from zq.storage.sql import postgresql
 
 ONE_STATEMENT_FITS = {"postgresql": 3120}
 
@@ -34,8 +34,8 @@ def best_post(storage: Storage, size: int, rounds: int, threshold: int) -> float
     body = json.dumps({"n": 0})
     batch = [NewMessage(body=body, ttl=3600, delay=0, fingerprint=fingerprint(body))] * size
     project, queue = f"bench-{uuid.uuid4().hex[:8]}", "large-posts"
-    saved = sql_messages.ONE_STATEMENT_POST
-    sql_messages.ONE_STATEMENT_POST = threshold
+    saved = postgresql.ONE_STATEMENT_POST
+    postgresql.ONE_STATEMENT_POST = threshold
     try:
         storage.messages.post(project, queue, batch, client_id="bench")  # compiles
         best = float("inf")
@@ -44,7 +44,7 @@ def best_post(storage: Storage, size: int, rounds: int, threshold: int) -> float
             storage.messages.post(project, queue, batch, client_id="bench")
             best = min(best, time.perf_counter() - started)
     finally:
-        sql_messages.ONE_STATEMENT_POST = saved
+        postgresql.ONE_STATEMENT_POST = saved
         storage.queues.delete(project, queue)
     return best
 

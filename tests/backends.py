@@ -121,18 +121,24 @@ def empty_database(kind: str) -> Iterator[str]:
 
 
 @contextmanager
-def _server_session(kind: str) -> Iterator[StorageFactory]:
+def _server_session(kind: str, *, one_statement: bool | None = None) -> Iterator[StorageFactory]:
     """A migrated database of its own on a SQL server, for one test session."""
     from zq.storage.sql import migrate, open_sql
 
     with empty_database(kind) as uri:
         migrate.upgrade(uri)
-        yield lambda clock: open_sql(uri, clock=clock)
+        yield lambda clock: open_sql(uri, clock=clock, one_statement=one_statement)
 
 
 @backend("postgresql")
 def postgresql_session() -> AbstractContextManager[StorageFactory]:
     return _server_session("postgresql")
+
+
+@backend("postgresql-general")
+def postgresql_general_session() -> AbstractContextManager[StorageFactory]:
+    """PostgreSQL on the SQL driver's general path (its one-statement writes off)."""
+    return _server_session("postgresql", one_statement=False)
 
 
 @backend("mariadb")

@@ -25,7 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "zq.commands.db",
     "zq.commands.gc",
     "zq.commands.config",
-    "zq.auth.tokens",  # token add / list / revoke
+    "zq.commands.token",  # token add / list / revoke
     "zq.analytics.cli",  # events export, stats
 )
 

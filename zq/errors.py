@@ -51,17 +51,30 @@ class MessageNotFound(NotFound):
 class ClaimNotFound(NotFound):
     title = "Claim not found"
 
+    @classmethod
+    def gone(cls, claim_id: str) -> ClaimNotFound:
+        """The one text for a claim id that names no live claim, on every driver."""
+        return cls(f"Claim {claim_id!r} does not exist or has expired.")
+
 
 class MessageIsClaimed(ZqError):
     """Deleting a claimed message without its claim id (403)."""
 
     title = "Message is claimed"
 
+    @classmethod
+    def of(cls, message_id: str) -> MessageIsClaimed:
+        return cls(f"Message {message_id!r} is claimed; give its claim id to delete it.")
+
 
 class ClaimMismatch(ZqError):
     """A claim id was given that does not hold the message (400)."""
 
     title = "Claim does not hold the message"
+
+    @classmethod
+    def of(cls, claim_id: str, message_id: str) -> ClaimMismatch:
+        return cls(f"Claim {claim_id!r} does not hold message {message_id!r}.")
 
 
 class Forbidden(ZqError):

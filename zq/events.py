@@ -1,4 +1,11 @@
-"""Event kinds and the body fingerprint shared by every driver and the analytics."""
+"""Event kinds, detail keys and builders, the body fingerprint.
+
+Shared by every driver and by the analytics that read events back
+(zq.analytics.schema lifts the detail keys named here into columns). The
+Python drivers build each detail with the functions below; the Redis Lua
+scripts (post.lua, pop.lua, purge.lua, queue_delete.lua, gc.lua, _lib.lua's
+dead letter move) write the same keys, pinned by tests/contract/test_events.py.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +29,22 @@ KINDS = (POSTED, CLAIMED, RENEWED, RELEASED, DELETED, DEAD_LETTERED, EXPIRED, PU
 
 # How much of a dead lettered message's body its event keeps as a sample.
 SAMPLE_CHARS = 1024
+
+# Detail keys.
+TTL = "ttl"  # posted: the message ttl
+DELAY = "delay"  # posted: the message delay
+SIZE = "size"  # posted: body bytes
+FINGERPRINT = "fingerprint"  # posted, dead_lettered
+TO = "to"  # dead_lettered: the dead letter queue
+REASON = "reason"  # dead_lettered: why it moved
+SAMPLE = "sample"  # dead_lettered: the body's first SAMPLE_CHARS characters
+POP = "pop"  # deleted: taken by a pop
+TARGET = "target"  # expired: "claim" for a claim's expiry
+MESSAGES = "messages"  # expired claim / purged: how many messages
+QUEUE_DELETED = "queue_deleted"  # purged: by deleting the queue
+DESCRIPTION = "description"  # dead_lettered / rejected: why, in words (poison workflow)
+
+CLAIM_TARGET = "claim"
 
 
 def fingerprint(body_json: str) -> str:
@@ -53,3 +76,31 @@ def event_fields(
         "claim_count": claim_count,
         "detail": detail or {},
     }
+
+
+def posted_detail(ttl: int, delay: int, fingerprint: str, body: str) -> dict[str, Any]:
+    """The detail of a ``posted`` event."""
+    return {TTL: ttl, DELAY: delay, FINGERPRINT: fingerprint, SIZE: len(body.encode())}
+
+
+def dead_lettered_detail(to: str, reason: str, fingerprint: str, body: str) -> dict[str, Any]:
+    """The detail of a ``dead_lettered`` event: where, why, and a body sample."""
+    return {TO: to, REASON: reason, FINGERPRINT: fingerprint, SAMPLE: body[:SAMPLE_CHARS]}
+
+
+def popped_detail() -> dict[str, Any]:
+    """The detail of a ``deleted`` event recorded by a pop."""
+    return {POP: True}
+
+
+def claim_expired_detail(messages: int) -> dict[str, Any]:
+    """The detail of an ``expired`` event of a claim that still held ``messages``."""
+    return {TARGET: CLAIM_TARGET, MESSAGES: messages}
+
+
+def purged_detail(messages: int, *, queue_deleted: bool = False) -> dict[str, Any]:
+    """The detail of a ``purged`` event (a purge, or deleting the queue)."""
+    detail: dict[str, Any] = {MESSAGES: messages}
+    if queue_deleted:
+        detail[QUEUE_DELETED] = True
+    return detail

@@ -12,16 +12,29 @@ catalog apply one rule and page the same way.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
-if TYPE_CHECKING:  # the storage contract itself uses this module
-    from zq.storage.base import QueueRecord
+
+class Listed(Protocol):
+    """What a filter reads of a listed queue (zq.storage.base.QueueRecord has it).
+
+    Structural, so that the storage contract can use this module without
+    this module importing the contract back.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+
+
+Q = TypeVar("Q", bound=Listed)
 
 # Queues read per round while looking for matches: bounded, so a filter
 # that matches few queues among many never loads a project's queues at once.
 SCAN_PAGE = 100
 
-PageSource = Callable[[str | None, int], "list[QueueRecord]"]  # (after, size) -> page
 
 
 def filter_value(text: str) -> Any:
@@ -48,12 +61,13 @@ def metadata_matches(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> bo
 
 
 def matching_page(
-    fetch: PageSource, *, marker: str | None, limit: int, wanted: Mapping[str, Any]
-) -> list[QueueRecord]:
+    fetch: Callable[[str | None, int], list[Q]], *, marker: str | None, limit: int,
+    wanted: Mapping[str, Any],
+) -> list[Q]:
     """Up to ``limit`` queues after ``marker`` (by name) whose metadata matches ``wanted``."""
     if not wanted:
         return fetch(marker, limit)
-    found: list[QueueRecord] = []
+    found: list[Q] = []
     after = marker
     while len(found) < limit:
         page = fetch(after, SCAN_PAGE)
@@ -68,7 +82,7 @@ def matching_page(
     return found
 
 
-def count_matching(fetch: PageSource, wanted: Mapping[str, Any]) -> int:
+def count_matching(fetch: Callable[[str | None, int], list[Q]], wanted: Mapping[str, Any]) -> int:
     """How many queues ``fetch`` holds whose metadata matches ``wanted``."""
     count, after = 0, None
     while True:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from zq import dead_letter, events, validation
+from zq import dead_letter, dead_letter_chain, events, validation
 from zq import metadata as meta
 from zq.config import Limits
 from zq.encryption import BodyCipher, is_sealed, open_body
@@ -27,7 +27,6 @@ from zq.errors import (
     ClaimMismatch,
     ClaimNotFound,
     Conflict,
-    DeadLetterConflict,
     EncryptionFailure,
     EncryptionNotConfigured,
     InvalidRequest,
@@ -596,7 +595,7 @@ class QueueService:
         """
         policy = dead_letter.policy_from_metadata(stored)
         if policy is not None:
-            self._dead_letter_storage(project, queue, policy.queue)
+            self.pools.dead_letter_storage(project, queue, policy.queue)
         return policy
 
     def _check_dead_letter_chain(self, project: str, queue: str, target: str | None) -> None:
@@ -606,30 +605,12 @@ class QueueService:
         def next_in_chain(name: str) -> str | None:
             return self._stored_metadata(project, name).get(meta.DEAD_LETTER_QUEUE)
 
-        dead_letter.check_chain(queue, target, next_in_chain)
-
-    def _dead_letter_storage(self, project: str, queue: str, target: str) -> Storage:
-        """The storage of ``queue``'s dead letter queue, which must share its pool.
-
-        A dead letter queue not registered yet is registered on the
-        queue's pool; one on another pool is a DeadLetterConflict.
-        """
-        target_pool = self.pools.pool_of(project, target)
-        if target_pool is None:
-            self.pools.place(project, target, beside=queue)
-            target_pool = self.pools.pool_of(project, target)
-        source_pool = self.pools.pool_of(project, queue)
-        if target_pool != source_pool:
-            raise DeadLetterConflict(
-                f"Dead letter queue {target!r} lives on pool {target_pool!r} but queue "
-                f"{queue!r} lives on pool {source_pool!r}; a queue and its dead letter "
-                "queue must share a pool."
-            )
-        return self._storage(project, target)
+        dead_letter_chain.check_chain(queue, target, next_in_chain)
 
     def _create_dead_letter_queue(self, project: str, queue: str, target: str | None) -> None:
         if target is not None:
-            self._dead_letter_storage(project, queue, target).queues.create(project, target, {})
+            self.pools.dead_letter_storage(project, queue, target).queues.create(
+                project, target, {})
 
 
 def _id_shaped(ids: list[str]) -> list[str]:

@@ -10,7 +10,8 @@ import pytest
 
 from tests.analytics.conftest import zq_parser
 from tests.analytics.memlog import LogOnlyStorage, MemoryEventLog
-from zq.analytics.cli import parse_time, run_stats
+from zq.analytics.arguments import parse_time
+from zq.analytics.cli import run_stats
 from zq.analytics.export import export
 from zq.clock import ManualClock
 from zq.events import fingerprint

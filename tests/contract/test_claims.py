@@ -80,7 +80,7 @@ def test_get_returns_the_live_claim_with_its_alive_messages(storage, project):
 def test_get_unknown_expired_or_other_queue_claim_raises(storage, project, clock):
     post(storage, project, "q", 1)
     claimed = claim(storage, project, "q")
-    with pytest.raises(ClaimNotFound):
+    with pytest.raises(ClaimNotFound, match="'unknown' does not exist or has expired"):
         storage.claims.get(project, "q", "unknown")
     with pytest.raises(ClaimNotFound):
         storage.claims.get(project, "other", claimed.id)

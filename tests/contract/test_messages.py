@@ -155,9 +155,11 @@ def test_delete_missing_or_expired_message_is_quiet(storage, project, clock):
 def test_delete_claimed_message_without_claim_id_is_refused(storage, project):
     posted = post(storage, project, "q", 1)
     claim(storage, project, "q")
-    with pytest.raises(MessageIsClaimed):
+    with pytest.raises(MessageIsClaimed) as refused:
         storage.messages.delete(project, "q", posted[0], claim_id=None, client_id=None)
     assert ids(storage.messages.get_many(project, "q", posted)) == posted
+    # One text on every driver: the client is told how to delete it.
+    assert "give its claim id" in refused.value.description
 
 
 def test_delete_with_a_claim_that_does_not_hold_the_message_is_a_mismatch(
@@ -166,8 +168,9 @@ def test_delete_with_a_claim_that_does_not_hold_the_message_is_a_mismatch(
     first = claim(storage, project, "q", 1)
     second = claim(storage, project, "q", 1)
     # Another live claim holds it.
-    with pytest.raises(ClaimMismatch):
+    with pytest.raises(ClaimMismatch) as mismatch:
         storage.messages.delete(project, "q", posted[1], claim_id=first.id, client_id=None)
+    assert first.id in mismatch.value.description and posted[1] in mismatch.value.description
     storage.claims.release(project, "q", second.id, client_id=None)
     # Free message.
     with pytest.raises(ClaimMismatch):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import stat
 
@@ -10,6 +9,7 @@ import pytest
 
 from zq.auth import signed_urls, tokens
 from zq.auth.identity import Grant
+from zq.cli import build_parser
 from zq.config import Config, ConfigError, load_config
 from zq.errors import InvalidRequest
 
@@ -70,10 +70,9 @@ def test_malformed_tokens_files_are_refused(tmp_path, content):
 
 
 def run_token_command(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="zq")
-    tokens.register(parser.add_subparsers(required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    """``zq token ...`` as zq.cli dispatches it (errors raised, not printed)."""
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
 
 
 def test_zq_token_add_list_revoke(tmp_path, capsys):

@@ -13,7 +13,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import PercentFormatter
 
-from zq.analytics.report import Result
+from zq.analytics.results import Result
 
 TOP_QUEUES = 6
 

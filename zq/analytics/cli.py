@@ -11,99 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from datetime import UTC, datetime
 from typing import Any
 
-DEFAULT_TOP = 20
-
-
-def parse_time(text: str) -> float:
-    """``2026-11-22``, ``2026-11-22T15:00[:00][Z|+01:00]`` or POSIX seconds -> seconds."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a date (2026-11-22), a UTC time (2026-11-22T15:00:00Z) "
-            "or POSIX seconds"
-        ) from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
-
-
-def _spark_conf(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key, value
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be a fraction from 0 to below 1, got {text}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
-    return value
-
-
-def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``zq stats`` (shared with ``spark-submit zq/analytics/job.py``)."""
-    parser.add_argument("action", nargs="?", choices=("advise",),
-                        help="advise: recommend _max_claim_count and a backoff per queue "
-                             "from the observed attempts (see --tolerance, --min-failing)")
-    parser.add_argument("--events", required=True, metavar="DIR",
-                        help="the exported dataset (local path, hdfs://, s3a://)")
-    parser.add_argument("--queue", help="only this queue")
-    parser.add_argument("--project", help="only this project")
-    parser.add_argument("--since", type=parse_time, metavar="T",
-                        help="only events at or after T (date, ISO time or POSIX seconds; UTC)")
-    parser.add_argument("--until", type=parse_time, metavar="T",
-                        help="only events before T")
-    parser.add_argument("--format", choices=("table", "json", "csv"), default="table",
-                        help="how to print the tables (default: table)")
-    parser.add_argument("--out", metavar="DIR",
-                        help="also write every table (CSV, Parquet), PNG charts and report.html")
-    parser.add_argument("--master", metavar="URL",
-                        help="Spark master (default: local[*], or what spark-submit set)")
-    parser.add_argument("--sql", metavar="QUERY",
-                        help="run this query over the views events, lifecycles, claims and "
-                             "every table, and print its result instead")
-    parser.add_argument("--top", type=_positive, default=DEFAULT_TOP,
-                        help=f"rows kept in the top-N tables (default {DEFAULT_TOP})")
-    parser.add_argument("--tolerance", type=_share, metavar="SHARE",
-                        help="advise: the share of succeeded messages a recommendation may "
-                             "dead letter (default 0.01)")
-    parser.add_argument("--min-failing", type=_positive, metavar="N",
-                        help="advise: failing messages a queue needs before it gets a "
-                             "recommendation (default 20)")
-    parser.add_argument("--conf", type=_spark_conf, action="append", default=[],
-                        metavar="KEY=VALUE", help="extra Spark setting (repeatable)")
-    parser.add_argument("--verbose", action="store_true",
-                        help="show Spark's own output (log4j warnings, JVM messages) on "
-                             "stderr; by default it goes to a log file named in the progress")
+from zq.analytics.arguments import add_stats_arguments, positive, seconds
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,11 +27,11 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="backend to drain (repeatable; default: the configured storage, "
                              "or every pool when pooling is on)")
     parser.add_argument("--config", metavar="FILE", help="zq configuration file (TOML)")
-    parser.add_argument("--batch-size", type=_positive, default=50_000,
+    parser.add_argument("--batch-size", type=positive, default=50_000,
                         help="events per Parquet file and per cursor step (default 50000)")
     parser.add_argument("--no-trim", dest="trim", action="store_false",
                         help="leave exported events in the backend log")
-    parser.add_argument("--settle", type=_seconds, default=None, metavar="SECONDS",
+    parser.add_argument("--settle", type=seconds, default=None, metavar="SECONDS",
                         help="on MariaDB/MySQL and MongoDB without transactions, export only "
                              "events at least this old, so an event whose transaction commits "
                              "late is never skipped (default 30); other backends need no window")
@@ -181,13 +91,13 @@ def run_export(args: argparse.Namespace) -> int:
     """``zq events export``: each backend (storage or pool) drained on its own."""
     from zq.analytics.export import DEFAULT_SETTLE, ExportError, backend_id, export
     from zq.commands.options import CommandError, config_from_args, first_line
-    from zq.commands.pooling import Backend, backends
+    from zq.commands.pooling import StorageTarget, backends
     from zq.config import ConfigError
     from zq.errors import ZqError
     from zq.storage import open_storage
 
     try:
-        targets = ([Backend(uri) for uri in args.storages] if args.storages
+        targets = ([StorageTarget(uri) for uri in args.storages] if args.storages
                    else backends(config_from_args(args)))
     except (ConfigError, CommandError) as exc:
         print(f"zq: error: {exc}", file=sys.stderr)
@@ -237,15 +147,3 @@ def run_stats(args: argparse.Namespace) -> int:
         return 1
     return run(args)
 
-
-def stats_arguments_problem(args: argparse.Namespace) -> str | None:
-    """Options that cannot take effect together, as a one-line message."""
-    if args.action != "advise":
-        given = [flag for flag, value in (("--tolerance", args.tolerance),
-                                          ("--min-failing", args.min_failing))
-                 if value is not None]
-        if given:
-            return f"{' and '.join(given)} only apply to 'zq stats advise'"
-    elif args.sql:
-        return "--sql does not apply to 'zq stats advise' (the views are in plain 'zq stats')"
-    return None

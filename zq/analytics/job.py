@@ -23,7 +23,7 @@ if __name__ == "__main__" and not __package__:
     # zq importable, ahead of any installed copy.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from zq.analytics.cli import add_stats_arguments, stats_arguments_problem
+from zq.analytics.arguments import add_stats_arguments, stats_arguments_problem
 from zq.analytics.selection import DatasetMissing, EventFilter, Selection, select
 from zq.analytics.spark import SparkMissing, spark_session
 
@@ -124,6 +124,7 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
 
     from zq.analytics import lifecycles as lc
     from zq.analytics import report, tables
+    from zq.analytics.results import collect
 
     say(f"reading events from {args.events}")
     try:
@@ -148,7 +149,7 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
     if args.sql:
         say("running --sql")
         try:
-            result = report.collect("sql", spark.sql(args.sql))
+            result = collect("sql", spark.sql(args.sql))
         except AnalysisException as exc:
             print(f"zq: error: {exc}", file=sys.stderr)
             return 2
@@ -159,7 +160,7 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
     results = {}
     for name, frame in computed.items():
         say(f"computing {name}")
-        results[name] = report.collect(name, frame)
+        results[name] = collect(name, frame)
         say(f"  {name}: {len(results[name].rows)} rows")
     out.write(report.render(list(results.values()), args.format))
     if args.out:
@@ -173,6 +174,7 @@ def _advise(args: argparse.Namespace, where: EventFilter, steps: DataFrame, out:
             say: Callable[[str], None], total: int) -> int:
     """``zq stats advise``: Spark reduces, zq.analytics.advice decides."""
     from zq.analytics import advice, attempts, report
+    from zq.analytics.results import Result, collect
 
     messages = attempts.per_message(steps)
     reduced = {}
@@ -180,12 +182,12 @@ def _advise(args: argparse.Namespace, where: EventFilter, steps: DataFrame, out:
                         ("attempt_gaps", attempts.attempt_gaps(steps)),
                         ("recoveries", attempts.recoveries(messages))):
         say(f"computing {name}")
-        reduced[name] = report.collect(name, frame).records()
+        reduced[name] = collect(name, frame).records()
     options = {"tolerance": args.tolerance, "min_failing": args.min_failing}
     tables = advice.advise(advice.queues_from(*reduced.values()),
                            **{k: v for k, v in options.items() if v is not None})
     columns = advice.columns()
-    results = {name: report.Result(name, columns[name],
+    results = {name: Result(name, columns[name],
                                    [tuple(row[c] for c in columns[name]) for row in rows])
                for name, rows in tables.items()}
     text = report.render(list(results.values()), args.format)

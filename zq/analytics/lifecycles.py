@@ -30,15 +30,15 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from zq import events as ev
 from zq.analytics.schema import PARTITION_KEY, SCHEMA, event_date
 from zq.analytics.selection import EventFilter
+from zq.events import CLAIMED, DEAD_LETTERED, DELETED, EXPIRED, POSTED, RELEASED
 
 MESSAGE = ["backend", "project", "message_id"]
 ORDER = ["time", "seq"]
 # Kinds that move a message along; ``renewed`` changes nothing an analyst
 # counts per message and would hide the event that really follows a claim.
-_STEPS = (ev.POSTED, ev.CLAIMED, ev.RELEASED, ev.DELETED, ev.DEAD_LETTERED, ev.EXPIRED)
+_STEPS = (POSTED, CLAIMED, RELEASED, DELETED, DEAD_LETTERED, EXPIRED)
 
 
 def read_events(spark: SparkSession, path: str, where: EventFilter | None = None) -> DataFrame:
@@ -89,17 +89,17 @@ def message_events(events: DataFrame) -> DataFrame:
     steps = events.where(F.col("message_id").isNotNull() & F.col("kind").isin(*_STEPS))
     pop = F.coalesce(F.col("pop"), F.lit(False))
     return (
-        steps.withColumn("posted_at", F.min(F.when(is_kind(ev.POSTED), F.col("time"))).over(whole))
+        steps.withColumn("posted_at", F.min(F.when(is_kind(POSTED), F.col("time"))).over(whole))
         .withColumn(
             "message_fingerprint",
-            F.max(F.when(is_kind(ev.POSTED), F.col("fingerprint"))).over(whole),
+            F.max(F.when(is_kind(POSTED), F.col("fingerprint"))).over(whole),
         )
-        .withColumn("claims_so_far", F.count(F.when(is_kind(ev.CLAIMED), 1)).over(running))
+        .withColumn("claims_so_far", F.count(F.when(is_kind(CLAIMED), 1)).over(running))
         .withColumn(
             "claims_at",
             F.coalesce(
                 F.col("claim_count"),
-                F.col("claims_so_far") + F.when(is_kind(ev.DELETED) & pop, 1).otherwise(0),
+                F.col("claims_so_far") + F.when(is_kind(DELETED) & pop, 1).otherwise(0),
             ),
         )
         .withColumn("next_kind", F.lead("kind").over(ordered))
@@ -113,18 +113,18 @@ def claim_holds(steps: DataFrame) -> DataFrame:
     next_kind = F.col("next_kind")
     ended_by = (
         F.when(next_kind.isNull(), "open")
-        .when(next_kind == ev.RELEASED, "released")
+        .when(next_kind == RELEASED, "released")
         .when(
-            (next_kind == ev.DELETED) & ~F.col("next_pop")
+            (next_kind == DELETED) & ~F.col("next_pop")
             & (F.col("next_claim_id") == F.col("claim_id")),
             "deleted",
         )
-        .when((next_kind == ev.DELETED) & ~F.col("next_pop"), "deleted_unclaimed")
+        .when((next_kind == DELETED) & ~F.col("next_pop"), "deleted_unclaimed")
         # Claimed again, dead lettered, popped or expired while this claim
         # never released nor deleted it: the claim ran out.
         .otherwise("expired")
     )
-    return steps.where(is_kind(ev.CLAIMED)).select(
+    return steps.where(is_kind(CLAIMED)).select(
         "backend", "project", "queue", "message_id", "claim_id", "client_id",
         "time", "ts", F.col("claims_so_far").alias("delivery"), ended_by.alias("ended_by"),
     )
@@ -133,7 +133,7 @@ def claim_holds(steps: DataFrame) -> DataFrame:
 def explicit_claim_expiries(events: DataFrame) -> DataFrame:
     """The garbage collector's ``expired`` events for whole claims."""
     return events.where(
-        is_kind(ev.EXPIRED) & F.col("message_id").isNull() & (F.col("target") == "claim")
+        is_kind(EXPIRED) & F.col("message_id").isNull() & (F.col("target") == "claim")
     )
 
 
@@ -148,17 +148,17 @@ def lifecycles(steps: DataFrame) -> DataFrame:
         F.min(F.struct(*ORDER, "queue")).getField("queue").alias("queue"),
         F.first("posted_at").alias("posted_at"),
         F.first("message_fingerprint").alias("fingerprint"),
-        F.count(F.when(is_kind(ev.CLAIMED), 1)).alias("claims"),
-        first(ev.DEAD_LETTERED, "to_queue", "claims_at").alias("_dl"),
-        F.count(F.when(is_kind(ev.DEAD_LETTERED), 1)).alias("dead_letters"),
-        first(ev.DELETED, "queue", "claims_at", "pop").alias("_del"),
-        first(ev.EXPIRED, "queue").alias("_exp"),
+        F.count(F.when(is_kind(CLAIMED), 1)).alias("claims"),
+        first(DEAD_LETTERED, "to_queue", "claims_at").alias("_dl"),
+        F.count(F.when(is_kind(DEAD_LETTERED), 1)).alias("dead_letters"),
+        first(DELETED, "queue", "claims_at", "pop").alias("_del"),
+        first(EXPIRED, "queue").alias("_exp"),
         F.max(F.struct(*ORDER, "queue", "kind")).alias("_last"),
     )
     outcome = (
-        F.when(F.col("_del").isNotNull(), ev.DELETED)
-        .when(F.col("_exp").isNotNull(), ev.EXPIRED)
-        .when(F.col("_dl").isNotNull(), ev.DEAD_LETTERED)
+        F.when(F.col("_del").isNotNull(), DELETED)
+        .when(F.col("_exp").isNotNull(), EXPIRED)
+        .when(F.col("_dl").isNotNull(), DEAD_LETTERED)
         .otherwise("open")
     )
     return summary.select(

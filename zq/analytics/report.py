@@ -14,7 +14,6 @@ import io
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,33 +21,14 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from zq.analytics.results import Result
+
 FORMATS = ("table", "json", "csv")
 # The tables zq stats prints, in order (computed by zq.analytics.tables).
 TABLE_NAMES = (
     "queue_totals", "queue_daily", "claims_distribution", "latency",
     "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate",
 )
-
-
-@dataclass(frozen=True)
-class Result:
-    """One collected table."""
-
-    name: str
-    columns: list[str]
-    rows: list[tuple[Any, ...]]
-
-    def records(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
-
-    def column(self, name: str) -> list[Any]:
-        index = self.columns.index(name)
-        return [row[index] for row in self.rows]
-
-
-def collect(name: str, frame: Any) -> Result:
-    """Collect a (small) Spark DataFrame into a Result."""
-    return Result(name, list(frame.columns), [tuple(row) for row in frame.collect()])
 
 
 def _cell(value: Any) -> str:

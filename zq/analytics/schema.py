@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from zq import events
 from zq.analytics.shapes import body_shape
 from zq.encryption import is_sealed
 from zq.storage.base import Event
@@ -54,17 +55,17 @@ SCHEMA = pa.schema(
 
 # detail key -> column, for the lifted fields.
 _LIFTED = {
-    "ttl": "ttl",
-    "delay": "delay",
-    "size": "size",
-    "fingerprint": "fingerprint",
-    "to": "to_queue",
-    "reason": "reason",
-    "sample": "sample",
-    "pop": "pop",
-    "target": "target",
-    "messages": "messages",
-    "description": "description",
+    events.TTL: "ttl",
+    events.DELAY: "delay",
+    events.SIZE: "size",
+    events.FINGERPRINT: "fingerprint",
+    events.TO: "to_queue",
+    events.REASON: "reason",
+    events.SAMPLE: "sample",
+    events.POP: "pop",
+    events.TARGET: "target",
+    events.MESSAGES: "messages",
+    events.DESCRIPTION: "description",
 }
 _INT_COLUMNS = {"ttl", "delay", "size", "messages"}
 

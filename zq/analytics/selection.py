@@ -33,7 +33,7 @@ class EventFilter:
 
     def describe(self) -> str:
         """The restrictions in force, for messages ("" when none)."""
-        from zq.dead_letter import iso8601
+        from zq.history import iso8601
 
         parts = [f"{name} {value!r}" for name, value in
                  (("project", self.project), ("queue", self.queue)) if value is not None]

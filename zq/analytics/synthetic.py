@@ -18,7 +18,18 @@ from dataclasses import dataclass
 import orjson
 
 from zq import events as ev
-from zq.events import fingerprint
+from zq.events import (
+    CLAIMED,
+    DEAD_LETTERED,
+    DELETED,
+    EXPIRED,
+    POSTED,
+    PURGED,
+    RELEASED,
+    RENEWED,
+    SAMPLE_CHARS,
+    fingerprint,
+)
 from zq.storage.base import Event
 
 POISON_BODIES = (
@@ -92,24 +103,24 @@ def _message_history(rng: random.Random, shape: Shape, number: int) -> Iterator[
         return Event(cursor="", time=t, project=project, kind=kind,
                      message_id=message_id, **fields)
 
-    yield event(ev.POSTED, client_id="producer",
+    yield event(POSTED, client_id="producer",
                 detail={"ttl": shape.message_ttl, "delay": 0, "fingerprint": print_,
                         "size": len(body.encode())})
     if rng.random() < 0.002:
         # An operator purges the queue while it holds just this message, so
         # every queue's totals still balance.
         t += rng.expovariate(1 / 30)
-        yield Event(cursor="", time=t, project=project, queue=queue, kind=ev.PURGED,
+        yield Event(cursor="", time=t, project=project, queue=queue, kind=PURGED,
                     detail={"messages": 1})
         return
     fate = rng.random()
     if fate < 0.03:
         t += shape.message_ttl
-        yield event(ev.EXPIRED, claim_count=0)
+        yield event(EXPIRED, claim_count=0)
         return
     if fate < 0.08:
         t += rng.expovariate(1 / 5)
-        yield event(ev.DELETED, client_id=_consumer(rng, shape), claim_count=1,
+        yield event(DELETED, client_id=_consumer(rng, shape), claim_count=1,
                     detail={"pop": True})
         return
     count = 0
@@ -118,43 +129,43 @@ def _message_history(rng: random.Random, shape: Shape, number: int) -> Iterator[
         t += rng.expovariate(1 / 20)
         if dlq and count >= shape.max_claim_count:
             target = dead_letter_queue(queue)
-            yield event(ev.DEAD_LETTERED, claim_count=count,
+            yield event(DEAD_LETTERED, claim_count=count,
                         detail={"to": target, "reason": "max_claim_count",
-                                "fingerprint": print_, "sample": body[: ev.SAMPLE_CHARS]})
+                                "fingerprint": print_, "sample": body[: SAMPLE_CHARS]})
             # An operator drains half of the dead letter queue; the rest expires.
             if rng.random() < 0.5:
                 t += rng.expovariate(1 / 600)
                 claim_id = f"c{number:09d}-dlq"
-                yield event(ev.CLAIMED, queue=target, claim_id=claim_id, client_id="operator",
+                yield event(CLAIMED, queue=target, claim_id=claim_id, client_id="operator",
                             claim_count=count + 1)
                 t += 1.0
-                yield event(ev.DELETED, queue=target, claim_id=claim_id, client_id="operator",
+                yield event(DELETED, queue=target, claim_id=claim_id, client_id="operator",
                             claim_count=count + 1)
             else:
                 t += shape.message_ttl
-                yield event(ev.EXPIRED, queue=target, claim_count=count)
+                yield event(EXPIRED, queue=target, claim_count=count)
             return
         if count >= 6:
             t += shape.message_ttl
-            yield event(ev.EXPIRED, claim_count=count)
+            yield event(EXPIRED, claim_count=count)
             return
         count += 1
         consumer = _consumer(rng, shape)
         claim_id = f"c{number:09d}-{count}"
-        yield event(ev.CLAIMED, claim_id=claim_id, client_id=consumer, claim_count=count)
+        yield event(CLAIMED, claim_id=claim_id, client_id=consumer, claim_count=count)
         if rng.random() < 0.1:
             t += shape.claim_ttl / 2
-            yield event(ev.RENEWED, claim_id=claim_id, client_id=consumer, claim_count=count)
+            yield event(RENEWED, claim_id=claim_id, client_id=consumer, claim_count=count)
         t += rng.expovariate(1 / 10)
         if not poison and rng.random() >= shape.fail_share:
-            yield event(ev.DELETED, claim_id=claim_id, client_id=consumer, claim_count=count)
+            yield event(DELETED, claim_id=claim_id, client_id=consumer, claim_count=count)
             return
         if rng.random() < 0.5:
-            yield event(ev.RELEASED, claim_id=claim_id, client_id=consumer, claim_count=count)
+            yield event(RELEASED, claim_id=claim_id, client_id=consumer, claim_count=count)
         else:
             t += shape.claim_ttl
             if rng.random() < 0.5:  # the garbage collector noticed the dead claim
-                yield Event(cursor="", time=t, project=project, queue=queue, kind=ev.EXPIRED,
+                yield Event(cursor="", time=t, project=project, queue=queue, kind=EXPIRED,
                             claim_id=claim_id, client_id=consumer,
                             detail={"target": "claim", "messages": 1})
 

@@ -35,9 +35,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from zq import events as ev
 from zq.analytics.attempts import poison_signatures
 from zq.analytics.lifecycles import MESSAGE, ORDER, explicit_claim_expiries, is_kind
+from zq.events import CLAIMED, DEAD_LETTERED, DELETED, EXPIRED, POSTED, PURGED, RELEASED
 
 QUEUE = ["project", "queue"]
 
@@ -53,13 +53,13 @@ def _rate(failed: str, succeeded: str) -> Column:
 
 def _kind_counts() -> list[Column]:
     return [
-        _count(is_kind(ev.POSTED)).alias("posted"),
-        _count(is_kind(ev.CLAIMED)).alias("claimed"),
-        _count(is_kind(ev.RELEASED)).alias("released"),
-        _count(is_kind(ev.DELETED)).alias("deleted"),
-        _count(is_kind(ev.DEAD_LETTERED)).alias("dead_lettered"),
-        _count(is_kind(ev.EXPIRED) & F.col("message_id").isNotNull()).alias("expired"),
-        F.sum(F.when(is_kind(ev.PURGED), F.coalesce(F.col("messages"), F.lit(0)))
+        _count(is_kind(POSTED)).alias("posted"),
+        _count(is_kind(CLAIMED)).alias("claimed"),
+        _count(is_kind(RELEASED)).alias("released"),
+        _count(is_kind(DELETED)).alias("deleted"),
+        _count(is_kind(DEAD_LETTERED)).alias("dead_lettered"),
+        _count(is_kind(EXPIRED) & F.col("message_id").isNotNull()).alias("expired"),
+        F.sum(F.when(is_kind(PURGED), F.coalesce(F.col("messages"), F.lit(0)))
               .otherwise(0)).alias("purged"),
     ]
 
@@ -76,7 +76,7 @@ def day_of(ts: str = "ts") -> Column:
 def _arrivals(events: DataFrame, *keys: Column) -> DataFrame:
     """Dead letter moves counted in the queue they went to."""
     return (
-        events.where(is_kind(ev.DEAD_LETTERED))
+        events.where(is_kind(DEAD_LETTERED))
         .groupBy(*keys, "project", F.col("to_queue").alias("queue"))
         .agg(F.count(F.lit(1)).alias("dead_lettered_in"))
     )
@@ -90,11 +90,11 @@ def present(steps: DataFrame, events: DataFrame) -> DataFrame:
     was a delete or an expiry, or a purge of that queue came after it.
     """
     last = F.col("last")
-    moved = last.getField("kind") == ev.DEAD_LETTERED
+    moved = last.getField("kind") == DEAD_LETTERED
     held = (
         steps.groupBy(*MESSAGE)
         .agg(F.max(F.struct(*ORDER, "queue", "kind", "to_queue")).alias("last"))
-        .where(~last.getField("kind").isin(ev.DELETED, ev.EXPIRED))
+        .where(~last.getField("kind").isin(DELETED, EXPIRED))
         .select("backend", "project",
                 F.when(moved, last.getField("to_queue")).otherwise(last.getField("queue"))
                 .alias("queue"),
@@ -102,7 +102,7 @@ def present(steps: DataFrame, events: DataFrame) -> DataFrame:
                          last.getField("seq").alias("seq")).alias("at"))
     )
     purges = (
-        events.where(is_kind(ev.PURGED))
+        events.where(is_kind(PURGED))
         .groupBy("backend", *QUEUE).agg(F.max(F.struct(*ORDER)).alias("purge"))
     )
     return (
@@ -143,7 +143,7 @@ def queue_daily(events: DataFrame) -> DataFrame:
 
 def claims_distribution(steps: DataFrame) -> DataFrame:
     return (
-        steps.where(F.col("kind").isin(ev.DELETED, ev.DEAD_LETTERED))
+        steps.where(F.col("kind").isin(DELETED, DEAD_LETTERED))
         .groupBy(*QUEUE, F.col("kind").alias("outcome"), F.col("claims_at").alias("claims"))
         .agg(F.count(F.lit(1)).alias("messages"))
         .orderBy(*QUEUE, "outcome", "claims")
@@ -151,10 +151,10 @@ def claims_distribution(steps: DataFrame) -> DataFrame:
 
 
 def latency(steps: DataFrame) -> DataFrame:
-    metric = F.when(is_kind(ev.DELETED), "post_to_delete").otherwise("post_to_dead_letter")
+    metric = F.when(is_kind(DELETED), "post_to_delete").otherwise("post_to_dead_letter")
     seconds = F.col("time") - F.col("posted_at")
     return (
-        steps.where(F.col("kind").isin(ev.DELETED, ev.DEAD_LETTERED))
+        steps.where(F.col("kind").isin(DELETED, DEAD_LETTERED))
         .where(F.col("posted_at").isNotNull())
         .select(*QUEUE, metric.alias("metric"), seconds.alias("seconds"))
         .groupBy(*QUEUE, "metric")
@@ -170,7 +170,7 @@ def latency(steps: DataFrame) -> DataFrame:
 
 
 def failing_fingerprints(steps: DataFrame, top: int = 20) -> DataFrame:
-    moves = steps.where(is_kind(ev.DEAD_LETTERED)).withColumn(
+    moves = steps.where(is_kind(DEAD_LETTERED)).withColumn(
         "fp", F.coalesce(F.col("fingerprint"), F.col("message_fingerprint"))
     )
     earliest_sample = F.min(F.when(F.col("sample").isNotNull(), F.struct("time", "seq", "sample")))
@@ -218,8 +218,8 @@ def consumers(holds: DataFrame, events: DataFrame, top: int = 20) -> DataFrame:
 def dead_letter_rate(events: DataFrame) -> DataFrame:
     return (
         events.withColumn("day", day_of()).groupBy("day")
-        .agg(_count(is_kind(ev.DELETED)).alias("deleted"),
-             _count(is_kind(ev.DEAD_LETTERED)).alias("dead_lettered"))
+        .agg(_count(is_kind(DELETED)).alias("deleted"),
+             _count(is_kind(DEAD_LETTERED)).alias("dead_lettered"))
         .withColumn("dead_letter_rate", _rate("dead_lettered", "deleted"))
         .orderBy("day")
     )

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 import orjson
 
-from zq.dead_letter import compact_history, iso8601
+from zq.history import compact_history, iso8601
 from zq.storage.base import ClaimRecord, MessageRecord, MessageStamp, QueueStats
 
 API_ROOT = "/v2"

@@ -12,7 +12,7 @@ from zq.commands.options import (
     first_line,
     open_reachable_storage,
 )
-from zq.commands.pooling import Backend, backends
+from zq.commands.pooling import StorageTarget, backends
 
 DESCRIPTION = """\
 Remove expired messages and claims from the storage once, recording an
@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if args.storage is not None or not config.pooling.enabled:
-        collect(Backend(config.storage.resolved_uri()))  # failures: one line, exit 1
+        collect(StorageTarget(config.storage.resolved_uri()))  # failures: one line, exit 1
         return 0
     targets = backends(config)
     if not targets:
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def collect(target: Backend) -> None:
+def collect(target: StorageTarget) -> None:
     """Collect one backend and say how many messages went."""
     storage = open_reachable_storage(target.uri)
     try:

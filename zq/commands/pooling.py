@@ -16,7 +16,7 @@ from zq.storage.uri import redact
 
 
 @dataclass(frozen=True)
-class Backend:
+class StorageTarget:
     """One storage a maintenance command works on."""
 
     uri: str
@@ -53,13 +53,13 @@ def open_reachable_management(uri: str) -> ManagementStore:
     return store
 
 
-def backends(config: Config) -> list[Backend]:
+def backends(config: Config) -> list[StorageTarget]:
     """What a maintenance command goes over: every pool, or the configured storage."""
     if not config.pooling.enabled:
-        return [Backend(config.storage.resolved_uri())]
+        return [StorageTarget(config.storage.resolved_uri())]
     ensure_management_dir(config)
     store = open_reachable_management(config.pooling.resolved_management())
     try:
-        return [Backend(pool.uri, pool.name) for pool in store.registry.list_pools()]
+        return [StorageTarget(pool.uri, pool.name) for pool in store.registry.list_pools()]
     finally:
         store.close()

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zq import events as kinds
+from zq import events
 from zq.clock import Clock
 from zq.metrics.registry import Metrics
 from zq.storage.base import Event, Storage
@@ -199,22 +199,22 @@ class EventTail:
         if event.time < state.started:
             return
         m, project, kind = self.metrics, event.project, event.kind
-        if kind == kinds.POSTED:
+        if kind == events.POSTED:
             m.by(m.posted, project).inc()
             if event.message_id:
                 state.posted[event.message_id] = event.time
-        elif kind == kinds.CLAIMED:
+        elif kind == events.CLAIMED:
             m.by(m.claimed, project).inc()
-        elif kind == kinds.DELETED:
+        elif kind == events.DELETED:
             m.by(m.deleted, project).inc()
             posted = state.posted.pop(event.message_id or "", None)
             if posted is not None:
                 m.by(m.post_to_delete, project).observe(max(0.0, event.time - posted))
-        elif kind == kinds.RELEASED:
+        elif kind == events.RELEASED:
             m.by(m.released, project).inc()
-        elif kind == kinds.DEAD_LETTERED:
+        elif kind == events.DEAD_LETTERED:
             m.by(m.dead_lettered, project, str(event.detail.get("reason", "unknown"))).inc()
-        elif kind == kinds.EXPIRED:
+        elif kind == events.EXPIRED:
             if event.message_id is not None:
                 m.by(m.expired, project).inc()
                 state.posted.pop(event.message_id, None)
@@ -225,16 +225,16 @@ class EventTail:
     def _note_queue(pool: str, event: Event, state: TailState) -> None:
         """The queues the gauges report on, and who consumed from them lately."""
         key = queue_key(pool, event.project, event.queue)
-        if event.kind == kinds.PURGED and event.detail.get("queue_deleted"):
+        if event.kind == events.PURGED and event.detail.get("queue_deleted"):
             state.queues.pop(key, None)
             return
         queue = state.queues.setdefault(key, {"active": event.time, "consumers": {}})
         queue["active"] = max(queue["active"], event.time)
-        consumed = event.kind in (kinds.CLAIMED, kinds.RENEWED) or (
-            event.kind == kinds.DELETED and event.detail.get("pop"))
+        consumed = event.kind in (events.CLAIMED, events.RENEWED) or (
+            event.kind == events.DELETED and event.detail.get("pop"))
         if consumed and event.client_id:
             queue["consumers"][event.client_id] = event.time
-        target = event.detail.get("to") if event.kind == kinds.DEAD_LETTERED else None
+        target = event.detail.get("to") if event.kind == events.DEAD_LETTERED else None
         if target:
             state.queues.setdefault(queue_key(pool, event.project, target),
                                     {"active": event.time, "consumers": {}})

@@ -8,7 +8,10 @@ and ``CatalogPools`` (pools, flavors and the catalog in a management store).
 The resolver, not the service, knows where queues live, so it is also the
 one place that keeps the pool rule of dead letter queues: a queue, its dead
 letter queue and every other queue dead lettering into the same queue live
-on one pool (``place`` and ``link_dead_letter`` refuse anything else).
+on one pool. The rule is checked when metadata is written (``place`` and
+``link_dead_letter`` refuse anything else, with the text of
+zq.pooling.placement.colocation_conflict); a delivery only makes sure its
+dead letter queue is registered beside it (``dead_letter_storage``).
 """
 
 from __future__ import annotations
@@ -59,6 +62,17 @@ class Pools(Protocol):
 
         DeadLetterConflict, naming both pools, when ``target`` lives on
         (or is bound to) another pool than ``queue``.
+        """
+        ...
+
+    def dead_letter_storage(self, project: str, queue: str, target: str) -> Storage:
+        """The storage of ``queue``'s dead letter queue ``target``, registered beside it.
+
+        A driver's dead letter move creates a missing ``target`` on the
+        queue's backend, so the catalog must hold it there first: one not
+        registered is registered on the queue's pool; one on another pool
+        is a DeadLetterConflict. Costs one management-store read when both
+        are cached.
         """
         ...
 

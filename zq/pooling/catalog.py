@@ -120,11 +120,7 @@ class Catalog:
             if target is not None:
                 target_pool = _pool_of(conn, project, target)
                 if target_pool is not None and target_pool != own:
-                    raise DeadLetterConflict(
-                        f"Dead letter queue {target!r} lives on pool {target_pool!r} but "
-                        f"queue {queue!r} lives on pool {own!r}; a queue and its dead "
-                        "letter queue must share a pool."
-                    )
+                    raise placement.colocation_conflict(queue, own, target, target_pool)
                 for source in _sources(conn, project, target):
                     if source.queue != queue and source.pool != own:
                         raise DeadLetterConflict(

@@ -34,6 +34,15 @@ class Requirement:
     reason: str
 
 
+def colocation_conflict(queue: str, own: str, target: str, target_pool: str) -> DeadLetterConflict:
+    """The rule a queue and its dead letter queue share a pool, broken: its one text."""
+    return DeadLetterConflict(
+        f"Dead letter queue {target!r} lives on pool {target_pool!r} but queue "
+        f"{queue!r} lives on pool {own!r}; a queue and its dead letter queue must "
+        "share a pool."
+    )
+
+
 def weighted_choice(candidates: Sequence[Candidate], rng: random.Random) -> str | None:
     """One pool at random, each with probability weight / total; None when all weigh 0."""
     eligible = [c for c in candidates if c.weight > 0]

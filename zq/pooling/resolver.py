@@ -15,6 +15,7 @@ from typing import Any
 from zq import queue_filter
 from zq.clock import Clock, SystemClock
 from zq.errors import InvalidRequest, NoPoolAvailable, QueueNotFound, StorageUnavailable, ZqError
+from zq.pooling import placement
 from zq.pooling.cache import GenerationCache
 from zq.pooling.catalog import Location
 from zq.pooling.store import ManagementStore
@@ -69,8 +70,10 @@ class CatalogPools:
 
     def locate(self, project: str, queue: str) -> Location | None:
         """Where the queue lives, through the cache; None when unregistered."""
+        return self._located(project, queue, self.store.catalog.generation())
+
+    def _located(self, project: str, queue: str, generation: int) -> Location | None:
         key = (project, queue)
-        generation = self.store.catalog.generation()
         hit = self._cache.get(key, generation)
         if hit is not None:
             return hit
@@ -107,6 +110,18 @@ class CatalogPools:
     def link_dead_letter(self, project: str, queue: str, target: str | None) -> None:
         self.store.catalog.link_dead_letter(project, queue, target)
 
+    def dead_letter_storage(self, project: str, queue: str, target: str) -> Storage:
+        # One generation read serves both lookups: this runs on every
+        # delivery from a queue with a dead letter policy.
+        generation = self.store.catalog.generation()
+        there = self._located(project, target, generation)
+        if there is None:
+            there = self.store.catalog.place(project, target, beside=queue)
+        own = self._located(project, queue, generation)
+        if own is not None and own.pool != there.pool:
+            raise placement.colocation_conflict(queue, own.pool, target, there.pool)
+        return self.backend(there)
+
     def forget(self, project: str, queue: str) -> None:
         self.store.catalog.forget(project, queue)
         self._cache.discard((project, queue))
@@ -142,7 +157,9 @@ class CatalogPools:
             return queue_filter.count_matching(self._described(project, name), metadata)
         return self.store.catalog.count(project, name=name)
 
-    def _described(self, project: str, name: str | None) -> queue_filter.PageSource:
+    def _described(
+        self, project: str, name: str | None
+    ) -> Callable[[str | None, int], list[QueueRecord]]:
         """Pages of the catalog's queues with their metadata, read from their pools."""
 
         def page(after: str | None, size: int) -> list[QueueRecord]:

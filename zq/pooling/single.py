@@ -37,6 +37,9 @@ class SingleBackend:
     def link_dead_letter(self, project: str, queue: str, target: str | None) -> None:
         """One backend: every dead letter queue shares its source's pool."""
 
+    def dead_letter_storage(self, project: str, queue: str, target: str) -> Storage:
+        return self._storage
+
     def forget(self, project: str, queue: str) -> None:
         """Nothing is registered without pooling."""
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from zq import queue_filter
 from zq.dead_letter import DeadLetterPolicy
+from zq.errors import ClaimMismatch, MessageIsClaimed
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ class MessageRecord:
 
     ``history`` holds the raw dead letter entries appended by each move,
     oldest first: ``{"queue": source, "reason": str, "time": float}``.
-    zq.dead_letter.compact_history turns them into what clients see.
+    zq.history.compact_history turns them into what clients see.
     """
 
     id: str
@@ -163,6 +164,23 @@ class Event:
     client_id: str | None = None
     claim_count: int | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+
+
+def check_delete(message_id: str, claim_id: str | None, holder: str | None) -> None:
+    """The delete rule of one alive message, the same on every driver.
+
+    ``holder`` is the id of the live claim holding the message (None when
+    free). Without a claim id a held message is refused (MessageIsClaimed);
+    with one, the message must be held by exactly that claim
+    (ClaimMismatch). Returning means: delete it. The Redis driver runs the
+    same three-way comparison inside delete.lua (one round trip, atomic)
+    and maps its answer onto these errors; the contract suite pins all three.
+    """
+    if claim_id is None:
+        if holder is not None:
+            raise MessageIsClaimed.of(message_id)
+    elif holder != claim_id:
+        raise ClaimMismatch.of(claim_id, message_id)
 
 
 def refuse_metadata_version(metadata_version: str | None) -> None:

@@ -78,7 +78,7 @@ def record(storage: MongoStorage) -> Recorder:
     """Make ``storage`` log every filtered collection call into the returned recorder."""
     recorder = Recorder()
     backend = storage._b
-    # Backend is frozen for the driver's sake; a test may swap what it holds.
+    # MongoContext is frozen for the driver's sake; a test may swap what it holds.
     wrapped = _Database(backend.database, recorder)
     object.__setattr__(backend, "database", wrapped)
     backend.units._database = wrapped

@@ -11,18 +11,18 @@ from typing import Any
 from bson import ObjectId
 from pymongo import ReturnDocument
 
-from zq import events as kinds
+from zq import events
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.events import event_fields
 from zq.storage.base import ClaimController, ClaimRecord, refuse_metadata_version
-from zq.storage.mongo.backend import Backend
-from zq.storage.mongo.delivery import deliver
+from zq.storage.mongo.context import MongoContext
+from zq.storage.mongo.delivery import take_batch
 from zq.storage.mongo.documents import expiry_date, free, held_by, object_id, to_record
 
 
-class MongoClaimController(ClaimController):
-    def __init__(self, backend: Backend) -> None:
+class MongoClaims(ClaimController):
+    def __init__(self, backend: MongoContext) -> None:
         self._b = backend
 
     def create(
@@ -48,7 +48,7 @@ class MongoClaimController(ClaimController):
             self._b.claims.insert_one(claim, session=session)
             message_expires = claim_expires + grace
 
-            def take(candidate: dict[str, Any]) -> dict[str, Any] | None:
+            def deliver(candidate: dict[str, Any]) -> dict[str, Any] | None:
                 return self._b.messages.find_one_and_update(
                     {"_id": candidate["_id"], "project": project, "queue": queue,
                      "claim_count": candidate["claim_count"], **free(now)},
@@ -64,21 +64,21 @@ class MongoClaimController(ClaimController):
                     session=session,
                 )
 
-            taken, events = deliver(
+            taken, recorded = take_batch(
                 self._b, project, queue, limit=limit, now=now, client_id=client_id,
-                dead_letter=dead_letter, take=take, session=session,
+                dead_letter=dead_letter, deliver=deliver, session=session,
             )
             if not taken:
                 self._b.claims.delete_one({"_id": claim["_id"]}, session=session)
-                return None, events
-            events += [
-                event_fields(kinds.CLAIMED, now, project, queue, message_id=str(doc["_id"]),
+                return None, recorded
+            recorded += [
+                event_fields(events.CLAIMED, now, project, queue, message_id=str(doc["_id"]),
                           claim_id=claim_id, client_id=client_id,
                           claim_count=doc["claim_count"])
                 for doc in taken
             ]
             record = _claim_record(claim, [to_record(doc, now) for doc in taken])
-            return record, events
+            return record, recorded
 
         return self._b.units.run(change)
 
@@ -112,7 +112,7 @@ class MongoClaimController(ClaimController):
                 session=session,
             )
             if claim is None:
-                raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+                raise ClaimNotFound.gone(claim_id)
             held = {"project": project, "queue": queue, **held_by(claim_id, now)}
             ids = [doc["_id"] for doc in self._b.messages.find(
                 held, {"_id": 1}, sort=[("marker", 1)], session=session)]
@@ -128,7 +128,7 @@ class MongoClaimController(ClaimController):
                 },
                 session=session,
             )
-            return None, self._held_events(kinds.RENEWED, project, queue, claim_id,
+            return None, self._held_events(events.RENEWED, project, queue, claim_id,
                                            client_id, ids, now, session)
 
         self._b.units.run(change)
@@ -157,7 +157,7 @@ class MongoClaimController(ClaimController):
                 {"$set": {"claim_id": None, "claim_expires": 0.0}},
                 session=session,
             )
-            return None, self._held_events(kinds.RELEASED, project, queue, claim_id,
+            return None, self._held_events(events.RELEASED, project, queue, claim_id,
                                            client_id, ids, now, session)
 
         self._b.units.run(change)
@@ -168,7 +168,7 @@ class MongoClaimController(ClaimController):
             {"_id": oid, "project": project, "queue": queue, "expires": {"$gt": now}}
         )
         if claim is None:
-            raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+            raise ClaimNotFound.gone(claim_id)
         return claim
 
     def _held_events(

@@ -2,7 +2,7 @@
 
 A delivery walks free candidates in queue order. Each exhausted candidate
 (``DeadLetterPolicy.is_exhausted``) is moved to the dead letter queue by
-``move_to_dead_letter_queue``; every other one is handed to ``take``, a
+``move_to_dead_letter_queue``; every other one is handed to ``deliver``, a
 conditional single-document write that succeeds only while the message is
 still free, so two concurrent deliveries never hand out one message.
 """
@@ -12,20 +12,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from zq import events as kinds
+from zq import events
 from zq.dead_letter import DeadLetterPolicy
 from zq.events import event_fields
-from zq.storage.mongo.backend import Backend
+from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.documents import expiry_date, free
 from zq.storage.mongo.queues import ensure_queue
 
-# take(candidate) -> the message as delivered, or None when another writer
-# got to it first.
-Take = Callable[[dict[str, Any]], dict[str, Any] | None]
+# deliver(candidate) -> the message as delivered (claimed or popped), or
+# None when another writer got to it first. The same roles as SQL's
+# take_deliverable and Lua's take_batch(..., deliver).
+Deliver = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
-def deliver(
-    backend: Backend,
+def take_batch(
+    backend: MongoContext,
     project: str,
     queue: str,
     *,
@@ -33,7 +34,7 @@ def deliver(
     now: float,
     client_id: str | None,
     dead_letter: DeadLetterPolicy | None,
-    take: Take,
+    deliver: Deliver,
     session: Any,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Deliver up to ``limit`` messages; returns them and the dead letter events."""
@@ -59,7 +60,7 @@ def deliver(
                 if move_to_dead_letter_queue(backend, candidate, dead_letter, now, session):
                     moved.append(dead_lettered_event(candidate, dead_letter, now, client_id))
                 continue
-            taken = take(candidate)
+            taken = deliver(candidate)
             if taken is not None:
                 delivered.append(taken)
                 if len(delivered) == limit:
@@ -68,7 +69,7 @@ def deliver(
 
 
 def move_to_dead_letter_queue(
-    backend: Backend,
+    backend: MongoContext,
     message: dict[str, Any],
     policy: DeadLetterPolicy,
     now: float,
@@ -113,17 +114,13 @@ def dead_lettered_event(
     message: dict[str, Any], policy: DeadLetterPolicy, now: float, client_id: str | None
 ) -> dict[str, Any]:
     return event_fields(
-        kinds.DEAD_LETTERED,
+        events.DEAD_LETTERED,
         now,
         message["project"],
         message["queue"],
         message_id=str(message["_id"]),
         client_id=client_id,
         claim_count=message["claim_count"],
-        detail={
-            "to": policy.queue,
-            "reason": policy.reason,
-            "fingerprint": message["fingerprint"],
-            "sample": message["body"][: kinds.SAMPLE_CHARS],
-        },
+        detail=events.dead_lettered_detail(policy.queue, policy.reason,
+                                          message["fingerprint"], message["body"]),
     )

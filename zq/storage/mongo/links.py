@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pymongo.errors import DuplicateKeyError
 
 from zq.errors import MetadataChanged
-from zq.storage.mongo.backend import Backend
+from zq.storage.mongo.context import MongoContext
 
 T = TypeVar("T")
 
@@ -28,13 +28,13 @@ T = TypeVar("T")
 LEASE = 30.0
 
 
-def links_version(backend: Backend, project: str) -> str:
+def links_version(backend: MongoContext, project: str) -> str:
     """The project's links version ("0" before its first link change)."""
     doc = backend.links.find_one({"_id": project})
     return "0" if doc is None else str(doc["version"])
 
 
-def write_link(backend: Backend, project: str, expected: str, write: Callable[[], T]) -> T:
+def write_link(backend: MongoContext, project: str, expected: str, write: Callable[[], T]) -> T:
     """``write()`` while holding the links lease taken from version ``expected``.
 
     MetadataChanged, without writing, when the version moved. When
@@ -55,7 +55,7 @@ def write_link(backend: Backend, project: str, expected: str, write: Callable[[]
     return result
 
 
-def _take(backend: Backend, project: str, expected: int) -> int:
+def _take(backend: MongoContext, project: str, expected: int) -> int:
     now = backend.clock.now()
     held = expected + 1 if expected % 2 == 0 else expected + 2
     taken = {"$set": {"version": held, "until": now + LEASE}}

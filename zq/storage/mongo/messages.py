@@ -7,14 +7,20 @@ from typing import Any
 
 from bson import ObjectId
 
-from zq import events as kinds
+from zq import events
 from zq.dead_letter import DeadLetterPolicy
-from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
+from zq.errors import MessageNotFound
 from zq.events import event_fields
-from zq.storage.base import MessageController, MessageRecord, NewMessage, refuse_metadata_version
-from zq.storage.mongo.backend import Backend
+from zq.storage.base import (
+    MessageController,
+    MessageRecord,
+    NewMessage,
+    check_delete,
+    refuse_metadata_version,
+)
+from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.counters import markers_key, reserve
-from zq.storage.mongo.delivery import deliver
+from zq.storage.mongo.delivery import take_batch
 from zq.storage.mongo.documents import (
     alive,
     expiry_date,
@@ -25,8 +31,8 @@ from zq.storage.mongo.documents import (
 from zq.storage.mongo.queues import ensure_queue
 
 
-class MongoMessageController(MessageController):
-    def __init__(self, backend: Backend) -> None:
+class MongoMessages(MessageController):
+    def __init__(self, backend: MongoContext) -> None:
         self._b = backend
 
     def post(
@@ -55,20 +61,16 @@ class MongoMessageController(MessageController):
                 for i, message in enumerate(messages)
             ]
             self._b.messages.insert_many(docs, ordered=True, session=session)
-            events = [
+            recorded = [
                 event_fields(
-                    kinds.POSTED, now, project, queue,
+                    events.POSTED, now, project, queue,
                     message_id=str(doc["_id"]), client_id=client_id, claim_count=0,
-                    detail={
-                        "ttl": message.ttl,
-                        "delay": message.delay,
-                        "fingerprint": message.fingerprint,
-                        "size": len(message.body.encode()),
-                    },
+                    detail=events.posted_detail(message.ttl, message.delay,
+                                               message.fingerprint, message.body),
                 )
                 for doc, message in zip(docs, messages, strict=True)
             ]
-            return [str(doc["_id"]) for doc in docs], events
+            return [str(doc["_id"]) for doc in docs], recorded
 
         return self._b.units.run(change)
 
@@ -140,10 +142,7 @@ class MongoMessageController(MessageController):
             if doc is None:
                 return None, []
             held = doc["claim_expires"] > now
-            if claim_id is None and held:
-                raise MessageIsClaimed(f"Message {message_id!r} is claimed.")
-            if claim_id is not None and not (held and doc["claim_id"] == claim_id):
-                raise ClaimMismatch(f"Claim {claim_id!r} does not hold message {message_id!r}.")
+            check_delete(message_id, claim_id, doc["claim_id"] if held else None)
             # Delete only in the state just checked: if a claim took or left
             # the message meanwhile, nothing is deleted and no event recorded.
             state = ({"claim_id": claim_id, "claim_expires": {"$gt": now}} if held
@@ -169,7 +168,7 @@ class MongoMessageController(MessageController):
         def change(session: Any) -> tuple[list[str], list[dict[str, Any]]]:
             now = self._b.clock.now()
             deleted: list[str] = []
-            events: list[dict[str, Any]] = []
+            recorded: list[dict[str, Any]] = []
             for oid in ids:
                 query = {"_id": oid, "project": project, "queue": queue, **alive(now)}
                 if claim_ids is not None:
@@ -178,8 +177,8 @@ class MongoMessageController(MessageController):
                 doc = self._b.messages.find_one_and_delete(query, session=session)
                 if doc is not None:
                     deleted.append(str(oid))
-                    events.append(_deleted_event(doc, now, client_id))
-            return deleted, events
+                    recorded.append(_deleted_event(doc, now, client_id))
+            return deleted, recorded
 
         return self._b.units.run(change)
 
@@ -197,7 +196,7 @@ class MongoMessageController(MessageController):
         def change(session: Any) -> tuple[list[MessageRecord], list[dict[str, Any]]]:
             now = self._b.clock.now()
 
-            def take(candidate: dict[str, Any]) -> dict[str, Any] | None:
+            def deliver(candidate: dict[str, Any]) -> dict[str, Any] | None:
                 doc = self._b.messages.find_one_and_delete(
                     {"_id": candidate["_id"], "project": project, "queue": queue,
                      "claim_count": candidate["claim_count"], **free(now)},
@@ -206,17 +205,17 @@ class MongoMessageController(MessageController):
                 # Pop counts as a claim: the returned record shows it.
                 return None if doc is None else {**doc, "claim_count": doc["claim_count"] + 1}
 
-            popped, events = deliver(
+            popped, recorded = take_batch(
                 self._b, project, queue, limit=limit, now=now, client_id=client_id,
-                dead_letter=dead_letter, take=take, session=session,
+                dead_letter=dead_letter, deliver=deliver, session=session,
             )
-            events += [
-                event_fields(kinds.DELETED, now, project, queue, message_id=str(doc["_id"]),
+            recorded += [
+                event_fields(events.DELETED, now, project, queue, message_id=str(doc["_id"]),
                           client_id=client_id, claim_count=doc["claim_count"],
-                          detail={"pop": True})
+                          detail=events.popped_detail())
                 for doc in popped
             ]
-            return [to_record(doc, now) for doc in popped], events
+            return [to_record(doc, now) for doc in popped], recorded
 
         return self._b.units.run(change)
 
@@ -253,7 +252,7 @@ def _new_document(
 def _deleted_event(doc: dict[str, Any], now: float, client_id: str | None) -> dict[str, Any]:
     held = doc["claim_expires"] > now
     return event_fields(
-        kinds.DELETED, now, doc["project"], doc["queue"],
+        events.DELETED, now, doc["project"], doc["queue"],
         message_id=str(doc["_id"]), claim_id=doc["claim_id"] if held else None,
         client_id=client_id, claim_count=doc["claim_count"],
     )

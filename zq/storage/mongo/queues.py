@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from pymongo.errors import DuplicateKeyError
 
-from zq import events as kinds
+from zq import events
 from zq.errors import MetadataChanged, QueueNotFound
 from zq.events import event_fields
 from zq.storage.base import (
@@ -29,11 +29,11 @@ from zq.storage.base import (
     random_version,
 )
 from zq.storage.mongo import links
-from zq.storage.mongo.backend import Backend
+from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.documents import alive
 
 
-def ensure_queue(backend: Backend, project: str, queue: str, *, session: Any = None) -> None:
+def ensure_queue(backend: MongoContext, project: str, queue: str, *, session: Any = None) -> None:
     """Create the queue with empty metadata unless it exists (posting, dead lettering)."""
     try:
         backend.queues.update_one(
@@ -50,8 +50,8 @@ def ensure_queue(backend: Backend, project: str, queue: str, *, session: Any = N
             raise
 
 
-class MongoQueueController(QueueController):
-    def __init__(self, backend: Backend) -> None:
+class MongoQueues(QueueController):
+    def __init__(self, backend: MongoContext) -> None:
         self._b = backend
 
     def create(
@@ -127,14 +127,14 @@ class MongoQueueController(QueueController):
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
             removed = self._remove_contents(project, queue, session)
             self._b.queues.delete_one({"project": project, "name": queue}, session=session)
-            return None, self._purged(project, queue, removed, {"queue_deleted": True})
+            return None, self._purged(project, queue, removed, queue_deleted=True)
 
         self._b.units.run(change)
 
     def purge(self, project: str, queue: str) -> None:
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
             removed = self._remove_contents(project, queue, session)
-            return None, self._purged(project, queue, removed, {})
+            return None, self._purged(project, queue, removed, queue_deleted=False)
 
         self._b.units.run(change)
 
@@ -192,12 +192,12 @@ class MongoQueueController(QueueController):
         return removed
 
     def _purged(
-        self, project: str, queue: str, removed: int, extra: dict[str, Any]
+        self, project: str, queue: str, removed: int, *, queue_deleted: bool
     ) -> list[dict[str, Any]]:
         if not removed:
             return []
-        return [event_fields(kinds.PURGED, self._b.clock.now(), project, queue,
-                          detail={"messages": removed, **extra})]
+        return [event_fields(events.PURGED, self._b.clock.now(), project, queue,
+                          detail=events.purged_detail(removed, queue_deleted=queue_deleted))]
 
 
 def _name_query(project: str, name: str | None) -> dict[str, Any]:

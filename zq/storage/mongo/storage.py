@@ -1,23 +1,18 @@
-"""The MongoDB Storage: controllers plus ping, gc and close."""
+"""The MongoDB Storage: controllers plus ping, gc (zq.storage.mongo.gc) and close."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from zq import events as kinds
 from zq.clock import Clock
-from zq.events import event_fields
 from zq.storage.base import Storage
-from zq.storage.mongo.backend import Backend
-from zq.storage.mongo.claims import MongoClaimController
+from zq.storage.mongo import gc
+from zq.storage.mongo.claims import MongoClaims
 from zq.storage.mongo.connection import Connection
+from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.events import MongoEventLog
 from zq.storage.mongo.indexes import ensure_indexes
-from zq.storage.mongo.messages import MongoMessageController
-from zq.storage.mongo.queues import MongoQueueController
+from zq.storage.mongo.messages import MongoMessages
+from zq.storage.mongo.queues import MongoQueues
 from zq.storage.mongo.unit import UnitRunner
-
-GC_BATCH = 500
 
 
 class MongoStorage(Storage):
@@ -27,10 +22,10 @@ class MongoStorage(Storage):
         units = UnitRunner(
             connection.client, connection.database, transactions=connection.transactions
         )
-        self._b = Backend(connection.database, clock, units)
-        self.queues = MongoQueueController(self._b)
-        self.messages = MongoMessageController(self._b)
-        self.claims = MongoClaimController(self._b)
+        self._b = MongoContext(connection.database, clock, units)
+        self.queues = MongoQueues(self._b)
+        self.messages = MongoMessages(self._b)
+        self.claims = MongoClaims(self._b)
         self.events = MongoEventLog(connection.database, transactions=connection.transactions)
 
     @property
@@ -46,56 +41,7 @@ class MongoStorage(Storage):
         return True
 
     def gc(self) -> int:
-        removed = 0
-        while True:
-            batch = self._b.units.run(self._collect_messages)
-            removed += batch
-            if batch < GC_BATCH:
-                break
-        while self._b.units.run(self._collect_claims) == GC_BATCH:
-            pass
-        return removed
-
-    def _collect_messages(self, session: Any) -> tuple[int, list[dict[str, Any]]]:
-        now = self._b.clock.now()
-        expired = {"expires": {"$lte": now}}
-        found = self._b.messages.find(expired, {"_id": 1}, limit=GC_BATCH, session=session)
-        events = []
-        for doc in list(found):
-            # Conditional delete: of two collectors only one removes the
-            # message, and only that one records its event.
-            gone = self._b.messages.find_one_and_delete(
-                {"_id": doc["_id"], **expired}, session=session
-            )
-            if gone is not None:
-                events.append(event_fields(
-                    kinds.EXPIRED, now, gone["project"], gone["queue"],
-                    message_id=str(gone["_id"]), claim_count=gone["claim_count"],
-                ))
-        return len(events), events
-
-    def _collect_claims(self, session: Any) -> tuple[int, list[dict[str, Any]]]:
-        now = self._b.clock.now()
-        expired = {"expires": {"$lte": now}}
-        found = list(self._b.claims.find(expired, {"_id": 1}, limit=GC_BATCH, session=session))
-        events = []
-        for doc in found:
-            claim = self._b.claims.find_one_and_delete({"_id": doc["_id"], **expired},
-                                                       session=session)
-            if claim is None:
-                continue
-            claim_id = str(claim["_id"])
-            # Messages it held until it expired and that nothing took since.
-            still_held = self._b.messages.count_documents(
-                {"claim_id": claim_id, "expires": {"$gt": now}}, session=session
-            )
-            if still_held:
-                events.append(event_fields(
-                    kinds.EXPIRED, now, claim["project"], claim["queue"],
-                    claim_id=claim_id, client_id=claim.get("client_id"),
-                    detail={"target": "claim", "messages": still_held},
-                ))
-        return len(found), events
+        return gc.collect(self._b)
 
     def close(self) -> None:
         if not self._connection.shared:

@@ -54,7 +54,7 @@ class RedisClaims(ClaimController):
     def get(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
         found = self._scripts.run("claim_get", self._clock.now(), project, queue, claim_id)
         if found is None:
-            raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+            raise ClaimNotFound.gone(claim_id)
         ttl, grace, created, expires, *rows = found
         messages: list[MessageRecord] = sorted(message_records(queue, rows),
                                                key=lambda m: m.marker)
@@ -75,7 +75,7 @@ class RedisClaims(ClaimController):
         renewed = self._scripts.run("renew", self._clock.now(), project, queue, claim_id,
                                     int(ttl), int(grace), optional(client_id))
         if renewed != 1:
-            raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+            raise ClaimNotFound.gone(claim_id)
 
     def release(
         self, project: str, queue: str, claim_id: str, *, client_id: str | None

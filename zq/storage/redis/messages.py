@@ -106,14 +106,11 @@ class RedisMessages(MessageController):
     ) -> None:
         answer = self._run("delete", project, queue, message_id, optional(claim_id),
                            optional(client_id))
+        # delete.lua applies zq.storage.base.check_delete's rule atomically.
         if answer == _CLAIMED:
-            raise MessageIsClaimed(
-                f"Message {message_id!r} is claimed; give its claim id to delete it."
-            )
-        if answer == _MISMATCH:
-            raise ClaimMismatch(
-                f"Claim {claim_id!r} does not hold message {message_id!r}."
-            )
+            raise MessageIsClaimed.of(message_id)
+        if answer == _MISMATCH and claim_id is not None:
+            raise ClaimMismatch.of(claim_id, message_id)
 
     def delete_many(
         self,

@@ -7,15 +7,15 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zq import events as kinds
+from zq import events
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.storage.base import ClaimController, ClaimRecord, refuse_metadata_version
-from zq.storage.sql import dialects, predicates
+from zq.storage.sql import postgresql, predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
-from zq.storage.sql.events import event_row, events_from, record
+from zq.storage.sql.events import event_row, record
 from zq.storage.sql.messages import new_id
 from zq.storage.sql.records import message_record
 from zq.storage.sql.schema import claims as c
@@ -38,78 +38,11 @@ def _held_by(project: str, queue: str, claim_id: str, now: float) -> sa.Select[A
     )
 
 
-def _claim_in_one_statement(
-    conn: sa.Connection,
-    project: str,
-    queue: str,
-    claim_id: str,
-    *,
-    now: float,
-    ttl: int,
-    grace: int,
-    limit: int,
-    client_id: str | None,
-) -> ClaimRecord | None:
-    """A claim without a dead letter policy as one WITH query (PostgreSQL).
-
-    The same steps as the general path, in one round trip: lock up to
-    ``limit`` free messages in queue order (SKIP LOCKED; PostgreSQL rechecks
-    the conditions on a row changed since the scan), mark them, insert the
-    claim if any were marked, and their ``claimed`` events.
-    """
-    expires = now + ttl
-    lives_until = expires + grace
-    picked = (
-        sa.select(m.c.marker)
-        .where(predicates.in_queue(project, queue), predicates.free(now))
-        .order_by(m.c.marker)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-        .cte("picked")
-        .prefix_with("MATERIALIZED")
-    )
-    marked = (
-        sa.update(m)
-        .where(m.c.marker == picked.c.marker)
-        .values(
-            claim_id=claim_id,
-            claim_expires=expires,
-            claim_count=m.c.claim_count + 1,
-            expires=predicates.at_least(m.c.expires, lives_until),
-        )
-        .returning(*m.c)
-        .cte("marked")
-    )
-    new_claim = sa.insert(c).from_select(
-        ["id", "project", "queue", "ttl", "grace", "created", "expires", "client_id"],
-        sa.select(
-            sa.literal(claim_id, c.c.id.type),
-            sa.literal(project, c.c.project.type),
-            sa.literal(queue, c.c.queue.type),
-            sa.literal(ttl, sa.Integer()),
-            sa.literal(grace, sa.Integer()),
-            sa.literal(now, sa.Double()),
-            sa.literal(expires, sa.Double()),
-            sa.literal(client_id, c.c.client_id.type),
-        ).where(sa.exists(sa.select(marked.c.marker))),
-    ).cte("new_claim")
-    claimed = events_from(
-        marked, kinds.CLAIMED, project, queue, now,
-        claim_id=sa.literal(claim_id, c.c.id.type), client_id=client_id,
-    ).cte("claimed_events")
-    rows = conn.execute(
-        sa.select(marked).order_by(marked.c.marker).add_cte(new_claim, claimed)
-    ).all()
-    if not rows:
-        return None
-    return ClaimRecord(id=claim_id, queue=queue, ttl=ttl, grace=grace, created=now,
-                       expires=expires, messages=[message_record(row, now) for row in rows])
-
-
 class SqlClaims(ClaimController):
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock, *, one_statement: bool) -> None:
         self._db = db
         self._clock = clock
+        self._one_statement = one_statement  # zq.storage.sql.postgresql's writes
 
     def create(
         self,
@@ -125,8 +58,8 @@ class SqlClaims(ClaimController):
     ) -> ClaimRecord | None:
         refuse_metadata_version(metadata_version)
         claim_id = new_id()
-        if dead_letter is None and dialects.writes_in_one_statement(self._db.dialect):
-            return self._db.write_statement(lambda conn: _claim_in_one_statement(
+        if dead_letter is None and self._one_statement:
+            return self._db.write_statement(lambda conn: postgresql.claim(
                 conn, project, queue, claim_id, now=self._clock.now(), ttl=ttl, grace=grace,
                 limit=limit, client_id=client_id))
 
@@ -160,7 +93,7 @@ class SqlClaims(ClaimController):
                 for row in taken.rows
             ]
             record(conn, taken.events + [
-                event_row(kinds.CLAIMED, project, queue, now, message_id=msg.id,
+                event_row(events.CLAIMED, project, queue, now, message_id=msg.id,
                           claim_id=claim_id, client_id=client_id,
                           claim_count=msg.claim_count)
                 for msg in held
@@ -175,7 +108,7 @@ class SqlClaims(ClaimController):
             now = self._clock.now()
             claim = conn.execute(_live_claim(project, queue, claim_id, now)).first()
             if claim is None:
-                raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+                raise ClaimNotFound.gone(claim_id)
             rows = conn.execute(_held_by(project, queue, claim_id, now)).all()
             return ClaimRecord(
                 id=claim.id, queue=claim.queue, ttl=claim.ttl, grace=claim.grace,
@@ -205,7 +138,7 @@ class SqlClaims(ClaimController):
                 .values(ttl=ttl, grace=grace, expires=expires)
             ).rowcount
             if not renewed:
-                raise ClaimNotFound(f"Claim {claim_id!r} does not exist or has expired.")
+                raise ClaimNotFound.gone(claim_id)
             rows = conn.execute(
                 _held_by(project, queue, claim_id, now).with_for_update()
             ).all()
@@ -218,7 +151,7 @@ class SqlClaims(ClaimController):
                         expires=predicates.at_least(m.c.expires, expires + grace))
             )
             record(conn, [
-                event_row(kinds.RENEWED, project, queue, now, message_id=row.id,
+                event_row(events.RENEWED, project, queue, now, message_id=row.id,
                           claim_id=claim_id, client_id=client_id,
                           claim_count=row.claim_count)
                 for row in rows
@@ -250,7 +183,7 @@ class SqlClaims(ClaimController):
                 .values(claim_id=None, claim_expires=None)
             )
             record(conn, [
-                event_row(kinds.RELEASED, project, queue, now, message_id=row.id,
+                event_row(events.RELEASED, project, queue, now, message_id=row.id,
                           claim_id=claim_id, client_id=client_id,
                           claim_count=row.claim_count)
                 for row in rows

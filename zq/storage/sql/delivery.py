@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zq import events as kinds
+from zq import events
 from zq.dead_letter import DeadLetterPolicy
 from zq.storage.sql import predicates
 from zq.storage.sql.events import event_row
@@ -86,7 +86,7 @@ def _move_to_dead_letter(
     """Move ``rows`` into the policy's queue; returns their events."""
     ensure_queue(conn, project, policy.queue, now)
     changes = []
-    events = []
+    recorded = []
     for row in rows:
         moved = policy.moved(row.ttl, now)
         history = (load_json(row.history) or []) + [policy.history_entry(queue, now)]
@@ -97,11 +97,11 @@ def _move_to_dead_letter(
             "b_expires": moved.expires,
             "b_history": dump_json(history),
         })
-        events.append(event_row(
-            kinds.DEAD_LETTERED, project, queue, now,
+        recorded.append(event_row(
+            events.DEAD_LETTERED, project, queue, now,
             message_id=row.id, client_id=client_id, claim_count=row.claim_count,
-            detail={"to": policy.queue, "reason": policy.reason,
-                    "fingerprint": row.fingerprint, "sample": row.body[:kinds.SAMPLE_CHARS]},
+            detail=events.dead_lettered_detail(policy.queue, policy.reason, row.fingerprint,
+                                              row.body),
         ))
     conn.execute(
         sa.update(m)
@@ -118,4 +118,4 @@ def _move_to_dead_letter(
         ),
         changes,
     )
-    return events
+    return recorded

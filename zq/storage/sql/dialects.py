@@ -6,8 +6,8 @@ up (SQLite pragmas, MySQL character set and isolation level), how a write
 transaction starts (SQLite serializes writers with BEGIN IMMEDIATE; the
 servers lock claim candidates with FOR UPDATE SKIP LOCKED, which SQLAlchemy
 leaves out on SQLite), "insert unless present", which errors mean "try the
-transaction again", and whether a whole change (rows and their events) can
-be one statement (PostgreSQL's data-modifying WITH queries).
+transaction again". PostgreSQL's one-statement writes are
+zq.storage.sql.postgresql.
 """
 
 from __future__ import annotations
@@ -120,16 +120,6 @@ def insert_if_absent(conn: sa.Connection, table: sa.Table, values: dict[str, Any
         return conn.execute(statement.returning(sa.literal(1))).first() is not None
     statement = mysql.insert(table).values(values).prefix_with("IGNORE")
     return conn.execute(statement).rowcount == 1
-
-
-def writes_in_one_statement(dialect: str) -> bool:
-    """Whether posts, claims and deletes run as one statement with their events.
-
-    PostgreSQL chains UPDATE/DELETE ... RETURNING into INSERT INTO events in
-    one WITH query: one round trip instead of three per change. SQLite and
-    MariaDB have no data-modifying WITH queries and take the general path.
-    """
-    return dialect == "postgresql"
 
 
 def statements_autocommit(dialect: str) -> bool:

@@ -8,7 +8,7 @@ from sqlalchemy import exc
 from zq.clock import Clock
 from zq.errors import StorageUnavailable
 from zq.storage.base import Storage
-from zq.storage.sql import dialects, gc, migrate
+from zq.storage.sql import dialects, gc, migrate, postgresql
 from zq.storage.sql.claims import SqlClaims
 from zq.storage.sql.database import Database
 from zq.storage.sql.events import SqlEventLog
@@ -19,12 +19,16 @@ from zq.storage.sql.queues import SqlQueues
 class SqlStorage(Storage):
     """SQLite, PostgreSQL or MariaDB/MySQL through SQLAlchemy Core."""
 
-    def __init__(self, engine: sa.Engine, clock: Clock) -> None:
+    def __init__(self, engine: sa.Engine, clock: Clock, *,
+                 one_statement: bool | None = None) -> None:
+        """``one_statement``: use zq.storage.sql.postgresql's writes (default: on PostgreSQL)."""
         self._db = Database(engine)
         self._clock = clock
+        if one_statement is None:
+            one_statement = postgresql.applies_to(self._db.dialect)
         self.queues = SqlQueues(self._db, clock)
-        self.messages = SqlMessages(self._db, clock)
-        self.claims = SqlClaims(self._db, clock)
+        self.messages = SqlMessages(self._db, clock, one_statement=one_statement)
+        self.claims = SqlClaims(self._db, clock, one_statement=one_statement)
         self.events = SqlEventLog(self._db)
 
     @property
@@ -45,7 +49,7 @@ class SqlStorage(Storage):
         self._db.close()
 
 
-def open_sql(uri: str, *, clock: Clock) -> Storage:
+def open_sql(uri: str, *, clock: Clock, one_statement: bool | None = None) -> Storage:
     """Connect to a SQL backend and check (SQLite: bring up to date) its schema."""
     engine = dialects.create_engine(uri)
     try:
@@ -62,7 +66,7 @@ def open_sql(uri: str, *, clock: Clock) -> Storage:
     except BaseException:
         engine.dispose()
         raise
-    return SqlStorage(engine, clock)
+    return SqlStorage(engine, clock, one_statement=one_statement)
 
 
 def _safe(uri: str) -> str:

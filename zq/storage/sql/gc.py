@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from zq import events as kinds
+from zq import events
 from zq.clock import Clock
 from zq.storage.sql import predicates
 from zq.storage.sql.database import Database
@@ -47,9 +47,9 @@ def _claims_batch(conn: sa.Connection, now: float) -> int:
         .group_by(m.c.claim_id)
     ).all())
     record(conn, [
-        event_row(kinds.EXPIRED, claim.project, claim.queue, now, claim_id=claim.id,
+        event_row(events.EXPIRED, claim.project, claim.queue, now, claim_id=claim.id,
                   client_id=claim.client_id,
-                  detail={"target": "claim", "messages": held[claim.id]})
+                  detail=events.claim_expired_detail(held[claim.id]))
         for claim in expired if held.get(claim.id)
     ])
     conn.execute(sa.delete(c).where(c.c.id.in_(ids)))
@@ -66,7 +66,7 @@ def _messages_batch(conn: sa.Connection, now: float) -> int:
     if not expired:
         return 0
     record(conn, [
-        event_row(kinds.EXPIRED, row.project, row.queue, now, message_id=row.id,
+        event_row(events.EXPIRED, row.project, row.queue, now, message_id=row.id,
                   claim_count=row.claim_count)
         for row in expired
     ])

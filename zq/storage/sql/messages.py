@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
@@ -10,20 +9,24 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zq import events as kinds
+from zq import events
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
-from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
-from zq.storage.base import MessageController, MessageRecord, NewMessage, refuse_metadata_version
-from zq.storage.sql import dialects, predicates
+from zq.errors import MessageNotFound
+from zq.storage.base import (
+    MessageController,
+    MessageRecord,
+    NewMessage,
+    check_delete,
+    refuse_metadata_version,
+)
+from zq.storage.sql import postgresql, predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
-from zq.storage.sql.events import event_row, events_from, record
+from zq.storage.sql.events import event_row, record
 from zq.storage.sql.queues import ensure_queue, queue_row
 from zq.storage.sql.records import message_record
-from zq.storage.sql.schema import events as event_table
 from zq.storage.sql.schema import messages as m
-from zq.storage.sql.schema import queues
 
 
 def new_id() -> str:
@@ -36,7 +39,7 @@ def _deleted_events(
     client_id: str | None,
 ) -> list[dict[str, Any]]:
     return [
-        event_row(kinds.DELETED, project, queue, now, message_id=row.id,
+        event_row(events.DELETED, project, queue, now, message_id=row.id,
                   claim_id=row.claim_id if (row.claim_expires or 0) > now else None,
                   client_id=client_id, claim_count=row.claim_count)
         for row in rows
@@ -48,115 +51,21 @@ def _delete_rows(conn: sa.Connection, rows: Sequence[sa.Row[Any]]) -> None:
         conn.execute(sa.delete(m).where(m.c.marker.in_([row.marker for row in rows])))
 
 
-def _delete_in_one_statement(
-    conn: sa.Connection,
-    project: str,
-    queue: str,
-    where: list[sa.ColumnElement[bool]],
-    now: float,
-    client_id: str | None,
-) -> list[str]:
-    """Delete the matching messages with their events in one WITH query.
-
-    ``where`` selects by message id (and claim); the rows are locked first,
-    in id order, so two overlapping deletes wait for each other instead of
-    deadlocking, and only rows of ``queue`` are then deleted. The queue is
-    checked after the lock on purpose: without statistics (a new or freshly
-    loaded table) the planner otherwise walks the whole queue through the
-    (project, queue, marker) index and filters on the ids (15 ms and 6,000
-    buffers per delete measured with a 50k backlog) instead of using the
-    id or claim index. Ids are unique across projects, so the lock never
-    holds more than the rows named.
-    """
-    locked = (
-        sa.select(m.c.marker)
-        .where(*where)
-        .order_by(m.c.id)
-        .with_for_update()
-        .cte("locked")
-        .prefix_with("MATERIALIZED")
-    )
-    gone = (
-        sa.delete(m)
-        .where(m.c.marker == locked.c.marker, predicates.in_queue(project, queue))
-        .returning(m.c.marker, m.c.id, m.c.claim_id, m.c.claim_count,
-                   sa.case((predicates.held(now), m.c.claim_id)).label("holder"))
-        .cte("gone")
-    )
-    deleted = events_from(gone, kinds.DELETED, project, queue, now,
-                          claim_id=gone.c.holder, client_id=client_id).cte("deleted_events")
-    return list(conn.execute(
-        sa.select(gone.c.id).order_by(gone.c.marker).add_cte(deleted)
-    ).scalars())
-
-
-_MESSAGE_COLUMNS = ("id", "project", "queue", "body", "fingerprint", "ttl", "created",
-                    "expires", "delay_until", "client_id", "claim_count", "history")
-_EVENT_COLUMNS = ("time", "project", "queue", "kind", "message_id", "claim_id",
-                  "client_id", "claim_count", "detail")
-_QUEUE_COLUMNS = ("project", "name", "metadata", "created", "metadata_version")
-
-
-# Most messages a PostgreSQL post writes as one WITH query; larger posts
-# (the default max post size holds up to ~24,000 messages), and every post
-# on SQLite and MariaDB, are executemany inserts in one transaction. One
-# statement of every row passed PostgreSQL's 65,535 parameters (21 a
-# message) and SQLite's 32,766 (12 a message), and SQLAlchemy compiles a
-# multi-row VALUES in time growing faster than its rows: on PostgreSQL it
-# wins up to ~50 messages, executemany from ~100; on SQLite and MariaDB
-# executemany wins from 10 (benchmarks/large_posts.py).
-ONE_STATEMENT_POST = 100
-
-
-@functools.lru_cache(maxsize=64)
-def _post_sql(dialect: sa.Dialect, count: int) -> str:
-    """A post of ``count`` messages as one WITH query (PostgreSQL).
-
-    Inserts the queue unless it exists, the messages and their events;
-    multi-row VALUES keep markers and cursors in posting order. Compiled
-    once per batch size: SQLAlchemy recompiles a multi-row VALUES statement
-    on every execution (5 ms for 10 messages, more than the round trips it
-    saves), and every value is a plain str, int or float the driver adapts.
-    """
-    return str(_post_statement(count).compile(dialect=dialect))
-
-
-def _post_statement(count: int) -> sa.Insert:
-    new_queue = dialects.insert_if_absent_cte(
-        queues, {c: sa.bindparam(f"q_{c}") for c in _QUEUE_COLUMNS}, "new_queue")
-    posted = sa.insert(m).values([
-        {c: sa.bindparam(f"m{i}_{c}") for c in _MESSAGE_COLUMNS} for i in range(count)
-    ]).cte("posted")
-    return sa.insert(event_table).values([
-        {c: sa.bindparam(f"e{i}_{c}") for c in _EVENT_COLUMNS} for i in range(count)
-    ]).add_cte(new_queue, posted)
-
-
-def _post_parameters(
-    queue: dict[str, Any], rows: list[dict[str, Any]], events: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """The values of ``_post_statement(len(rows))``."""
-    values = {f"q_{c}": queue[c] for c in _QUEUE_COLUMNS}
-    for i, (row, event) in enumerate(zip(rows, events, strict=True)):
-        values.update({f"m{i}_{c}": row[c] for c in _MESSAGE_COLUMNS})
-        values.update({f"e{i}_{c}": event[c] for c in _EVENT_COLUMNS})
-    return values
-
-
 def _post_rows(
     conn: sa.Connection, project: str, queue: str, now: float,
-    rows: list[dict[str, Any]], events: list[dict[str, Any]],
+    rows: list[dict[str, Any]], recorded: list[dict[str, Any]],
 ) -> None:
     """A post as executemany inserts, in posting order, in the caller's transaction."""
     ensure_queue(conn, project, queue, now)
     conn.execute(sa.insert(m), rows)
-    record(conn, events)
+    record(conn, recorded)
 
 
 class SqlMessages(MessageController):
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock, *, one_statement: bool) -> None:
         self._db = db
         self._clock = clock
+        self._one_statement = one_statement  # zq.storage.sql.postgresql's writes
 
     def post(
         self,
@@ -179,25 +88,20 @@ class SqlMessages(MessageController):
             }
             for message_id, msg in zip(ids, messages, strict=True)
         ]
-        events = [
-            event_row(kinds.POSTED, project, queue, now, message_id=message_id,
+        recorded = [
+            event_row(events.POSTED, project, queue, now, message_id=message_id,
                       client_id=client_id, claim_count=0,
-                      detail={"ttl": msg.ttl, "delay": msg.delay,
-                              "fingerprint": msg.fingerprint,
-                              "size": len(msg.body.encode())})
+                      detail=events.posted_detail(msg.ttl, msg.delay, msg.fingerprint, msg.body))
             for message_id, msg in zip(ids, messages, strict=True)
         ]
 
         if not rows:
             return ids
-        if (dialects.writes_in_one_statement(self._db.dialect)
-                and len(rows) <= ONE_STATEMENT_POST):
-            self._db.write_statement(lambda conn: conn.exec_driver_sql(
-                _post_sql(conn.dialect, len(rows)),
-                _post_parameters(queue_row(project, queue, now), rows, events),
-            ))
+        if self._one_statement and len(rows) <= postgresql.ONE_STATEMENT_POST:
+            self._db.write_statement(lambda conn: postgresql.post(
+                conn, queue_row(project, queue, now), rows, recorded))
             return ids
-        self._db.write(lambda conn: _post_rows(conn, project, queue, now, rows, events))
+        self._db.write(lambda conn: _post_rows(conn, project, queue, now, rows, recorded))
         return ids
 
     def list(
@@ -266,15 +170,8 @@ class SqlMessages(MessageController):
             ).first()
             if row is None:
                 return
-            holder = row.claim_id if (row.claim_expires or 0) > now else None
-            if claim_id is None and holder is not None:
-                raise MessageIsClaimed(
-                    f"Message {message_id!r} is claimed; give its claim id to delete it."
-                )
-            if claim_id is not None and holder != claim_id:
-                raise ClaimMismatch(
-                    f"Claim {claim_id!r} does not hold message {message_id!r}."
-                )
+            check_delete(message_id, claim_id,
+                         row.claim_id if (row.claim_expires or 0) > now else None)
             _delete_rows(conn, [row])
             record(conn, _deleted_events(project, queue, [row], now, client_id))
 
@@ -292,7 +189,7 @@ class SqlMessages(MessageController):
         if not message_ids or (claim_ids is not None and not claim_ids):
             return []
 
-        one_statement = dialects.writes_in_one_statement(self._db.dialect)
+        one_statement = self._one_statement
 
         def work(conn: sa.Connection) -> list[str]:
             now = self._clock.now()
@@ -301,8 +198,7 @@ class SqlMessages(MessageController):
             if claim_ids is not None:
                 where += [m.c.claim_id.in_(list(claim_ids)), predicates.held(now)]
             if one_statement:
-                return _delete_in_one_statement(conn, project, queue, where[1:], now,
-                                                client_id)
+                return postgresql.delete_many(conn, project, queue, where[1:], now, client_id)
             rows = conn.execute(
                 sa.select(m).where(*where).order_by(m.c.marker).with_for_update()
             ).all()
@@ -333,9 +229,9 @@ class SqlMessages(MessageController):
                 for row in taken.rows
             ]
             record(conn, taken.events + [
-                event_row(kinds.DELETED, project, queue, now, message_id=msg.id,
+                event_row(events.DELETED, project, queue, now, message_id=msg.id,
                           client_id=client_id, claim_count=msg.claim_count,
-                          detail={"pop": True})
+                          detail=events.popped_detail())
                 for msg in popped
             ])
             return popped

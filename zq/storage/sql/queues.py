@@ -6,7 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zq import events as kinds
+from zq import events
 from zq.clock import Clock
 from zq.errors import MetadataChanged, QueueNotFound
 from zq.storage.base import (
@@ -39,7 +39,7 @@ def ensure_queue(conn: sa.Connection, project: str, queue: str, now: float) -> b
 
 
 def _remove_messages(
-    conn: sa.Connection, project: str, queue: str, now: float, detail: dict[str, Any]
+    conn: sa.Connection, project: str, queue: str, now: float, *, queue_deleted: bool
 ) -> None:
     """Delete the queue's messages and claims, with one ``purged`` event."""
     removed = conn.execute(
@@ -49,8 +49,8 @@ def _remove_messages(
         sa.delete(claims).where(claims.c.project == project, claims.c.queue == queue)
     )
     if removed:
-        record(conn, [event_row(kinds.PURGED, project, queue, now,
-                                detail={"messages": removed, **detail})])
+        record(conn, [event_row(events.PURGED, project, queue, now,
+                                detail=events.purged_detail(removed, queue_deleted=queue_deleted))])
 
 
 def _advance_links(conn: sa.Connection, project: str, expected: str) -> None:
@@ -165,7 +165,7 @@ class SqlQueues(QueueController):
 
     def delete(self, project: str, queue: str) -> None:
         def work(conn: sa.Connection) -> None:
-            _remove_messages(conn, project, queue, self._clock.now(), {"queue_deleted": True})
+            _remove_messages(conn, project, queue, self._clock.now(), queue_deleted=True)
             conn.execute(
                 sa.delete(queues).where(queues.c.project == project, queues.c.name == queue)
             )
@@ -174,7 +174,8 @@ class SqlQueues(QueueController):
 
     def purge(self, project: str, queue: str) -> None:
         self._db.write(
-            lambda conn: _remove_messages(conn, project, queue, self._clock.now(), {})
+            lambda conn: _remove_messages(conn, project, queue, self._clock.now(),
+                                           queue_deleted=False)
         )
 
     def list(

@@ -10,7 +10,9 @@ from zq.storage.mongo.unit import UnitRunner
 
 
 @dataclass(frozen=True)
-class Backend:
+class MongoContext:
+    """What every MongoDB controller works with: the database, clock and unit runner."""
+
     database: Any
     clock: Clock
     units: UnitRunner

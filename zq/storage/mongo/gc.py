@@ -1,0 +1,72 @@
+"""Garbage collection of expired messages and claims.
+
+Each batch is one unit (a transaction where the server has them) of
+conditional deletes: of two collectors running at once only one removes a
+given message or claim, and only that one records its ``expired`` event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zq import events
+from zq.events import event_fields
+from zq.storage.mongo.context import MongoContext
+
+BATCH = 500
+
+
+def collect(b: MongoContext) -> int:
+    """Remove expired messages and claims; returns how many messages went."""
+    removed = 0
+    while True:
+        batch = b.units.run(lambda session: _messages_batch(b, session))
+        removed += batch
+        if batch < BATCH:
+            break
+    while b.units.run(lambda session: _claims_batch(b, session)) == BATCH:
+        pass
+    return removed
+
+
+def _messages_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, Any]]]:
+    now = b.clock.now()
+    expired = {"expires": {"$lte": now}}
+    found = b.messages.find(expired, {"_id": 1}, limit=BATCH, session=session)
+    recorded = []
+    for doc in list(found):
+        # Conditional delete: of two collectors only one removes the
+        # message, and only that one records its event.
+        gone = b.messages.find_one_and_delete(
+            {"_id": doc["_id"], **expired}, session=session
+        )
+        if gone is not None:
+            recorded.append(event_fields(
+                events.EXPIRED, now, gone["project"], gone["queue"],
+                message_id=str(gone["_id"]), claim_count=gone["claim_count"],
+            ))
+    return len(recorded), recorded
+
+
+def _claims_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, Any]]]:
+    now = b.clock.now()
+    expired = {"expires": {"$lte": now}}
+    found = list(b.claims.find(expired, {"_id": 1}, limit=BATCH, session=session))
+    recorded = []
+    for doc in found:
+        claim = b.claims.find_one_and_delete({"_id": doc["_id"], **expired},
+                                                   session=session)
+        if claim is None:
+            continue
+        claim_id = str(claim["_id"])
+        # Messages it held until it expired and that nothing took since.
+        still_held = b.messages.count_documents(
+            {"claim_id": claim_id, "expires": {"$gt": now}}, session=session
+        )
+        if still_held:
+            recorded.append(event_fields(
+                events.EXPIRED, now, claim["project"], claim["queue"],
+                claim_id=claim_id, client_id=claim.get("client_id"),
+                detail=events.claim_expired_detail(still_held),
+            ))
+    return len(found), recorded
