@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = [
     ["serve"], ["db"], ["db", "upgrade"], ["gc"], ["config"],
     ["events"], ["events", "export"], ["stats"],
+    ["token"], ["token", "add"], ["token", "list"], ["token", "revoke"],
 ]
 
 
@@ -51,7 +52,7 @@ def test_every_command_module_is_importable() -> None:
 def test_top_level_help_lists_commands_and_examples(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run_zq("--help", capsys=capsys)
     assert status == 0
-    for command in ("serve", "db", "gc", "config", "events", "stats"):
+    for command in ("serve", "db", "gc", "config", "token", "events", "stats"):
         assert f"    {command} " in out
     assert "dead letter queue" in out
     assert "examples:" in out and "zq serve --storage postgresql://" in out
@@ -68,6 +69,29 @@ def test_every_subcommand_explains_itself(
     description = rest.split("\n\n")[0]
     assert len(description) > 40, f"zq {' '.join(words)} --help has no description"
     assert "example" in out.lower(), f"zq {' '.join(words)} --help shows no example"
+
+
+def _leaf_commands(parser, words=()):
+    import argparse
+
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not actions:
+        yield words, parser
+    for action in actions:
+        for name, sub in action.choices.items():
+            yield from _leaf_commands(sub, (*words, name))
+
+
+def test_every_command_on_the_command_line_has_a_handler() -> None:
+    # zq.cli.main calls args.handler: a command that binds anything else
+    # parses fine and then crashes (zq token did, with an AttributeError).
+    leaves = list(_leaf_commands(cli.build_parser()))
+    assert {words[0] for words, _ in leaves} >= {"serve", "token", "events", "stats"}
+    for words, parser in leaves:
+        assert callable(parser.get_default("handler")), f"zq {' '.join(words)} has no handler"
+    assert sorted(" ".join(words) for words, _ in leaves) == sorted(
+        " ".join(words) for words in COMMANDS if not any(
+            " ".join(other[:-1]) == " ".join(words) for other in COMMANDS if len(other) > 1))
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
