@@ -185,6 +185,25 @@ def test_config_redacts_the_storage_password(capsys: pytest.CaptureFixture[str])
     assert shown["storage"]["uri"] == "postgresql://zq:***@db.example.com/zq"
 
 
+def test_config_masks_every_secret(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ZQ_SIGNED_URLS_SECRET_KEY", "hmac-s3cret")
+    monkeypatch.setenv("ZQ_POOLING_MANAGEMENT", "postgresql://zq:m/gmt@s3cret@db/zq_management")
+    status, out, _ = run_zq("config", "--storage", "redis://:r3d:s3cret@cache/0", capsys=capsys)
+    assert status == 0
+    assert "s3cret" not in out
+    shown = tomllib.loads(out)
+    assert shown["signed_urls"]["secret_key"] == "***"
+    assert shown["pooling"]["management"] == "postgresql://zq:***@db/zq_management"
+    assert shown["storage"]["uri"] == "redis://:***@cache/0"
+
+
+def test_config_shows_an_unset_secret_as_unset(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_zq("config", capsys=capsys)
+    assert status == 0 and tomllib.loads(out)["signed_urls"]["secret_key"] == ""
+
+
 def test_serve_runs_granian_wsgi_workers_from_the_config() -> None:
     args = cli.build_parser().parse_args(["serve", "--workers", "5", "--host", "::1"])
     settings = granian_settings(serve_command.config_for(args), 8888)

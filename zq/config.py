@@ -66,9 +66,17 @@ class ServerConfig:
     metadata_cache: float = 0.0  # seconds a worker keeps unversioned metadata it read; 0: off
 
 
+# Field metadata of settings that hold secrets: ``zq config`` and every
+# message show them masked (SECRET: the whole value; SECRET_URI: the URI's
+# password).
+SECRET = {"secret": "value"}
+SECRET_URI = {"secret": "uri_password"}
+
+
 @dataclass(frozen=True)
 class StorageConfig:
-    uri: str = ""  # empty: SQLite file in the default data directory
+    # empty: SQLite file in the default data directory
+    uri: str = field(default="", metadata=SECRET_URI)
 
     def resolved_uri(self) -> str:
         """The URI to open: the configured one, or the embedded default."""
@@ -103,7 +111,7 @@ class AuthConfig:
 @dataclass(frozen=True)
 class SignedUrlsConfig:
     # HMAC-SHA256 key of pre-signed URLs; empty disables POST .../share.
-    secret_key: str = ""
+    secret_key: str = field(default="", metadata=SECRET)
     max_expires: int = 7 * 86400  # seconds a signature may be valid for, at most
 
 
@@ -121,7 +129,8 @@ class PoolingConfig:
     """Pools and flavors: queues spread over several storage backends."""
 
     enabled: bool = False
-    management: str = ""  # management store URI; empty: SQLite in the data directory
+    # management store URI; empty: SQLite in the data directory
+    management: str = field(default="", metadata=SECRET_URI)
 
     def resolved_management(self) -> str:
         """The management store URI to open: the configured one, or the embedded default."""

@@ -8,14 +8,15 @@ import json
 
 from zq.commands.options import add_config_arguments, config_from_args
 from zq.config import Config
-from zq.storage.uri import redact
+from zq.storage.uri import REDACTED, redact
 
 DESCRIPTION = """\
 Print the configuration zq would run with, as a TOML file: built-in
 defaults, overridden by the file (--config or $ZQ_CONFIG), overridden by
 ZQ_* environment variables, overridden by flags. Every setting is shown,
-so the output is also a complete template for a configuration file. A
-password in the storage URI is shown as ***."""
+so the output is also a complete template for a configuration file.
+Secrets are never shown: the passwords of the storage and management store
+URIs and [signed_urls] secret_key (when set) are shown as ***."""
 
 EPILOG = """\
 examples:
@@ -50,10 +51,19 @@ def to_toml(config: Config) -> str:
         for item in dataclasses.fields(values):
             value = getattr(values, item.name)
             comment = ""
-            if section.name == "storage" and item.name == "uri":
-                comment = "" if value else f"  # empty: {config.storage.resolved_uri()}"
-                value = redact(value)
+            if section.name == "storage" and item.name == "uri" and not value:
+                comment = f"  # empty: {config.storage.resolved_uri()}"
+            value = masked(value, item.metadata.get("secret"))
             # JSON strings and numbers are valid TOML basic strings and numbers.
             lines.append(f"{item.name} = {json.dumps(value)}{comment}")
         lines.append("")
     return "\n".join(lines)
+
+
+def masked(value: object, secret: str | None) -> object:
+    """A setting as it may be shown: secrets masked, everything else as is."""
+    if secret == "value" and value:
+        return REDACTED
+    if secret == "uri_password" and isinstance(value, str):
+        return redact(value)
+    return value

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from zq import validation
 from zq.clock import Clock, SystemClock
@@ -18,21 +17,13 @@ from zq.errors import InvalidRequest
 from zq.pooling.registry import FlavorDef, PoolDef, Registry
 from zq.pooling.schema import URI
 from zq.storage import open_storage
+from zq.storage.uri import redact
 
 POOL_FIELDS = ("uri", "weight", "flavor", "options")
 FLAVOR_FIELDS = ("pool_list", "capabilities")
 MAX_WEIGHT = 2**31 - 1
 
 Probe = Callable[[str], str | None]  # uri -> None when reachable, else why not
-
-
-def redact(uri: str) -> str:
-    """The URI without its password, for messages."""
-    parts = urlsplit(uri)
-    if parts.password is None:
-        return uri
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def ping_probe(clock: Clock | None = None) -> Probe:

@@ -14,6 +14,7 @@ from zq.storage.sql.database import Database
 from zq.storage.sql.events import SqlEventLog
 from zq.storage.sql.messages import SqlMessages
 from zq.storage.sql.queues import SqlQueues
+from zq.storage.uri import redact
 
 
 class SqlStorage(Storage):
@@ -56,14 +57,10 @@ def open_sql(uri: str, *, clock: Clock) -> Storage:
     except exc.DBAPIError as error:
         engine.dispose()
         raise StorageUnavailable(
-            f"Cannot use the {engine.dialect.name} storage at {_safe(uri)}: {error.orig}"
+            f"Cannot use the {engine.dialect.name} storage at {redact(uri)}: {error.orig}"
         ) from error
     except BaseException:
         engine.dispose()
         raise
     return SqlStorage(engine, clock)
 
-
-def _safe(uri: str) -> str:
-    """The URI without its password, for messages."""
-    return dialects.to_sqlalchemy_url(uri).render_as_string(hide_password=True)

@@ -24,6 +24,7 @@ from alembic.script import ScriptDirectory
 
 from zq.errors import StorageUnavailable
 from zq.storage.sql import dialects
+from zq.storage.uri import redact
 
 # The storage schema's env.py as a wheel installs it (setup.cfg [options.data_files]).
 MIGRATIONS_ENV = "share/zq/migrations/env.py"
@@ -153,7 +154,7 @@ class SchemaMigrations:
 
 
 def _where(engine: sa.Engine) -> str:
-    return engine.url.render_as_string(hide_password=True)
+    return redact(engine.url.render_as_string(hide_password=False))
 
 
 STORAGE = SchemaMigrations("", "alembic_version", "database", "zq db upgrade")
