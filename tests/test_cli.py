@@ -433,3 +433,27 @@ def test_gc_with_pooling_and_no_pools(tmp_path: Path, capsys: pytest.CaptureFixt
     assert status == 0
     assert out == "No pools are registered: nothing to collect.\n"
     assert (tmp_path / "data" / "zq" / "zq-management.sqlite3").is_file()
+
+
+@pytest.mark.parametrize(("storage", "shown"), [
+    ("sqlite://relative.db", "write sqlite:///relative.db"),
+    ("/var/tmp/zq.sqlite3", "write sqlite:////var/tmp/zq.sqlite3"),
+    ("zq.sqlite3", "write sqlite:///zq.sqlite3"),
+])
+def test_an_sqlite_path_written_wrong_shows_the_right_form(
+    storage: str, shown: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in (["serve", "--port", "0"], ["gc"], ["db", "upgrade"]):
+        status, _, err = run_zq(*command, "--storage", storage, capsys=capsys)
+        assert status == 1
+        assert shown in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_storage_in_a_missing_directory_is_refused_and_not_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing"
+    status, _, err = run_zq("db", "upgrade", "--storage", f"sqlite:///{missing}/zq.sqlite3",
+                            capsys=capsys)
+    assert status == 1 and "does not exist" in err
+    assert not missing.exists()
