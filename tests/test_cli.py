@@ -457,3 +457,36 @@ def test_a_storage_in_a_missing_directory_is_refused_and_not_created(
                             capsys=capsys)
     assert status == 1 and "does not exist" in err
     assert not missing.exists()
+
+
+def test_a_misspelled_variable_is_a_warning_naming_the_closest_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ZQ_SERVER_PROT", "9000")
+    monkeypatch.setenv("ZQ_STORGE", "sqlite:///x.db")
+    monkeypatch.setenv("ZQ_TEST_BACKENDS", "sqlite")  # the test suite's own: no warning
+    status, out, err = run_zq("config", capsys=capsys)
+    assert status == 0 and tomllib.loads(out)["server"]["port"] == 8888
+    warnings = err.strip().splitlines()
+    assert len(warnings) == 2, err
+    assert "ZQ_SERVER_PROT" in warnings[0] and "ZQ_SERVER_PORT" in warnings[0]
+    assert "ZQ_STORGE" in warnings[1] and "ZQ_STORAGE" in warnings[1]
+
+
+def test_every_documented_variable_is_read_without_a_warning() -> None:
+    import re
+
+    from zq.config import unknown_variables
+
+    documented = set(re.findall(r"`(ZQ_[A-Z_]+)`", (ROOT / "README.md").read_text()))
+    assert {"ZQ_CONFIG", "ZQ_STORAGE", "ZQ_LIMITS_MAX_MESSAGE_TTL"} <= documented
+    assert unknown_variables(dict.fromkeys(documented - {"ZQ_SECTION_NAME"}, "")) == []
+
+
+def test_serve_refuses_a_storage_flag_that_pooling_would_ignore(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, _, err = run_zq("serve", "--pooling", "--storage", "redis://127.0.0.1:6379",
+                            capsys=capsys)
+    assert status == 1
+    assert "--storage is not used with pooling" in err and "--no-pooling" in err

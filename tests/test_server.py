@@ -139,6 +139,20 @@ def test_the_start_line_names_pooling_and_the_management_store_without_password(
     assert "s3cret" not in caplog.text
 
 
+def test_a_configured_storage_unused_under_pooling_is_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    config = pooled_config(tmp_path, f"sqlite:///{tmp_path / 'm.sqlite3'}").with_overrides(
+        storage={"uri": "redis://:s3cret@cache/0"})
+    with caplog.at_level(logging.INFO, logger="zq.server"):
+        announce(config, config.pooling.management, 8888)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == ["[storage] uri redis://:***@cache/0 is not used: with pooling on, "
+                        "queues live on the pools of the management store"]
+
+
 def test_gc_interval_zero_starts_no_collector(tmp_path: Path) -> None:
     config = sqlite_config(tmp_path, interval=0.0)
     prepare_storage(config)

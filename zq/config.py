@@ -11,6 +11,7 @@ URI is also ``ZQ_STORAGE``.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -91,7 +92,7 @@ class GcConfig:
 
 
 AUTH_STRATEGIES = ("none", "token", "keystone")
-LOG_FORMATS = ("json", "text")
+LOG_FORMATS = ("auto", "json", "text", "console")
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,9 @@ class SignedUrlsConfig:
 @dataclass(frozen=True)
 class LogConfig:
     level: str = "INFO"
-    format: str = "json"  # one JSON object per line, or "text" (key=value)
+    # auto: console on a terminal, json otherwise; json: one object per line;
+    # text: key=value; console: time, level and message for people to read.
+    format: str = "auto"
 
     def __post_init__(self) -> None:
         _choice(self.format, LOG_FORMATS, "log.format")
@@ -171,6 +174,40 @@ def load_config(path: str | os.PathLike[str] | None = None,
             raise ConfigError(f"Configuration file {path} is not valid TOML: {exc}") from exc
         config = _merge(config, data, source=str(path))
     return _merge(config, _from_environ(config, environ), source="environment")
+
+
+# ZQ_* variables that are not settings: the file, the storage URI's short
+# name, and the test suite's own (ZQ_TEST_*, ZQ_FUZZ_*), which zq never reads.
+OTHER_VARIABLES = ("ZQ_CONFIG", "ZQ_STORAGE")
+TEST_PREFIXES = ("ZQ_TEST_", "ZQ_FUZZ_")
+
+
+def setting_variables(config: Config | None = None) -> list[str]:
+    """Every environment variable zq reads."""
+    config = config or Config()
+    return [*OTHER_VARIABLES, *(
+        f"ZQ_{section.name}_{item.name}".upper()
+        for section in dataclasses.fields(config)
+        for item in dataclasses.fields(getattr(config, section.name))
+    )]
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One warning per ``ZQ_*`` variable that names no setting, with the closest one.
+
+    A misspelled variable would otherwise be ignored without a word, and the
+    operator would believe the setting took effect.
+    """
+    environ = os.environ if environ is None else environ
+    known = setting_variables()
+    warnings = []
+    for name in sorted(environ):
+        if not name.startswith("ZQ_") or name in known or name.startswith(TEST_PREFIXES):
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else "; `zq config --help` lists them."
+        warnings.append(f"{name} is not a zq setting and is ignored{hint}")
+    return warnings
 
 
 def _from_environ(config: Config, environ: Mapping[str, str]) -> dict[str, dict[str, str]]:

@@ -226,6 +226,9 @@ def announce(config: Config, served_uri: str, port: int) -> None:
         bind_address(server.host, port), where, redact(served_uri),
         server.workers, server.threads,
     )
+    if config.pooling.enabled and config.storage.uri:
+        log.warning("[storage] uri %s is not used: with pooling on, queues live on the "
+                    "pools of the management store", redact(config.storage.uri))
 
 
 def drain_unread_body(app: WSGIApp, limit: int) -> WSGIApp:

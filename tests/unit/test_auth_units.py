@@ -17,7 +17,7 @@ from zq.errors import InvalidRequest
 def test_auth_config_defaults_and_sources(tmp_path):
     config = Config()
     assert (config.auth.strategy, config.signed_urls.secret_key, config.log.format) == (
-        "none", "", "json")
+        "none", "", "auto")
     path = tmp_path / "zq.toml"
     path.write_text('[auth]\nstrategy = "token"\ntokens_file = "/etc/zq/tokens.json"\n'
                     '[signed_urls]\nsecret_key = "k"\n')
