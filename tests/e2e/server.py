@@ -56,12 +56,14 @@ class ServerProcess:
     """``zq serve`` in the background (``python -m zq`` by default), logging to a file."""
 
     def __init__(self, log_path: Path, env: dict[str, str], *args: str,
-                 command: Sequence[str] = CHECKOUT_ZQ, cwd: Path = ROOT) -> None:
+                 command: Sequence[str] = CHECKOUT_ZQ, cwd: Path = ROOT,
+                 ping_headers: dict[str, str] | None = None) -> None:
         self.log_path = log_path
         self.env = env
         self.args = ["--port", "0", *args]
         self.command = list(command)
         self.cwd = cwd
+        self.ping_headers = ping_headers or {}  # e.g. a token, when auth is on
         self.process: subprocess.Popen | None = None
         self.url = ""
 
@@ -91,7 +93,8 @@ class ServerProcess:
         return self
 
     def ping(self) -> bool:
-        headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": "e2e-ping"}
+        headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": "e2e-ping",
+                   **self.ping_headers}
         try:
             response = httpx.get(f"{self.url}/v2/ping", headers=headers, timeout=2,
                                  trust_env=False)

@@ -133,10 +133,12 @@ def serve(installed: Installed, outside: Path, tmp_path: Path) -> Iterator:
     """Start the installed ``zq serve ARGS``; every server is stopped after the test."""
     started: list[ServerProcess] = []
 
-    def start(*args: str) -> ServerProcess:
+    def start(*args: str, env: dict[str, str] | None = None,
+              ping_headers: dict[str, str] | None = None) -> ServerProcess:
         process = ServerProcess(tmp_path / f"server-{len(started)}.log",
-                                outside_env(tmp_path / "data"), *args,
-                                command=[str(installed.zq)], cwd=outside)
+                                {**outside_env(tmp_path / "data"), **(env or {})}, *args,
+                                command=[str(installed.zq)], cwd=outside,
+                                ping_headers=ping_headers)
         started.append(process)
         return process.start()
 
