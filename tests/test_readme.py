@@ -41,6 +41,18 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_command() -> None:
     assert f"pip install --quiet {extras}" in ci, "CI must install what the README says"
 
 
+def test_ci_tests_the_installed_artifact_and_the_serve_command() -> None:
+    # tests/installed runs the README's `pip install . && zq serve` and every
+    # command against the wheel; CI builds it and points the tests at it
+    # before its pytest run.
+    from tests.installed.test_readme_quick_start import quick_start_serve_command
+
+    assert quick_start_serve_command() == "pip install . && zq serve"
+    ci = (ROOT / ".ci" / "run").read_text()
+    build = ci.index("bash .ci/artifact")
+    assert build < ci.index('export ZQ_TEST_VENV="$artifact_dir/venv"') < ci.index("-m pytest")
+
+
 def test_readme_links_every_topic_document() -> None:
     for doc in ("docs/redis.md", "docs/mongo.md", "docs/analytics.md", "docs/security.md",
                 "docs/storage-sql.md"):
