@@ -420,8 +420,8 @@ def test_gc_with_pooling_collects_every_pool_and_reports_a_failing_one(
     status, out, err = run_zq("gc", "--pooling", "--management", management, capsys=capsys)
     assert status == 1
     assert out.splitlines() == [
-        f"Removed 0 expired message(s) from pool 'one' ({one}).",
-        f"Removed 1 expired message(s) from pool 'two' ({two}).",
+        f"Removed 0 expired message(s) and 0 expired claim(s) from pool 'one' ({one}).",
+        f"Removed 1 expired message(s) and 0 expired claim(s) from pool 'two' ({two}).",
     ]
     (line,) = err.strip().splitlines()
     assert line.startswith("zq: error: pool 'down' (postgresql://zq:***@127.0.0.1:1/zq): ")
@@ -490,3 +490,33 @@ def test_serve_refuses_a_storage_flag_that_pooling_would_ignore(
                             capsys=capsys)
     assert status == 1
     assert "--storage is not used with pooling" in err and "--no-pooling" in err
+
+
+def test_gc_reports_the_expired_claims_it_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    from zq.clock import ManualClock
+    from zq.events import fingerprint
+    from zq.storage import open_storage
+    from zq.storage.base import NewMessage
+    from zq.storage.sql import migrate
+
+    uri = f"sqlite:///{tmp_path / 'zq.sqlite3'}"
+    migrate.upgrade(uri)
+    # Two minutes ago: a message of ttl 3600 claimed for 60 s (the claim has
+    # lapsed, the message is alive) and one of ttl 60 (expired).
+    storage = open_storage(uri, clock=ManualClock(time.time() - 120))
+    try:
+        storage.messages.post("p", "q", [NewMessage("{}", 3600, 0, fingerprint("{}"))],
+                              client_id=None)
+        storage.claims.create("p", "q", ttl=60, grace=0, limit=1, client_id=None,
+                              dead_letter=None)
+        storage.messages.post("p", "q", [NewMessage("{}", 60, 0, fingerprint("{}"))],
+                              client_id=None)
+    finally:
+        storage.close()
+    status, out, _ = run_zq("gc", "--storage", uri, capsys=capsys)
+    assert status == 0
+    assert out.strip() == f"Removed 1 expired message(s) and 1 expired claim(s) from {uri}."

@@ -7,7 +7,7 @@ from typing import Any
 from zq import events as kinds
 from zq.clock import Clock
 from zq.events import event_fields
-from zq.storage.base import Storage
+from zq.storage.base import Collected, Storage
 from zq.storage.mongo.backend import Backend
 from zq.storage.mongo.claims import MongoClaimController
 from zq.storage.mongo.connection import Connection
@@ -45,16 +45,19 @@ class MongoStorage(Storage):
             return False
         return True
 
-    def gc(self) -> int:
-        removed = 0
+    def gc(self) -> Collected:
+        messages = 0
         while True:
             batch = self._b.units.run(self._collect_messages)
-            removed += batch
+            messages += batch
             if batch < GC_BATCH:
                 break
-        while self._b.units.run(self._collect_claims) == GC_BATCH:
-            pass
-        return removed
+        claims = 0
+        while True:
+            found, removed = self._b.units.run(self._collect_claims)
+            claims += removed
+            if found < GC_BATCH:
+                return Collected(messages, claims)
 
     def _collect_messages(self, session: Any) -> tuple[int, list[dict[str, Any]]]:
         now = self._b.clock.now()
@@ -74,16 +77,21 @@ class MongoStorage(Storage):
                 ))
         return len(events), events
 
-    def _collect_claims(self, session: Any) -> tuple[int, list[dict[str, Any]]]:
+    def _collect_claims(
+        self, session: Any
+    ) -> tuple[tuple[int, int], list[dict[str, Any]]]:
+        """(claims looked at, claims removed by this collector) and their events."""
         now = self._b.clock.now()
         expired = {"expires": {"$lte": now}}
         found = list(self._b.claims.find(expired, {"_id": 1}, limit=GC_BATCH, session=session))
         events = []
+        removed = 0
         for doc in found:
             claim = self._b.claims.find_one_and_delete({"_id": doc["_id"], **expired},
                                                        session=session)
             if claim is None:
                 continue
+            removed += 1
             claim_id = str(claim["_id"])
             # Messages it held until it expired and that nothing took since.
             still_held = self._b.messages.count_documents(
@@ -95,7 +103,7 @@ class MongoStorage(Storage):
                     claim_id=claim_id, client_id=claim.get("client_id"),
                     detail={"target": "claim", "messages": still_held},
                 ))
-        return len(found), events
+        return (len(found), removed), events
 
     def close(self) -> None:
         if not self._connection.shared:

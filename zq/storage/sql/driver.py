@@ -7,7 +7,7 @@ from sqlalchemy import exc
 
 from zq.clock import Clock
 from zq.errors import StorageUnavailable
-from zq.storage.base import Storage
+from zq.storage.base import Collected, Storage
 from zq.storage.sql import dialects, gc, migrate
 from zq.storage.sql.claims import SqlClaims
 from zq.storage.sql.database import Database
@@ -39,7 +39,7 @@ class SqlStorage(Storage):
             return False
         return True
 
-    def gc(self) -> int:
+    def gc(self) -> Collected:
         return gc.collect(self._db, self._clock)
 
     def close(self) -> None:
