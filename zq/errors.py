@@ -84,6 +84,12 @@ class DeadLetterConflict(Conflict):
     title = "Invalid dead letter queue"
 
 
+class MetadataConflict(Conflict):
+    """Queue metadata kept changing under a write, which gave up (409)."""
+
+    title = "Metadata changed concurrently"
+
+
 class PoolConflict(Conflict):
     """A pool or flavor name or URI is taken, or a pool still holds queues (409)."""
 
@@ -103,9 +109,11 @@ class NoPoolAvailable(StorageUnavailable):
 
 
 class MetadataChanged(Exception):
-    """A queue's metadata is no longer the version the caller acted on.
+    """A queue's metadata (or its project's links) is no longer the version acted on.
 
     Raised by a driver's post, claim or pop given a ``metadata_version``
-    that is no longer current; nothing was changed. The service reads the
-    metadata again and retries, so it never reaches a client.
+    that is no longer current, and by a metadata write given a version
+    that moved; nothing was changed. The service reads again and retries,
+    so it never reaches a client (a write that keeps failing becomes a
+    MetadataConflict).
     """

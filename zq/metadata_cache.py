@@ -4,11 +4,12 @@ Posting, claiming and popping read the queue's metadata (defaults, post
 size, the dead letter policy) before they act: one extra backend round trip
 each. This cache removes it where that is safe:
 
-- A driver that versions metadata (``MetadataRead.version``, the Redis
-  driver) checks the version in the same atomic step as the post, claim or
-  pop, and refuses a stale one (MetadataChanged); the service then reads
-  again. Such reads are kept until forgotten: they are never acted on once
-  stale, whichever process changed the metadata.
+- A driver whose deliveries check the metadata version
+  (``QueueController.checks_delivery_versions``, the Redis driver) checks
+  it in the same atomic step as the post, claim or pop, and refuses a
+  stale one (MetadataChanged); the service then reads again. Such reads
+  are kept until forgotten: they are never acted on once stale, whichever
+  process changed the metadata.
 - Other drivers' reads are kept ``seconds`` (``[server] metadata_cache``;
   0, the default, reads every time). The process that changes or deletes a
   queue forgets its entry at once; a change made through another process
@@ -50,7 +51,7 @@ class MetadataCache:
         if found is not None and found[0] > now and found[1] is storage:
             return CachedRead(found[2], hit=True)
         read = storage.queues.read_metadata(project, queue)
-        if read.version is not None:
+        if storage.queues.checks_delivery_versions:
             until = math.inf
         elif self.seconds > 0:
             until = now + self.seconds

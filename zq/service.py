@@ -19,7 +19,14 @@ import orjson
 from zq import dead_letter, events, validation
 from zq import metadata as meta
 from zq.config import Limits
-from zq.errors import Conflict, DeadLetterConflict, InvalidRequest, MetadataChanged
+from zq.errors import (
+    Conflict,
+    DeadLetterConflict,
+    InvalidRequest,
+    MetadataChanged,
+    MetadataConflict,
+    QueueNotFound,
+)
 from zq.metadata_cache import MetadataCache
 from zq.pooling import Pools
 from zq.storage.base import (
@@ -39,6 +46,11 @@ HEALTH_QUEUE = "zq-health-probe"
 # Reads of a queue's metadata a post, claim or pop makes at most when the
 # metadata keeps changing under it (see QueueService._with_metadata).
 METADATA_ATTEMPTS = 3
+
+# Times a PUT or PATCH reads, decides and writes metadata at most while
+# other writers keep changing it (or the project's dead letter links)
+# under it, before it answers 409 (see QueueService._write_metadata).
+METADATA_WRITE_ATTEMPTS = 8
 
 T = TypeVar("T")
 
@@ -79,6 +91,8 @@ class QueueService:
         if flavor is not None:
             self.pools.check_flavor(flavor)
         target = checked.get(meta.DEAD_LETTER_QUEUE)
+        # Refused before the queue is registered anywhere; checked again
+        # against the links version when written.
         self._check_dead_letter_chain(project, queue, target)
         self._metadata_cache.forget(project, queue)
         storage = self.pools.place(project, queue, flavor=flavor, dead_letter_queue=target)
@@ -86,7 +100,12 @@ class QueueService:
             # A queue registered earlier (e.g. lazily as a dead letter queue)
             # gets its link here; a new one got it when placed.
             self.pools.link_dead_letter(project, queue, target)
-        created = storage.queues.create(project, queue, checked)
+
+        def create() -> bool:
+            links = self._checked_links(storage, project, queue, target)
+            return storage.queues.create(project, queue, checked, links_version=links)
+
+        created = self._write_metadata(queue, create)
         self._create_dead_letter_queue(project, queue, target)
         return created
 
@@ -102,23 +121,33 @@ class QueueService:
 
         Returns the new metadata with reserved defaults. Raises QueueNotFound
         for a queue never created, Conflict to replace or remove an absent
-        ordinary key, DeadLetterConflict for a bad dead letter queue.
+        ordinary key, DeadLetterConflict for a bad dead letter queue,
+        MetadataConflict when other writers kept changing the metadata.
         """
         queue = self._queue_name(queue)
         changes = validation.metadata_patch(document)
         storage = self._storage(project, queue)
-        current = storage.queues.get_metadata(project, queue)
-        updated = apply_patch(current, changes)
-        checked = meta.validate(updated, self.limits)
-        flavor = checked.get(meta.FLAVOR)
-        if flavor is not None and flavor != current.get(meta.FLAVOR):
-            # A queue stays where it was placed; _flavor only has to exist.
-            self.pools.check_flavor(flavor)
-        target = checked.get(meta.DEAD_LETTER_QUEUE)
-        if target != current.get(meta.DEAD_LETTER_QUEUE):
-            self._check_dead_letter_chain(project, queue, target)
-            self.pools.link_dead_letter(project, queue, target)
-        storage.queues.set_metadata(project, queue, checked)
+
+        def patch() -> tuple[dict[str, Any], str | None]:
+            current = storage.queues.read_metadata(project, queue)
+            if not current.exists:
+                raise QueueNotFound(f"Queue {queue!r} does not exist.")
+            checked = meta.validate(apply_patch(current.metadata, changes), self.limits)
+            flavor = checked.get(meta.FLAVOR)
+            if flavor is not None and flavor != current.metadata.get(meta.FLAVOR):
+                # A queue stays where it was placed; _flavor only has to exist.
+                self.pools.check_flavor(flavor)
+            target = checked.get(meta.DEAD_LETTER_QUEUE)
+            links = None
+            if target != current.metadata.get(meta.DEAD_LETTER_QUEUE):
+                links = self._checked_links(storage, project, queue, target)
+                self.pools.link_dead_letter(project, queue, target)
+            storage.queues.set_metadata(
+                project, queue, checked, expected_version=current.version, links_version=links
+            )
+            return checked, target
+
+        checked, target = self._write_metadata(queue, patch)
         self._metadata_cache.forget(project, queue)
         self._create_dead_letter_queue(project, queue, target)
         return meta.with_defaults(checked, self.limits)
@@ -410,24 +439,60 @@ class QueueService:
     ) -> T:
         """``act(metadata, version)`` with the queue's metadata, cached where safe.
 
-        A driver refuses a stale version (MetadataChanged): read again and
-        act again; the last attempt passes no version, like an unversioned
-        driver. A refusal (InvalidRequest) made on cached metadata is
-        checked against a fresh read too: a stale post size cap must not
-        refuse a post.
+        A driver whose deliveries check versions refuses a stale one
+        (MetadataChanged): read again and act again; the last attempt
+        passes no version, as for the other drivers. A refusal
+        (InvalidRequest) made on cached metadata is checked against a fresh
+        read too: a stale post size cap must not refuse a post.
         """
         attempts = METADATA_ATTEMPTS
         while True:
             attempts -= 1
             cached = self._metadata_cache.get(storage, project, queue)
+            checked = attempts > 0 and storage.queues.checks_delivery_versions
             try:
-                return act(cached.read.metadata, cached.read.version if attempts else None)
+                return act(cached.read.metadata, cached.read.version if checked else None)
             except MetadataChanged:
                 self._metadata_cache.forget(project, queue)
             except InvalidRequest:
                 if not cached.hit:
                     raise
                 self._metadata_cache.forget(project, queue)
+
+    def _write_metadata(self, queue: str, attempt: Callable[[], T]) -> T:
+        """``attempt()``: read, decide and write metadata, again while a version moved.
+
+        Each attempt reads what it decides on afresh and writes on the
+        condition that none of it changed meanwhile (MetadataChanged when
+        it did), so no write is lost and no dead letter cycle is formed by
+        two writers at once. Past METADATA_WRITE_ATTEMPTS: MetadataConflict.
+        """
+        for _ in range(METADATA_WRITE_ATTEMPTS):
+            try:
+                return attempt()
+            except MetadataChanged:
+                continue
+        raise MetadataConflict(
+            f"The metadata of queue {queue!r} (or the dead letter queues of its project) "
+            f"changed {METADATA_WRITE_ATTEMPTS} times while this request was changing it; "
+            "nothing was written. Read the metadata again and retry."
+        )
+
+    def _checked_links(
+        self, storage: Storage, project: str, queue: str, target: str | None
+    ) -> str | None:
+        """The links version to write ``queue -> target`` with, the chain checked under it.
+
+        None when there is no link to check (no dead letter queue). The
+        version is read before the chain, so a link written meanwhile by
+        another writer moves it and this write fails. The queues of a
+        chain share one pool, so ``storage`` holds the whole chain.
+        """
+        if target is None:
+            return None
+        links = storage.queues.links_version(project)
+        self._check_dead_letter_chain(project, queue, target)
+        return links
 
     def _dead_letter_policy(
         self, project: str, queue: str, stored: dict[str, Any]

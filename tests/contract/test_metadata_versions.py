@@ -1,8 +1,10 @@
 """QueueController.read_metadata and the metadata version post, claim and pop check.
 
-A driver either versions metadata (the version changes with every metadata
-change, queue creation and deletion, and post/claim/pop given a stale one
-change nothing) or gives version None and refuses to be given one.
+Every driver versions metadata: the version changes with every metadata
+change, queue creation and deletion. A driver whose deliveries check it
+(``checks_delivery_versions``) changes nothing on a post, claim or pop given
+a stale one; the others refuse to be given one. Metadata writes checked
+against it: test_metadata_writes.py.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pytest
 
 from zq import events as kinds
 from zq.errors import MetadataChanged
+from zq.storage.base import MISSING_VERSION
 
 from .helpers import CLAIM_TTL, GRACE, claim, events_of, new_message, post
 
@@ -38,14 +41,12 @@ def test_read_metadata_shows_the_stored_metadata(storage, project):
 
 
 def test_the_version_changes_with_the_metadata_and_the_queue_only(storage, project):
-    def version() -> str | None:
+    def version() -> str:
         return storage.queues.read_metadata(project, "q").version
 
     missing = version()
-    if missing is None:  # an unversioned driver: never a version
-        storage.queues.create(project, "q", {})
-        assert version() is None
-        return
+    assert missing == MISSING_VERSION
+    assert not storage.queues.read_metadata(project, "q").exists
     seen = [missing]
     storage.queues.create(project, "q", {})
     seen.append(version())
@@ -73,7 +74,7 @@ def test_a_stale_version_changes_nothing(storage, project, action):
     stale = storage.queues.read_metadata(project, "q").version
     storage.queues.set_metadata(project, "q", {"_default_message_ttl": 60})
     before = events_of(storage, project)
-    if stale is None:  # an unversioned driver refuses to be given one
+    if not storage.queues.checks_delivery_versions:  # refuses to be given one
         with pytest.raises(ValueError):
             STALE_ACTIONS[action](storage, project, "anything")
     else:
@@ -86,6 +87,8 @@ def test_a_stale_version_changes_nothing(storage, project, action):
 
 @pytest.mark.parametrize("action", sorted(STALE_ACTIONS))
 def test_the_current_version_acts(storage, project, action):
+    if not storage.queues.checks_delivery_versions:
+        return  # covered by test_a_stale_version_changes_nothing
     storage.queues.create(project, "q", {})
     post(storage, project, "q", 1)
     storage.queues.set_metadata(project, "q", {"a": 1})
@@ -97,8 +100,8 @@ def test_the_current_version_acts(storage, project, action):
 
 def test_a_version_read_before_the_queue_existed_is_stale_once_it_does(storage, project):
     missing = storage.queues.read_metadata(project, "q").version
-    if missing is None:
-        return  # unversioned: covered by test_a_stale_version_changes_nothing
+    if not storage.queues.checks_delivery_versions:
+        return  # covered by test_a_stale_version_changes_nothing
     storage.queues.create(project, "q", {"_default_message_ttl": 60})
     with pytest.raises(MetadataChanged):
         STALE_ACTIONS["post"](storage, project, missing)

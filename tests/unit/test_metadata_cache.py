@@ -1,4 +1,5 @@
-"""The per-process metadata cache: versioned reads kept, others for their seconds."""
+"""The per-process metadata cache: reads a driver's deliveries check are kept, others
+for their seconds."""
 
 from __future__ import annotations
 
@@ -10,13 +11,17 @@ from zq.storage.base import MetadataRead
 
 
 class FakeStorage:
-    """Counts ``queues.read_metadata`` calls; answers ``value`` at ``version``."""
+    """Counts ``queues.read_metadata`` calls; answers ``value`` at ``version``.
+
+    Without a version, a driver whose deliveries check no version.
+    """
 
     def __init__(self, version: str | None = None) -> None:
         self.calls = 0
         self.value: dict[str, Any] = {"_max_claim_count": 3}
-        self.version = version
-        self.queues = SimpleNamespace(read_metadata=self._read)
+        self.version = version or "v"
+        self.queues = SimpleNamespace(read_metadata=self._read,
+                                      checks_delivery_versions=version is not None)
 
     def _read(self, project: str, queue: str) -> MetadataRead:
         self.calls += 1

@@ -30,13 +30,13 @@ Conventions every driver follows:
 
 from __future__ import annotations
 
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from zq.dead_letter import DeadLetterPolicy
-from zq.errors import QueueNotFound
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,17 +112,35 @@ class QueueRecord:
     metadata: dict[str, Any]
 
 
+# The metadata version of a queue that does not exist.
+MISSING_VERSION = ""
+# The metadata version of a queue stored before versions existed (SQL,
+# MongoDB): the first write replaces it with a random one.
+LEGACY_VERSION = "0"
+
+
+def random_version() -> str:
+    """A metadata version no queue ever had (drivers that draw them at random)."""
+    return uuid.uuid4().hex
+
+
 @dataclass(frozen=True, slots=True)
 class MetadataRead:
     """A queue's stored metadata (``{}`` for a queue never created) and its version.
 
     ``version`` is an opaque text that changes whenever the metadata is set
     and whenever the queue is created or deleted, and never comes back to
-    an earlier value. None: this driver does not version metadata.
+    an earlier value, except MISSING_VERSION, the version of every missing
+    queue.
     """
 
     metadata: dict[str, Any]
-    version: str | None
+    version: str
+
+    @property
+    def exists(self) -> bool:
+        """Whether the queue exists (known from the version)."""
+        return self.version != MISSING_VERSION
 
 
 @dataclass(frozen=True)
@@ -158,17 +176,50 @@ class Event:
 
 
 def refuse_metadata_version(metadata_version: str | None) -> None:
-    """For drivers whose ``read_metadata`` gives no version: none may be asked for."""
+    """For drivers whose deliveries do not check metadata versions: none may be given."""
     if metadata_version is not None:
-        raise ValueError("this driver does not version queue metadata")
+        raise ValueError("this driver's deliveries do not check metadata versions")
 
 
 class QueueController(ABC):
-    """Queues and their metadata."""
+    """Queues and their metadata.
+
+    Metadata changes are compare-and-set, so that read-modify-write cycles
+    (a PATCH) and checks across queues (the dead letter chain) never act on
+    what another writer changed meanwhile:
+
+    - ``set_metadata(expected_version=v)`` writes only while the queue's
+      metadata version (``read_metadata``) is still ``v``.
+    - A project's *links version* (``links_version``) stands for the links
+      between its queues (which queue dead letters into which). A write
+      given ``links_version=l`` happens only while it is still ``l``, and
+      moves it in the same atomic step. A writer reads it before it checks
+      the links and passes it with the write that changes one, so of two
+      writers that checked the links against the same version, one fails.
+
+    A write refused for a moved version raises MetadataChanged and changes
+    nothing; the caller reads again and decides again.
+    """
+
+    # Whether MessageController.post/pop and ClaimController.create check
+    # the ``metadata_version`` they are given (see read_metadata). Drivers
+    # that do not refuse to be given one (refuse_metadata_version).
+    checks_delivery_versions: bool = False
 
     @abstractmethod
-    def create(self, project: str, queue: str, metadata: dict[str, Any]) -> bool:
-        """Create the queue with ``metadata``; False (and no change) if it exists."""
+    def create(
+        self,
+        project: str,
+        queue: str,
+        metadata: dict[str, Any],
+        *,
+        links_version: str | None = None,
+    ) -> bool:
+        """Create the queue with ``metadata``; False (and no change) if it exists.
+
+        With ``links_version``: MetadataChanged, nothing created, when the
+        project's links version moved; it moves when the queue is created.
+        """
 
     @abstractmethod
     def exists(self, project: str, queue: str) -> bool:
@@ -178,21 +229,35 @@ class QueueController(ABC):
     def get_metadata(self, project: str, queue: str) -> dict[str, Any]:
         """The stored metadata; raises QueueNotFound."""
 
+    @abstractmethod
     def read_metadata(self, project: str, queue: str) -> MetadataRead:
         """The stored metadata (``{}`` when the queue is missing) with its version.
 
-        A driver that versions metadata overrides this and checks
-        ``metadata_version`` in ``MessageController.post`` and ``pop`` and
-        ``ClaimController.create``; the others are never given one.
+        Where ``checks_delivery_versions``, ``MessageController.post`` and
+        ``pop`` and ``ClaimController.create`` check the version too.
         """
-        try:
-            return MetadataRead(self.get_metadata(project, queue), None)
-        except QueueNotFound:
-            return MetadataRead({}, None)
 
     @abstractmethod
-    def set_metadata(self, project: str, queue: str, metadata: dict[str, Any]) -> None:
-        """Replace the whole metadata; raises QueueNotFound."""
+    def set_metadata(
+        self,
+        project: str,
+        queue: str,
+        metadata: dict[str, Any],
+        *,
+        expected_version: str | None = None,
+        links_version: str | None = None,
+    ) -> None:
+        """Replace the whole metadata; raises QueueNotFound.
+
+        MetadataChanged, nothing written, when ``expected_version`` is given
+        and is no longer the queue's metadata version, or ``links_version``
+        is given and is no longer the project's links version (which the
+        write then moves).
+        """
+
+    @abstractmethod
+    def links_version(self, project: str) -> str:
+        """The project's links version (see the class documentation)."""
 
     @abstractmethod
     def delete(self, project: str, queue: str) -> None:

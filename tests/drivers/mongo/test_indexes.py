@@ -33,6 +33,10 @@ def _every_operation(storage, project: str, clock) -> None:
     queues.exists(project, "q")
     queues.get_metadata(project, "q")
     queues.set_metadata(project, "q", {"b": 2})
+    queues.set_metadata(project, "q", {"b": 3},
+                        expected_version=queues.read_metadata(project, "q").version,
+                        links_version=queues.links_version(project))
+    queues.create(project, "r", {}, links_version=queues.links_version(project))
     queues.list(project, marker="a", limit=5, name="q")
     queues.count(project, name="q")
     ids = messages.post(project, "q", bodies(4), client_id="c")

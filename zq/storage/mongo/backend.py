@@ -30,3 +30,7 @@ class Backend:
     @property
     def counters(self) -> Any:
         return self.database["counters"]
+
+    @property
+    def links(self) -> Any:
+        return self.database["links"]

@@ -37,13 +37,13 @@ INDEXES: dict[str, list[tuple[str, list[tuple[str, int]], dict[str, Any]]]] = {
         ("expires", [("expires", ASC)], {}),
         ("ttl", [("expires_at", ASC)], {"expireAfterSeconds": TTL_INDEX_DELAY}),
     ],
-    # counters and events are only addressed by _id.
+    # counters, events and links are only addressed by _id.
 }
 
 
 # Collections created up front: a transaction on an older server cannot
 # create a collection implicitly.
-COLLECTIONS = ("queues", "messages", "claims", "counters", "events")
+COLLECTIONS = ("queues", "messages", "claims", "counters", "events", "links")
 
 
 def ensure_indexes(database: Any) -> None:

@@ -1,7 +1,10 @@
 """Queues: one document per queue in ``queues``, metadata kept as JSON text.
 
 Metadata is stored as text so that any key a client chooses (dots, a
-leading ``$``) round-trips exactly, as it does on the other drivers.
+leading ``$``) round-trips exactly, as it does on the other drivers. Its
+``version`` (MetadataRead.version) is drawn at random by every creation and
+metadata write; a document written before versions existed has none and
+reads as LEGACY_VERSION.
 """
 
 from __future__ import annotations
@@ -13,9 +16,19 @@ import orjson
 from pymongo.errors import DuplicateKeyError
 
 from zq import events as kinds
-from zq.errors import QueueNotFound
+from zq.errors import MetadataChanged, QueueNotFound
 from zq.events import event_fields
-from zq.storage.base import MessageStamp, QueueController, QueueRecord, QueueStats
+from zq.storage.base import (
+    LEGACY_VERSION,
+    MISSING_VERSION,
+    MessageStamp,
+    MetadataRead,
+    QueueController,
+    QueueRecord,
+    QueueStats,
+    random_version,
+)
+from zq.storage.mongo import links
 from zq.storage.mongo.backend import Backend
 from zq.storage.mongo.documents import alive
 
@@ -25,7 +38,7 @@ def ensure_queue(backend: Backend, project: str, queue: str, *, session: Any = N
     try:
         backend.queues.update_one(
             {"project": project, "name": queue},
-            {"$setOnInsert": {"metadata": "{}"}},
+            {"$setOnInsert": {"metadata": "{}", "version": random_version()}},
             upsert=True,
             session=session,
         )
@@ -41,14 +54,28 @@ class MongoQueueController(QueueController):
     def __init__(self, backend: Backend) -> None:
         self._b = backend
 
-    def create(self, project: str, queue: str, metadata: dict[str, Any]) -> bool:
-        try:
-            self._b.queues.insert_one(
-                {"project": project, "name": queue, "metadata": _dump(metadata)}
-            )
-        except DuplicateKeyError:
+    def create(
+        self,
+        project: str,
+        queue: str,
+        metadata: dict[str, Any],
+        *,
+        links_version: str | None = None,
+    ) -> bool:
+        def insert() -> bool:
+            try:
+                self._b.queues.insert_one({"project": project, "name": queue,
+                                           "metadata": _dump(metadata),
+                                           "version": random_version()})
+            except DuplicateKeyError:
+                return False
+            return True
+
+        if links_version is None:
+            return insert()
+        if self.exists(project, queue):
             return False
-        return True
+        return links.write_link(self._b, project, links_version, insert)
 
     def exists(self, project: str, queue: str) -> bool:
         return self._b.queues.find_one({"project": project, "name": queue}) is not None
@@ -59,12 +86,42 @@ class MongoQueueController(QueueController):
             raise QueueNotFound(f"Queue {queue!r} does not exist.")
         return orjson.loads(doc["metadata"])
 
-    def set_metadata(self, project: str, queue: str, metadata: dict[str, Any]) -> None:
-        result = self._b.queues.update_one(
-            {"project": project, "name": queue}, {"$set": {"metadata": _dump(metadata)}}
-        )
-        if result.matched_count == 0:
+    def read_metadata(self, project: str, queue: str) -> MetadataRead:
+        doc = self._b.queues.find_one({"project": project, "name": queue})
+        if doc is None:
+            return MetadataRead({}, MISSING_VERSION)
+        return MetadataRead(orjson.loads(doc["metadata"]), doc.get("version", LEGACY_VERSION))
+
+    def set_metadata(
+        self,
+        project: str,
+        queue: str,
+        metadata: dict[str, Any],
+        *,
+        expected_version: str | None = None,
+        links_version: str | None = None,
+    ) -> None:
+        where: dict[str, Any] = {"project": project, "name": queue}
+        if expected_version is not None:
+            where["version"] = (
+                {"$exists": False} if expected_version == LEGACY_VERSION else expected_version
+            )
+        change = {"$set": {"metadata": _dump(metadata), "version": random_version()}}
+
+        def write() -> None:
+            if self._b.queues.update_one(where, change).matched_count:
+                return
+            if self.exists(project, queue):
+                raise MetadataChanged("The queue's metadata changed; read it again.")
             raise QueueNotFound(f"Queue {queue!r} does not exist.")
+
+        if links_version is None:
+            write()
+        else:
+            links.write_link(self._b, project, links_version, write)
+
+    def links_version(self, project: str) -> str:
+        return links.links_version(self._b, project)
 
     def delete(self, project: str, queue: str) -> None:
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:

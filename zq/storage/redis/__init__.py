@@ -25,6 +25,7 @@ collide::
     P queues           hash  enc(project) .. queue -> qid (a number)
     P qseq             string counter for qids
     P p:enc(project)   zset  queue names of the project (score 0, by name)
+    P l:enc(project)   string the project's links version (a counter)
     P q:<qid>          hash  project, name, meta (JSON text), mv (metadata changes)
     P qo:<qid>         zset  message ids by marker: the queue's order
     P qc:<qid>         set   claim ids of the queue

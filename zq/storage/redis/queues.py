@@ -8,6 +8,7 @@ from typing import Any
 from zq.clock import Clock
 from zq.errors import QueueNotFound
 from zq.storage.base import (
+    MISSING_VERSION,
     MessageStamp,
     MetadataRead,
     QueueController,
@@ -15,7 +16,7 @@ from zq.storage.base import (
     QueueStats,
 )
 from zq.storage.redis.scripts import ScriptBook
-from zq.storage.redis.wire import optional
+from zq.storage.redis.wire import check_fresh, optional, version_arg
 
 
 def _metadata_json(metadata: dict[str, Any]) -> str:
@@ -23,6 +24,8 @@ def _metadata_json(metadata: dict[str, Any]) -> str:
 
 
 class RedisQueues(QueueController):
+    checks_delivery_versions = True
+
     def __init__(self, scripts: ScriptBook, clock: Clock) -> None:
         self._scripts = scripts
         self._clock = clock
@@ -30,8 +33,17 @@ class RedisQueues(QueueController):
     def _run(self, name: str, *args: Any) -> Any:
         return self._scripts.run(name, self._clock.now(), *args)
 
-    def create(self, project: str, queue: str, metadata: dict[str, Any]) -> bool:
-        return self._run("queue_create", project, queue, _metadata_json(metadata)) == 1
+    def create(
+        self,
+        project: str,
+        queue: str,
+        metadata: dict[str, Any],
+        *,
+        links_version: str | None = None,
+    ) -> bool:
+        return check_fresh(self._run(
+            "queue_create", project, queue, _metadata_json(metadata), version_arg(links_version)
+        )) == 1
 
     def exists(self, project: str, queue: str) -> bool:
         return self._run("queue_get", project, queue) is not None
@@ -45,12 +57,27 @@ class RedisQueues(QueueController):
     def read_metadata(self, project: str, queue: str) -> MetadataRead:
         found = self._run("queue_get", project, queue)
         if found is None:
-            return MetadataRead({}, "")
+            return MetadataRead({}, MISSING_VERSION)
         return MetadataRead(json.loads(found[0]), found[1])
 
-    def set_metadata(self, project: str, queue: str, metadata: dict[str, Any]) -> None:
-        if self._run("queue_set_metadata", project, queue, _metadata_json(metadata)) != 1:
+    def set_metadata(
+        self,
+        project: str,
+        queue: str,
+        metadata: dict[str, Any],
+        *,
+        expected_version: str | None = None,
+        links_version: str | None = None,
+    ) -> None:
+        written = check_fresh(self._run(
+            "queue_set_metadata", project, queue, _metadata_json(metadata),
+            version_arg(expected_version), version_arg(links_version),
+        ))
+        if written != 1:
             raise QueueNotFound(f"Queue {queue!r} does not exist.")
+
+    def links_version(self, project: str) -> str:
+        return str(self._run("links_version", project))
 
     def delete(self, project: str, queue: str) -> None:
         self._run("queue_delete", project, queue)

@@ -41,9 +41,9 @@ def optional(value: str | None) -> str:
     return "" if value is None else value
 
 
-def version_arg(metadata_version: str | None) -> str:
-    """The metadata version a script checks ('-': none given, not checked)."""
-    return "-" if metadata_version is None else metadata_version
+def version_arg(version: str | None) -> str:
+    """A version a script checks (metadata or links; "-": none given, not checked)."""
+    return "-" if version is None else version
 
 
 def check_fresh(answer: Any) -> Any:

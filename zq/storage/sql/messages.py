@@ -94,7 +94,7 @@ _MESSAGE_COLUMNS = ("id", "project", "queue", "body", "fingerprint", "ttl", "cre
                     "expires", "delay_until", "client_id", "claim_count", "history")
 _EVENT_COLUMNS = ("time", "project", "queue", "kind", "message_id", "claim_id",
                   "client_id", "claim_count", "detail")
-_QUEUE_COLUMNS = ("project", "name", "metadata", "created")
+_QUEUE_COLUMNS = ("project", "name", "metadata", "created", "metadata_version")
 
 
 @functools.lru_cache(maxsize=64)

@@ -8,18 +8,29 @@ import sqlalchemy as sa
 
 from zq import events as kinds
 from zq.clock import Clock
-from zq.errors import QueueNotFound
-from zq.storage.base import MessageStamp, QueueController, QueueRecord, QueueStats
+from zq.errors import MetadataChanged, QueueNotFound
+from zq.storage.base import (
+    MISSING_VERSION,
+    MessageStamp,
+    MetadataRead,
+    QueueController,
+    QueueRecord,
+    QueueStats,
+    random_version,
+)
 from zq.storage.sql import dialects, predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.events import event_row, record
 from zq.storage.sql.records import dump_json, load_json
-from zq.storage.sql.schema import claims, messages, queues
+from zq.storage.sql.schema import claims, links, messages, queues
 
 
-def queue_row(project: str, queue: str, now: float) -> dict[str, Any]:
-    """The row of a queue created implicitly: empty metadata."""
-    return {"project": project, "name": queue, "metadata": "{}", "created": now}
+def queue_row(
+    project: str, queue: str, now: float, metadata: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The row of a new queue (created implicitly: empty metadata)."""
+    return {"project": project, "name": queue, "metadata": dump_json(metadata or {}),
+            "created": now, "metadata_version": random_version()}
 
 
 def ensure_queue(conn: sa.Connection, project: str, queue: str, now: float) -> bool:
@@ -42,6 +53,25 @@ def _remove_messages(
                                 detail={"messages": removed, **detail})])
 
 
+def _advance_links(conn: sa.Connection, project: str, expected: str) -> None:
+    """Move the project's links version on from ``expected``; MetadataChanged if it moved.
+
+    The conditional UPDATE (or the INSERT of the first row) is the check:
+    a concurrent writer's transaction holds the row until it ends, and
+    then this one finds the version changed.
+    """
+    if expected == "0":
+        moved = not dialects.insert_if_absent(conn, links, {"project": project, "version": 1})
+    else:
+        moved = conn.execute(
+            sa.update(links)
+            .where(links.c.project == project, links.c.version == int(expected))
+            .values(version=links.c.version + 1)
+        ).rowcount == 0
+    if moved:
+        raise MetadataChanged("The project's dead letter links changed; read them again.")
+
+
 def _name_filter(project: str, name: str | None) -> list[sa.ColumnElement[bool]]:
     where = [queues.c.project == project]
     if name:
@@ -54,16 +84,34 @@ class SqlQueues(QueueController):
         self._db = db
         self._clock = clock
 
-    def create(self, project: str, queue: str, metadata: dict[str, Any]) -> bool:
-        row = {"project": project, "name": queue, "metadata": dump_json(metadata),
-               "created": self._clock.now()}
-        return self._db.write(lambda conn: dialects.insert_if_absent(conn, queues, row))
+    def create(
+        self,
+        project: str,
+        queue: str,
+        metadata: dict[str, Any],
+        *,
+        links_version: str | None = None,
+    ) -> bool:
+        row = queue_row(project, queue, self._clock.now(), metadata)
+
+        def work(conn: sa.Connection) -> bool:
+            if links_version is not None:
+                if self._exists(conn, project, queue):
+                    return False
+                _advance_links(conn, project, links_version)
+            return dialects.insert_if_absent(conn, queues, row)
+
+        return self._db.write(work)
 
     def exists(self, project: str, queue: str) -> bool:
+        return self._db.read(lambda conn: self._exists(conn, project, queue))
+
+    @staticmethod
+    def _exists(conn: sa.Connection, project: str, queue: str) -> bool:
         query = sa.select(queues.c.name).where(
             queues.c.project == project, queues.c.name == queue
         )
-        return self._db.read(lambda conn: conn.execute(query).first() is not None)
+        return conn.execute(query).first() is not None
 
     def get_metadata(self, project: str, queue: str) -> dict[str, Any]:
         query = sa.select(queues.c.metadata).where(
@@ -74,14 +122,46 @@ class SqlQueues(QueueController):
             raise QueueNotFound(f"Queue {queue!r} does not exist.")
         return load_json(text) or {}
 
-    def set_metadata(self, project: str, queue: str, metadata: dict[str, Any]) -> None:
-        statement = (
-            sa.update(queues)
-            .where(queues.c.project == project, queues.c.name == queue)
-            .values(metadata=dump_json(metadata))
+    def read_metadata(self, project: str, queue: str) -> MetadataRead:
+        query = sa.select(queues.c.metadata, queues.c.metadata_version).where(
+            queues.c.project == project, queues.c.name == queue
         )
-        if self._db.write(lambda conn: conn.execute(statement).rowcount) == 0:
+        row = self._db.read(lambda conn: conn.execute(query).first())
+        if row is None:
+            return MetadataRead({}, MISSING_VERSION)
+        return MetadataRead(load_json(row.metadata) or {}, row.metadata_version)
+
+    def set_metadata(
+        self,
+        project: str,
+        queue: str,
+        metadata: dict[str, Any],
+        *,
+        expected_version: str | None = None,
+        links_version: str | None = None,
+    ) -> None:
+        where = [queues.c.project == project, queues.c.name == queue]
+        if expected_version is not None:
+            where.append(queues.c.metadata_version == expected_version)
+        statement = sa.update(queues).where(*where).values(
+            metadata=dump_json(metadata), metadata_version=random_version()
+        )
+
+        def work(conn: sa.Connection) -> None:
+            if links_version is not None:
+                _advance_links(conn, project, links_version)
+            if conn.execute(statement).rowcount:
+                return
+            if self._exists(conn, project, queue):
+                raise MetadataChanged("The queue's metadata changed; read it again.")
             raise QueueNotFound(f"Queue {queue!r} does not exist.")
+
+        self._db.write(work)
+
+    def links_version(self, project: str) -> str:
+        query = sa.select(links.c.version).where(links.c.project == project)
+        version = self._db.read(lambda conn: conn.execute(query).scalar())
+        return str(version or 0)
 
     def delete(self, project: str, queue: str) -> None:
         def work(conn: sa.Connection) -> None:

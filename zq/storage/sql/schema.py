@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
+from zq.storage.base import LEGACY_VERSION
+
 metadata = sa.MetaData()
 
 
@@ -42,6 +44,7 @@ PROJECT = 256
 QUEUE = 64
 ID = 36
 CLIENT = 256
+VERSION = 32
 
 queues = sa.Table(
     "queues",
@@ -50,6 +53,19 @@ queues = sa.Table(
     sa.Column("name", name_type(QUEUE), primary_key=True),
     sa.Column("metadata", long_text(), nullable=False),
     sa.Column("created", sa.Double(), nullable=False),
+    # MetadataRead.version: a new random value with every metadata write
+    # and creation, so it never comes back.
+    sa.Column("metadata_version", sa.String(VERSION), nullable=False,
+              server_default=LEGACY_VERSION),
+)
+
+# The links version of each project that ever changed a link (a missing
+# row is version 0); QueueController in zq/storage/base.py.
+links = sa.Table(
+    "links",
+    metadata,
+    sa.Column("project", name_type(PROJECT), primary_key=True),
+    sa.Column("version", sa.BigInteger(), nullable=False),
 )
 
 messages = sa.Table(

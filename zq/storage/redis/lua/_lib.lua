@@ -23,6 +23,7 @@ function K.catalog() return P .. 'queues' end
 function K.qseq() return P .. 'qseq' end
 function K.markers() return P .. 'marker' end
 function K.project(project) return P .. 'p:' .. enc(project) end
+function K.links(project) return P .. 'l:' .. enc(project) end
 function K.queue(qid) return P .. 'q:' .. qid end
 function K.order(qid) return P .. 'qo:' .. qid end
 function K.qclaims(qid) return P .. 'qc:' .. qid end
@@ -53,6 +54,23 @@ local STALE = -1
 
 local function stale_metadata(i, qid)
   return ARGV[i] ~= '-' and ARGV[i] ~= meta_version(qid)
+end
+
+-- The project's links version (QueueController in zq/storage/base.py).
+local function links_version(project)
+  return redis.call('GET', K.links(project)) or '0'
+end
+
+-- Whether ARGV[i] (a links version; '-': none given) is no longer the
+-- project's; a write given one moves it with advance_links.
+local function stale_links(i, project)
+  return ARGV[i] ~= '-' and ARGV[i] ~= links_version(project)
+end
+
+local function advance_links(i, project)
+  if ARGV[i] ~= '-' then
+    redis.call('INCR', K.links(project))
+  end
 end
 
 -- The queue's id, creating the queue (with metadata ``meta``) when missing.

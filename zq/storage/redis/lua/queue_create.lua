@@ -1,4 +1,14 @@
 #!lua
--- ARGV: project, queue, metadata JSON. Returns 1 if created, 0 if it existed.
-local _, created = ensure_queue(ARGV[3], ARGV[4], ARGV[5])
-return created and 1 or 0
+-- ARGV: project, queue, metadata JSON, links version ('-': not checked).
+-- Returns 1 if created, 0 if it existed, STALE (nothing created) when the
+-- links version moved.
+local project, queue = ARGV[3], ARGV[4]
+if queue_id(project, queue) then
+  return 0
+end
+if stale_links(6, project) then
+  return STALE
+end
+ensure_queue(project, queue, ARGV[5])
+advance_links(6, project)
+return 1
