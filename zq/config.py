@@ -67,11 +67,11 @@ class ServerConfig:
     metadata_cache: float = 0.0  # seconds a worker keeps unversioned metadata it read; 0: off
 
 
-# Field metadata of settings that hold secrets: ``zq config`` and every
-# message show them masked (SECRET: the whole value; SECRET_URI: the URI's
-# password).
-SECRET = {"secret": "value"}
-SECRET_URI = {"secret": "uri_password"}
+# Field metadata of settings that hold secrets, which ``zq config`` and
+# messages show masked: the whole value, or a URI's password.
+MASK_VALUE, MASK_URI_PASSWORD = "value", "uri_password"
+SECRET = {"secret": MASK_VALUE}
+SECRET_URI = {"secret": MASK_URI_PASSWORD}
 
 
 @dataclass(frozen=True)
@@ -182,14 +182,18 @@ OTHER_VARIABLES = ("ZQ_CONFIG", "ZQ_STORAGE")
 TEST_PREFIXES = ("ZQ_TEST_", "ZQ_FUZZ_")
 
 
-def setting_variables(config: Config | None = None) -> list[str]:
-    """Every environment variable zq reads."""
-    config = config or Config()
-    return [*OTHER_VARIABLES, *(
-        f"ZQ_{section.name}_{item.name}".upper()
+def _setting_variables(config: Config) -> dict[str, tuple[str, str]]:
+    """``ZQ_SECTION_NAME`` -> (section, name) for every setting."""
+    return {
+        f"ZQ_{section.name}_{item.name}".upper(): (section.name, item.name)
         for section in dataclasses.fields(config)
         for item in dataclasses.fields(getattr(config, section.name))
-    )]
+    }
+
+
+def setting_variables() -> list[str]:
+    """Every environment variable zq reads."""
+    return [*OTHER_VARIABLES, *_setting_variables(Config())]
 
 
 def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -214,11 +218,9 @@ def _from_environ(config: Config, environ: Mapping[str, str]) -> dict[str, dict[
     found: dict[str, dict[str, str]] = {}
     if "ZQ_STORAGE" in environ:
         found.setdefault("storage", {})["uri"] = environ["ZQ_STORAGE"]
-    for section in dataclasses.fields(config):
-        for item in dataclasses.fields(getattr(config, section.name)):
-            key = f"ZQ_{section.name}_{item.name}".upper()
-            if key in environ:
-                found.setdefault(section.name, {})[item.name] = environ[key]
+    for variable, (section, name) in _setting_variables(config).items():
+        if variable in environ:
+            found.setdefault(section, {})[name] = environ[variable]
     return found
 
 

@@ -7,7 +7,7 @@ import dataclasses
 import json
 
 from zq.commands.options import add_config_arguments, config_from_args
-from zq.config import Config
+from zq.config import MASK_URI_PASSWORD, MASK_VALUE, Config
 from zq.storage.uri import REDACTED, redact
 
 DESCRIPTION = """\
@@ -62,8 +62,8 @@ def to_toml(config: Config) -> str:
 
 def masked(value: object, secret: str | None) -> object:
     """A setting as it may be shown: secrets masked, everything else as is."""
-    if secret == "value" and value:
+    if secret == MASK_VALUE and value:
         return REDACTED
-    if secret == "uri_password" and isinstance(value, str):
+    if secret == MASK_URI_PASSWORD and isinstance(value, str):
         return redact(value)
     return value

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def collect(target: Backend) -> None:
-    """Collect one backend and say how many messages went."""
+    """Collect one backend and say how many messages and claims went."""
     storage = open_reachable_storage(target.uri)
     try:
         collected = storage.gc()
