@@ -30,6 +30,7 @@ from openapi_core.testing import MockRequest, MockResponse
 
 DOCUMENT = Path(__file__).resolve().parent.parent / "api-ref" / "openapi.yaml"
 JSON_PATCH = "application/openstack-messaging-v2.0-json-patch"
+JSON_HOME = "application/json-home"
 HOST_URL = "http://zq.test"
 
 QueryPairs = tuple[tuple[str, str], ...]
@@ -130,7 +131,8 @@ class OpenAPIContract:
         self.document = document
         self.api = OpenAPI.from_file_path(
             str(document),
-            config=Config(extra_media_type_deserializers={JSON_PATCH: json.loads}),
+            config=Config(extra_media_type_deserializers={
+                JSON_PATCH: json.loads, JSON_HOME: json.loads}),
         )
         self._finder = APICallPathFinder(self.api.spec)
 

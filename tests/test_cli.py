@@ -251,6 +251,16 @@ def test_bad_environment_value(
     assert_one_line_error(status, err, "server.workers", "expected int")
 
 
+def test_serve_with_a_short_encryption_key_fails_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    short = "c2hvcnQga2V5"  # base64 of 9 bytes
+    monkeypatch.setenv("ZQ_ENCRYPTION_KEYS", f"k1:{short}")
+    status, _, err = run_zq("serve", capsys=capsys)
+    assert_one_line_error(status, err, "key 'k1' is 9 bytes; AES-256 needs 32")
+    assert short not in err
+
+
 @pytest.mark.parametrize(("argv", "fragment"), [
     (["serve", "--port", "70000"], "port must be 0..65535"),
     (["serve", "--workers", "0"], "workers must be at least 1"),

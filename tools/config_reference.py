@@ -66,6 +66,13 @@ DESCRIPTIONS = {
     "pooling.enabled": "spread queues over pools and flavors (see docs/pools.md)",
     "pooling.management": "management store URI (pools, flavors, catalog); "
                           "empty: SQLite file `zq-management.sqlite3` in the data directory",
+    "encryption.keys": "AES-256 keys of queues with `_enable_encrypt_messages`, "
+                       "`\"id:BASE64,id2:BASE64\"` (32 bytes each); empty: no queue may "
+                       "encrypt; see docs/encryption.md",
+    "encryption.active_key": "id of the key new messages are encrypted with; "
+                             "empty: the only key",
+    "encryption.fingerprint_key": "base64 HMAC key (at least 32 bytes) of the body "
+                                  "fingerprints of encrypted queues; required with `keys`",
 }
 
 

@@ -10,9 +10,12 @@ URI is also ``ZQ_STORAGE``.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import difflib
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -68,10 +71,12 @@ class ServerConfig:
 
 
 # Field metadata of settings that hold secrets, which ``zq config`` and
-# messages show masked: the whole value, or a URI's password.
-MASK_VALUE, MASK_URI_PASSWORD = "value", "uri_password"
+# messages show masked: the whole value, a URI's password, or the keys of an
+# "id:key,..." list (the ids stay).
+MASK_VALUE, MASK_URI_PASSWORD, MASK_KEYS = "value", "uri_password", "keys"
 SECRET = {"secret": MASK_VALUE}
 SECRET_URI = {"secret": MASK_URI_PASSWORD}
+SECRET_KEYS = {"secret": MASK_KEYS}
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,103 @@ class PoolingConfig:
         return f"sqlite:///{default_data_dir() / 'zq-management.sqlite3'}"
 
 
+ENCRYPTION_KEY_BYTES = 32  # AES-256
+MIN_FINGERPRINT_KEY_BYTES = 32
+_KEY_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class EncryptionConfig:
+    """Keys of queues with ``_enable_encrypt_messages``; see docs/encryption.md.
+
+    Checked once the configuration is loaded from every source (keys in the
+    file and the fingerprint key in the environment is fine), so a bad key
+    stops ``zq serve`` before any worker starts.
+    """
+
+    # "id:BASE64,id2:BASE64": AES-256 keys (32 bytes each) by key id; empty: none,
+    # and no queue may enable encryption.
+    keys: str = field(default="", metadata=SECRET_KEYS)
+    active_key: str = ""  # id of the key new messages use; empty: the only key
+    # base64, at least 32 bytes: HMAC key of the body fingerprints of encrypted queues.
+    fingerprint_key: str = field(default="", metadata=SECRET)
+
+    def check(self) -> None:
+        """ConfigError for any unusable setting."""
+        keys = self.parsed_keys()
+        if not keys:
+            if self.active_key or self.fingerprint_key:
+                raise ConfigError(
+                    "encryption.active_key and encryption.fingerprint_key need "
+                    "encryption.keys."
+                )
+            return
+        self.active_key_id()
+        self.fingerprint_key_bytes()
+
+    def parsed_keys(self) -> dict[str, bytes]:
+        """The keys by id; ConfigError for a malformed entry or a key of the wrong length."""
+        keys: dict[str, bytes] = {}
+        for entry in (part.strip() for part in self.keys.split(",")):
+            if not entry:
+                continue
+            key_id, sep, encoded = entry.partition(":")
+            if not sep or not _KEY_ID.match(key_id):
+                raise ConfigError(
+                    "encryption.keys: expected \"id:BASE64KEY,...\" with ids of 1 to 64 "
+                    f"letters, digits, '_', '.' or '-'; got an entry starting {entry[:12]!r}."
+                )
+            if key_id in keys:
+                raise ConfigError(f"encryption.keys: key id {key_id!r} appears twice.")
+            key = _base64(encoded, f"encryption.keys: key {key_id!r}")
+            if len(key) != ENCRYPTION_KEY_BYTES:
+                raise ConfigError(
+                    f"encryption.keys: key {key_id!r} is {len(key)} bytes; AES-256 needs "
+                    f"{ENCRYPTION_KEY_BYTES} (generate one with: openssl rand -base64 32)."
+                )
+            keys[key_id] = key
+        return keys
+
+    def active_key_id(self) -> str:
+        """The id of the key that encrypts new messages."""
+        keys = self.parsed_keys()
+        if self.active_key:
+            if self.active_key not in keys:
+                raise ConfigError(
+                    f"encryption.active_key {self.active_key!r} is not one of "
+                    f"encryption.keys ({', '.join(sorted(keys))})."
+                )
+            return self.active_key
+        if len(keys) != 1:
+            raise ConfigError(
+                "encryption.active_key must name the key new messages use when "
+                f"encryption.keys holds several ({', '.join(sorted(keys))})."
+            )
+        return next(iter(keys))
+
+    def fingerprint_key_bytes(self) -> bytes:
+        """The HMAC key of encrypted bodies' fingerprints."""
+        if not self.fingerprint_key:
+            raise ConfigError(
+                "encryption.fingerprint_key is required with encryption.keys: it keys the "
+                "fingerprints of encrypted bodies (generate one with: openssl rand -base64 32)."
+            )
+        key = _base64(self.fingerprint_key, "encryption.fingerprint_key")
+        if len(key) < MIN_FINGERPRINT_KEY_BYTES:
+            raise ConfigError(
+                f"encryption.fingerprint_key is {len(key)} bytes; at least "
+                f"{MIN_FINGERPRINT_KEY_BYTES} are needed."
+            )
+        return key
+
+
+def _base64(text: str, where: str) -> bytes:
+    try:
+        return base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ConfigError(f"{where} is not valid base64.") from exc
+
+
 @dataclass(frozen=True)
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
@@ -152,6 +254,7 @@ class Config:
     signed_urls: SignedUrlsConfig = field(default_factory=SignedUrlsConfig)
     log: LogConfig = field(default_factory=LogConfig)
     pooling: PoolingConfig = field(default_factory=PoolingConfig)
+    encryption: EncryptionConfig = field(default_factory=EncryptionConfig)
 
     def with_overrides(self, **sections: Mapping[str, Any]) -> Config:
         """A copy with some fields replaced: ``with_overrides(server={"port": 1})``."""
@@ -173,7 +276,9 @@ def load_config(path: str | os.PathLike[str] | None = None,
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"Configuration file {path} is not valid TOML: {exc}") from exc
         config = _merge(config, data, source=str(path))
-    return _merge(config, _from_environ(config, environ), source="environment")
+    config = _merge(config, _from_environ(config, environ), source="environment")
+    config.encryption.check()
+    return config
 
 
 # ZQ_* variables that are not settings: the file, the storage URI's short

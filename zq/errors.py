@@ -24,6 +24,16 @@ class InvalidRequest(ZqError):
     title = "Invalid request"
 
 
+class RequestTooLarge(InvalidRequest):
+    """A request body over the server's cap, refused unread (400, as Zaqar).
+
+    Not 413: python-zaqarclient raises on 400 but not on 413, so a producer
+    would take a refused post for a success.
+    """
+
+    title = "Request body too large"
+
+
 class NotFound(ZqError):
     """The addressed resource does not exist (404)."""
 
@@ -94,6 +104,22 @@ class PoolConflict(Conflict):
     """A pool or flavor name or URI is taken, or a pool still holds queues (409)."""
 
     title = "Pool conflict"
+
+
+class EncryptionNotConfigured(InvalidRequest):
+    """A queue asks for encryption but the server has no keys (400)."""
+
+    title = "Encryption is not configured"
+
+
+class EncryptionFailure(ZqError):
+    """A body cannot be sealed or opened with the server's keys (500, logged).
+
+    A server-side fault (a key removed too early, an altered stored body),
+    answered with a description that names the message and the key id.
+    """
+
+    title = "Message encryption failed"
 
 
 class StorageUnavailable(ZqError):

@@ -25,6 +25,7 @@ MAX_CLAIM_COUNT = dead_letter.MAX_CLAIM_COUNT
 DEAD_LETTER_QUEUE = dead_letter.DEAD_LETTER_QUEUE
 DEAD_LETTER_TTL = dead_letter.DEAD_LETTER_TTL
 FLAVOR = "_flavor"
+ENCRYPT_MESSAGES = "_enable_encrypt_messages"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,12 @@ RESERVED: dict[str, ReservedKey] = {
         lambda v, lim: validation.name(v, field=FLAVOR),
         _no_default,
     ),
+    # Shown as false when unset, as Zaqar does. Whether the server has keys
+    # to honour true is the service's check (zq.encryption).
+    ENCRYPT_MESSAGES: ReservedKey(
+        lambda v, lim: validation.boolean(v, ENCRYPT_MESSAGES),
+        lambda lim: False,
+    ),
 }
 
 
@@ -110,11 +117,12 @@ def validate(metadata: Any, limits: Limits) -> dict[str, Any]:
 def with_defaults(metadata: Mapping[str, Any], limits: Limits) -> dict[str, Any]:
     """The metadata as GET shows it: unset reserved keys with a default filled in.
 
-    Reserved keys without a configured default (``_max_claim_count``, the
-    dead letter keys, ``_flavor``) appear only when set. Showing them as
-    null would break python-zaqarclient: its ``Queue.metadata(new_meta=...)``
-    turns a null key into an ``add`` and then a ``remove`` of the same key,
-    so a dead letter policy could never be set through it.
+    ``_enable_encrypt_messages`` shows false when unset. Reserved keys
+    without a configured default (``_max_claim_count``, the dead letter
+    keys, ``_flavor``) appear only when set. Showing them as null would
+    break python-zaqarclient: its ``Queue.metadata(new_meta=...)`` turns a
+    null key into an ``add`` and then a ``remove`` of the same key, so a
+    dead letter policy could never be set through it.
     """
     shown = dict(metadata)
     for key, reserved in RESERVED.items():

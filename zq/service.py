@@ -2,15 +2,18 @@
 
 Between HTTP and storage: checks names and values (zq.validation), applies
 defaults from queue metadata and configuration (zq.metadata), encodes
-message bodies to canonical JSON, builds the dead letter policy and
-validates dead letter settings (zq.dead_letter). It reaches storage only
-through a zq.pooling resolver and knows nothing about HTTP.
+message bodies to canonical JSON, seals them for queues that encrypt and
+opens sealed ones on every read that returns them (zq.encryption), builds
+the dead letter policy and validates dead letter settings
+(zq.dead_letter). It reaches storage only through a zq.pooling resolver
+and knows nothing about HTTP.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -19,9 +22,12 @@ import orjson
 from zq import dead_letter, events, validation
 from zq import metadata as meta
 from zq.config import Limits
+from zq.encryption import BodyCipher, is_sealed, open_body
 from zq.errors import (
     Conflict,
     DeadLetterConflict,
+    EncryptionFailure,
+    EncryptionNotConfigured,
     InvalidRequest,
     MetadataChanged,
     MetadataConflict,
@@ -72,10 +78,12 @@ class QueueService:
     """Every operation the API offers, scoped by project and queue."""
 
     def __init__(self, limits: Limits, pools: Pools, *,
-                 metadata_cache: MetadataCache | None = None) -> None:
+                 metadata_cache: MetadataCache | None = None,
+                 cipher: BodyCipher | None = None) -> None:
         self.limits = limits
         self.pools = pools
         self._metadata_cache = metadata_cache or MetadataCache(0)
+        self._cipher = cipher  # None: no [encryption] keys configured
 
     # -- queues ---------------------------------------------------------
 
@@ -83,6 +91,7 @@ class QueueService:
         """Create a queue with optional metadata; False when it already existed."""
         queue = self._queue_name(queue)
         checked = meta.validate({} if metadata is None else metadata, self.limits)
+        self._check_encryption(checked, {})
         if self.pools.pool_of(project, queue) is not None and self._storage(
             project, queue
         ).queues.exists(project, queue):
@@ -133,6 +142,7 @@ class QueueService:
             if not current.exists:
                 raise QueueNotFound(f"Queue {queue!r} does not exist.")
             checked = meta.validate(apply_patch(current.metadata, changes), self.limits)
+            self._check_encryption(checked, current.metadata)
             flavor = checked.get(meta.FLAVOR)
             if flavor is not None and flavor != current.metadata.get(meta.FLAVOR):
                 # A queue stays where it was placed; _flavor only has to exist.
@@ -168,15 +178,21 @@ class QueueService:
         detailed: bool = False,
         name: str | None = None,
         with_count: bool = False,
+        metadata: Mapping[str, Any] | None = None,
     ) -> QueuePage:
-        """Queues ordered by name after ``marker``, across every backend."""
+        """Queues ordered by name after ``marker``, across every backend.
+
+        ``name`` keeps queues whose name contains it; ``metadata`` those whose
+        metadata holds each of its keys with an equal value (zq.queue_filter).
+        """
         size = validation.limit(
             self.limits.default_page_size if limit is None else limit,
             self.limits.max_queues_per_page,
         )
         # The resolver knows the index of queues (the catalog, under pooling).
         found = self.pools.list_queues(
-            project, marker=marker or None, limit=size, name=name or None, detailed=detailed
+            project, marker=marker or None, limit=size, name=name or None, detailed=detailed,
+            metadata=metadata or None,
         )
         if detailed:
             page = [QueueRecord(q.name, meta.with_defaults(q.metadata, self.limits)) for q in found]
@@ -184,7 +200,8 @@ class QueueService:
             page = [QueueRecord(q.name, {}) for q in found]
         count = None
         if with_count:
-            count = self.pools.count_queues(project, name=name or None)
+            count = self.pools.count_queues(project, name=name or None,
+                                            metadata=metadata or None)
         return QueuePage(page, count)
 
     def queue_stats(self, project: str, queue: str) -> QueueStats:
@@ -216,7 +233,7 @@ class QueueService:
         storage = self._storage(project, queue)
 
         def post(stored: dict[str, Any], version: str | None) -> list[str]:
-            new = self._new_messages(stored, document, body_size)
+            new = self._new_messages(project, stored, document, body_size)
             # Posting creates a queue implicitly: a new one is placed (no
             # flavor). The version was read where the queue was looked up;
             # a first post under pooling may land elsewhere.
@@ -229,9 +246,13 @@ class QueueService:
         return self._with_metadata(project, queue, storage, post)
 
     def _new_messages(
-        self, stored: dict[str, Any], document: Any, body_size: int
+        self, project: str, stored: dict[str, Any], document: Any, body_size: int
     ) -> list[NewMessage]:
-        """The post's messages, within the queue's post size, with its defaults applied."""
+        """The post's messages, within the queue's post size, with its defaults applied.
+
+        The size cap applies to the post as the client sent it; a queue that
+        encrypts stores each body sealed, fingerprinted (keyed) before sealing.
+        """
         cap = min(
             self.limits.max_messages_post_size,
             meta.effective(stored, meta.MAX_MESSAGES_POST_SIZE, self.limits),
@@ -240,15 +261,21 @@ class QueueService:
         posted = validation.posted_messages(document, self.limits)
         ttl = meta.effective(stored, meta.DEFAULT_MESSAGE_TTL, self.limits)
         delay = meta.effective(stored, meta.DEFAULT_MESSAGE_DELAY, self.limits)
+        cipher = self._sealing_cipher(stored)
         new = []
         for message in posted:
             body = encode_body(message.body)
+            if cipher is None:
+                fingerprint = events.fingerprint(body)
+            else:
+                fingerprint = cipher.fingerprint(body)
+                body = cipher.seal(body, project)
             new.append(
                 NewMessage(
                     body=body,
                     ttl=ttl if message.ttl is None else message.ttl,
                     delay=delay if message.delay is None else message.delay,
-                    fingerprint=events.fingerprint(body),
+                    fingerprint=fingerprint,
                 )
             )
         return new
@@ -271,7 +298,7 @@ class QueueService:
             self.limits.default_page_size if limit is None else limit,
             self.limits.max_messages_per_page,
         )
-        return self._storage(project, queue).messages.list(
+        return self._opened(project, self._storage(project, queue).messages.list(
             project,
             queue,
             marker=validation.message_marker(marker),
@@ -280,12 +307,13 @@ class QueueService:
             client_id=client_id,
             include_claimed=include_claimed,
             include_delayed=include_delayed,
-        )
+        ))
 
     def get_message(self, project: str, queue: str, message_id: str) -> MessageRecord:
         """One alive message; raises MessageNotFound."""
         queue = self._queue_name(queue)
-        return self._storage(project, queue).messages.get(project, queue, message_id)
+        record = self._storage(project, queue).messages.get(project, queue, message_id)
+        return self._opened(project, [record])[0]
 
     def get_messages(
         self, project: str, queue: str, message_ids: Sequence[str]
@@ -293,7 +321,8 @@ class QueueService:
         """The alive ones among ``message_ids`` (possibly none)."""
         queue = self._queue_name(queue)
         ids = validation.id_list(list(message_ids), self.limits)
-        return self._storage(project, queue).messages.get_many(project, queue, ids)
+        return self._opened(project, self._storage(project, queue).messages.get_many(
+            project, queue, ids))
 
     def delete_message(
         self,
@@ -337,6 +366,10 @@ class QueueService:
         count = validation.limit(count, self.limits.max_messages_per_claim_or_pop, "pop")
         storage = self._storage(project, queue)
 
+        # Pop deletes what it returns: a body that cannot be opened must be
+        # found before, or the message would be lost.
+        self._opened(project, storage.messages.list(project, queue, limit=count, echo=True))
+
         def pop(stored: dict[str, Any], version: str | None) -> list[MessageRecord]:
             return storage.messages.pop(
                 project, queue, limit=count, client_id=client_id,
@@ -344,7 +377,7 @@ class QueueService:
                 metadata_version=version,
             )
 
-        return self._with_metadata(project, queue, storage, pop)
+        return self._opened(project, self._with_metadata(project, queue, storage, pop))
 
     # -- claims ---------------------------------------------------------
 
@@ -373,12 +406,14 @@ class QueueService:
                 metadata_version=version,
             )
 
-        return self._with_metadata(project, queue, storage, claim)
+        claimed = self._with_metadata(project, queue, storage, claim)
+        return None if claimed is None else self._opened_claim(project, claimed)
 
     def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
         """A live claim with its messages; raises ClaimNotFound."""
         queue = self._queue_name(queue)
-        return self._storage(project, queue).claims.get(project, queue, claim_id)
+        return self._opened_claim(
+            project, self._storage(project, queue).claims.get(project, queue, claim_id))
 
     def renew_claim(
         self,
@@ -429,6 +464,38 @@ class QueueService:
     def _stored_metadata(self, project: str, queue: str) -> dict[str, Any]:
         # Queues are lazy: one never created behaves as one with no metadata.
         return self._storage(project, queue).queues.read_metadata(project, queue).metadata
+
+    def _check_encryption(self, metadata: dict[str, Any], current: dict[str, Any]) -> None:
+        """Refuse turning encryption on without keys (a flag set earlier may stay)."""
+        turned_on = metadata.get(meta.ENCRYPT_MESSAGES) and not current.get(meta.ENCRYPT_MESSAGES)
+        if turned_on and self._cipher is None:
+            raise EncryptionNotConfigured(
+                f"{meta.ENCRYPT_MESSAGES} cannot be true: this server has no [encryption] "
+                "keys configured (see docs/encryption.md)."
+            )
+
+    def _sealing_cipher(self, metadata: dict[str, Any]) -> BodyCipher | None:
+        """The cipher a post seals with: None for a queue that does not encrypt."""
+        if not metadata.get(meta.ENCRYPT_MESSAGES):
+            return None
+        if self._cipher is None:
+            # The flag was set while keys were configured; never fall back to plaintext.
+            raise EncryptionFailure(
+                f"The queue has {meta.ENCRYPT_MESSAGES} set but this server has no "
+                "[encryption] keys configured; refusing to store its messages unencrypted."
+            )
+        return self._cipher
+
+    def _opened(self, project: str, records: list[MessageRecord]) -> list[MessageRecord]:
+        """Records as clients see them: sealed bodies opened, whatever the queue's flag."""
+        return [
+            dataclasses.replace(r, body=open_body(self._cipher, r.body, project, r.id))
+            if is_sealed(r.body) else r
+            for r in records
+        ]
+
+    def _opened_claim(self, project: str, claim: ClaimRecord) -> ClaimRecord:
+        return dataclasses.replace(claim, messages=self._opened(project, claim.messages))
 
     def _with_metadata(
         self,
@@ -561,7 +628,11 @@ def apply_patch(
 
 
 def _probe(storage: Storage) -> dict[str, Any]:
-    """Ping a backend and time a few read-only operations on it."""
+    """Ping a backend, time a few read-only operations on it, count its messages.
+
+    ``message_volume`` (free, claimed, total alive messages of the backend)
+    is Zaqar's (its MongoDB and SQL drivers' ``_health``).
+    """
     reachable = storage.ping()
     status: dict[str, Any] = {}
     if reachable:
@@ -584,5 +655,14 @@ def _probe(storage: Storage) -> dict[str, Any]:
                 "seconds": round(time.perf_counter() - started, 6),
                 "ref": None,
             }
-    return {"storage_reachable": reachable, "operation_status": status}
+    report: dict[str, Any] = {"storage_reachable": reachable, "operation_status": status}
+    if reachable:
+        try:
+            volume = storage.queues.volume()
+        except Exception:  # a health report shows what it can, it never fails
+            return report
+        report["message_volume"] = {
+            "free": volume.free, "claimed": volume.claimed, "total": volume.total,
+        }
+    return report
 

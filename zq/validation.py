@@ -89,6 +89,13 @@ def integer(value: Any, field: str, low: int, high: int) -> int:
     return value
 
 
+def boolean(value: Any, field: str) -> bool:
+    """A JSON boolean (never 0/1 or a string)."""
+    if not isinstance(value, bool):
+        raise InvalidRequest(f"{field} must be true or false, got {value!r}.")
+    return value
+
+
 def message_ttl(value: Any, limits: Limits, field: str = "Message ttl") -> int:
     return integer(value, field, limits.min_message_ttl, limits.max_message_ttl)
 

@@ -104,6 +104,13 @@ def test_queue_list(client: CheckedClient) -> None:
     assert client.get("/v2/queues", params={"name": "b"}).json["queues"][0]["name"] == "q-b"
 
 
+def test_queue_list_with_a_metadata_filter(client: CheckedClient) -> None:
+    client.put("/v2/queues/q-ops", json={"team": "ops"})
+    client.put("/v2/queues/q-dev", json={"team": "dev"})
+    page = client.get("/v2/queues", params={"team": "ops", "with_count": True}).json
+    assert [q["name"] for q in page["queues"]] == ["q-ops"] and page["count"] == 1
+
+
 def test_empty_queue_list(client: CheckedClient) -> None:
     assert client.get("/v2/queues").json["queues"] == []
 
@@ -286,10 +293,11 @@ def test_oversized_post_is_400(client: CheckedClient) -> None:
     assert "too large" in result.json["description"]
 
 
-def test_post_over_the_transport_cap_is_413(client: CheckedClient) -> None:
+def test_post_over_the_transport_cap_is_400(client: CheckedClient) -> None:
     body = "x" * 1048577
     result = client.post("/v2/queues/m/messages", json={"messages": [{"body": body}]})
-    assert result.status_code == 413
+    assert result.status_code == 400
+    assert result.json["title"] == "Request body too large"
 
 
 def test_post_has_no_message_count_limit(client: CheckedClient) -> None:
@@ -399,6 +407,12 @@ def test_health(client: CheckedClient) -> None:
 def test_home_document(client: CheckedClient) -> None:
     home = client.get("/v2", headers={"Client-ID": None, "X-Project-ID": None})
     assert "rel/queue" in home.json["resources"]
+
+
+def test_versions_document(client: CheckedClient) -> None:
+    versions = client.get("/", headers={"Client-ID": None, "X-Project-ID": None})
+    assert versions.status_code == 300
+    assert [v["id"] for v in versions.json["versions"]] == ["2"]
 
 
 @pytest.mark.parametrize(

@@ -234,6 +234,6 @@ def test_unset_reserved_keys_may_be_null() -> None:
         "_default_message_ttl": 3600, "_default_message_delay": 0,
         "_max_messages_post_size": 262144, "_max_claim_count": None,
         "_dead_letter_queue": None, "_dead_letter_queue_messages_ttl": None,
-        "anything": {"nested": True},
+        "_enable_encrypt_messages": False, "anything": {"nested": True},
     }
     assert schema_validator(component("QueueMetadataView")).is_valid(view)

@@ -8,6 +8,7 @@ RESERVED_DEFAULTS = {
     "_default_message_ttl": 3600,
     "_default_message_delay": 0,
     "_max_messages_post_size": 262144,
+    "_enable_encrypt_messages": False,  # as Zaqar shows it
 }
 
 

@@ -44,7 +44,7 @@ def service(request: pytest.FixtureRequest, storage: Storage,
         return
     store = open_management(f"sqlite:///{tmp_path / 'management.sqlite3'}",
                             rng=random.Random(1))
-    store.registry.add_pool(PoolDef("only", POOL_URI, 100))
+    store.registry.put_pool(PoolDef("only", POOL_URI, 100))
     pools = CatalogPools(store, opener=lambda uri, clock: storage)
     try:
         yield QueueService(Limits(), pools)

@@ -109,6 +109,26 @@ def test_get_shows_the_live_claim(storage, project):
     assert got.claim_count == 1
 
 
+def test_every_read_shows_the_live_claim_id_and_only_while_it_lives(storage, project, clock):
+    # The API builds a claimed message's href (?claim_id=C) from this, and
+    # python-zaqarclient deletes a fetched message with the id in the href.
+    posted = post(storage, project, "q", 3)
+    first = claim(storage, project, "q", 1, ttl=60)
+    second = claim(storage, project, "q", 1, ttl=120)
+
+    def shown() -> list[list[str | None]]:
+        listed = storage.messages.list(project, "q", echo=True, include_claimed=True)
+        many = storage.messages.get_many(project, "q", posted)
+        one = [storage.messages.get(project, "q", i).claim_id for i in posted]
+        return [[m.claim_id for m in listed], [m.claim_id for m in many], one]
+
+    assert shown() == [[first.id, second.id, None]] * 3
+    storage.claims.release(project, "q", second.id, client_id=None)
+    assert shown() == [[first.id, None, None]] * 3
+    clock.advance(60)  # the first claim expires: its message is free again
+    assert shown() == [[None, None, None]] * 3
+
+
 def test_delete_free_message(storage, project):
     posted = post(storage, project, "q", 2)
     storage.messages.delete(project, "q", posted[0], claim_id=None, client_id="c")

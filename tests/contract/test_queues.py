@@ -89,6 +89,53 @@ def test_list_and_count_filter_by_name(storage, project):
     assert storage.queues.count(project, name="_") == 1
 
 
+def test_metadata_filter_pages_through_many_queues(storage, project):
+    # 230 queues, every 37th a "team: ops" one: more than two scan rounds
+    # (zq.queue_filter.SCAN_PAGE) between some matches.
+    wanted = []
+    for n in range(230):
+        name = f"q{n:03d}"
+        ops = n % 37 == 5
+        storage.queues.create(project, name, {"team": "ops" if ops else "dev", "n": n})
+        if ops:
+            wanted.append(name)
+    assert len(wanted) == 7
+    seen, marker = [], None
+    while True:
+        page = storage.queues.list_matching(project, marker=marker, limit=2,
+                                            metadata={"team": "ops"})
+        assert len(page) <= 2
+        if not page:
+            break
+        assert all(q.metadata["team"] == "ops" for q in page)
+        seen += [q.name for q in page]
+        marker = page[-1].name
+    assert seen == wanted
+    assert storage.queues.count_matching(project, metadata={"team": "ops"}) == 7
+    both = storage.queues.list_matching(project, name="q04", metadata={"team": "ops"})
+    assert [q.name for q in both] == ["q042"]
+    assert storage.queues.count_matching(project, name="q04", metadata={"team": "ops"}) == 1
+
+
+def test_metadata_filter_values_compare_as_json(storage, project):
+    storage.queues.create(project, "int", {"v": 3, "_max_claim_count": 5})
+    storage.queues.create(project, "float", {"v": 3.0})
+    storage.queues.create(project, "text", {"v": "3"})
+    storage.queues.create(project, "flag", {"v": True, "w": 1})
+    storage.queues.create(project, "none", {})
+
+    def names(**metadata):
+        return [q.name for q in storage.queues.list_matching(project, metadata=metadata)]
+
+    assert names(v=3) == ["float", "int"]
+    assert names(v="3") == ["text"]
+    assert names(v=1) == []  # true is not 1
+    assert names(v=True, w=1) == ["flag"]
+    assert names(_max_claim_count=5) == ["int"]
+    assert names(missing="x") == []
+    assert names() == ["flag", "float", "int", "none", "text"]
+
+
 def test_count_of_empty_project(storage, project):
     assert storage.queues.count(project) == 0
     assert storage.queues.list(project) == []
@@ -105,6 +152,38 @@ def test_stats_counts_free_and_claimed(storage, project, clock):
     assert stats.oldest.created == pytest.approx(1_700_000_000.0)
     assert stats.newest.id == delayed[0]
     assert stats.newest.created == pytest.approx(1_700_000_001.0)
+
+
+def test_volume_counts_alive_messages_of_every_queue_and_project(storage, project, clock):
+    # The backend is shared with other tests' projects: compare before and after.
+    def volume() -> tuple[int, int, int]:
+        found = storage.queues.volume()
+        assert found.oldest is None and found.newest is None
+        return found.free, found.claimed, found.total
+
+    free, claimed, total = volume()
+    post(storage, project, "a", 3)
+    post(storage, project, "b", 1, delay=60)  # delayed counts as free, as in stats
+    post(storage, project + "-other", "a", 2)
+    held = claim(storage, project, "a", 2)
+    assert volume() == (free + 4, claimed + 2, total + 6)
+    storage.messages.delete(project, "a", held.messages[0].id, claim_id=held.id, client_id=None)
+    storage.claims.release(project, "a", held.id, client_id=None)
+    assert volume() == (free + 5, claimed, total + 5)
+    storage.queues.delete(project + "-other", "a")
+    assert volume() == (free + 3, claimed, total + 3)
+
+
+def test_volume_leaves_out_lapsed_claims_and_expired_messages(storage, project, clock):
+    # A year on, whatever other tests left on this backend has expired.
+    clock.advance(365 * 86400)
+    post(storage, project, "q", 2, ttl=3600)
+    claim(storage, project, "q", 1, ttl=60, grace=60)
+    assert (storage.queues.volume().free, storage.queues.volume().claimed) == (1, 1)
+    clock.advance(61)
+    assert (storage.queues.volume().free, storage.queues.volume().claimed) == (2, 0)
+    clock.advance(3600)
+    assert storage.queues.volume().total == 0
 
 
 def test_stats_of_missing_or_empty_queue_are_zeros(storage, project):

@@ -25,6 +25,7 @@ POSTGRES_URL = os.environ.get(
     "ZQ_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 E2E_BACKENDS = ("sqlite", "postgresql", "redis", "mongo")
+SIGNING_KEY = "e2e-signing-key-0123456789abcdef"
 
 
 def selected(name: str) -> bool:
@@ -59,6 +60,7 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     """A running ``zq serve`` (two workers; one on mongomock) on the parameter's backend."""
     tmp = tmp_path_factory.mktemp(f"e2e-{request.param}")
     env = clean_environment(tmp / "data")
+    env["ZQ_SIGNED_URLS_SECRET_KEY"] = SIGNING_KEY  # python-zaqarclient's signed_url
     workers = "2"
     with ExitStack() as cleanup:
         if request.param == "sqlite":

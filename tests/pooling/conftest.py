@@ -79,8 +79,8 @@ def pooled(management_uri: str, clock: ManualClock) -> Iterator[Pooled]:
 @pytest.fixture
 def two_pools(pooled: Pooled, pool_uris: dict[str, str]) -> Pooled:
     """Pools ``one`` and ``two``, both flavor-less, weight 100 each."""
-    pooled.admin.create_pool("one", {"uri": pool_uris["one"], "weight": 100})
-    pooled.admin.create_pool("two", {"uri": pool_uris["two"], "weight": 100})
+    pooled.admin.put_pool("one", {"uri": pool_uris["one"], "weight": 100})
+    pooled.admin.put_pool("two", {"uri": pool_uris["two"], "weight": 100})
     return pooled
 
 

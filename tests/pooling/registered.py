@@ -11,6 +11,6 @@ def register_pools(management: str, pools: dict[str, str]) -> None:
     store = open_management(management)
     try:
         for name, uri in pools.items():
-            store.registry.add_pool(PoolDef(name, uri, 1))
+            store.registry.put_pool(PoolDef(name, uri, 1))
     finally:
         store.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qs
 
 import falcon
 import falcon.testing
@@ -96,11 +97,13 @@ def test_put_pool_with_unreachable_uri_is_400(admin: CheckedClient) -> None:
     assert_error(admin.get("/v2/pools/p"), 404, "'p'")
 
 
-def test_put_pool_with_taken_name_or_uri_is_409(
+def test_put_pool_overwrites_but_a_taken_uri_is_409(
     registered: CheckedClient, pool_uris: dict[str, str]
 ) -> None:
     same_name = registered.put("/v2/pools/one", json={"uri": pool_uris["three"], "weight": 1})
-    assert_error(same_name, 409, "'one' already exists")
+    assert same_name.status_code == 201
+    assert registered.get("/v2/pools/one").json["uri"] == pool_uris["three"]
+    registered.put("/v2/pools/one", json={"uri": pool_uris["one"], "weight": 1})
     same_uri = registered.put("/v2/pools/other", json={"uri": pool_uris["one"], "weight": 1})
     assert_error(same_uri, 409, "already registered as pool 'one'")
     assert_error(registered.get("/v2/pools/other"), 404)
@@ -144,12 +147,23 @@ def test_put_pool_with_null_options_and_flavor(
     assert shown["flavor"] is None and shown["options"] == {} and shown["weight"] == 0
 
 
-def test_put_pool_with_unknown_flavor_is_400(
-    admin: CheckedClient, pool_uris: dict[str, str]
+def test_put_pool_may_name_a_flavor_created_later(
+    admin: CheckedClient, user: CheckedClient, pool_uris: dict[str, str]
 ) -> None:
+    # As Zaqar (its pools store the flavor name, unchecked): admin scripts
+    # register pools before their flavor.
     result = admin.put("/v2/pools/p", json={"uri": pool_uris["one"], "weight": 1,
-                                            "flavor": "ghost"})
-    assert_error(result, 400, "'ghost'")
+                                            "flavor": "later"})
+    assert result.status_code == 201
+    assert admin.get("/v2/pools/p").json["flavor"] == "later"
+    assert_error(admin.get("/v2/flavors/later"), 404)
+    # Until the flavor exists no queue can ask for it, and flavor-less queues
+    # do not land on the pool.
+    assert_error(user.put("/v2/queues/q", json={"_flavor": "later"}), 400, "'later'")
+    assert_error(user.put("/v2/queues/plain"), 503)  # p is no flavor-less pool
+    assert admin.put("/v2/flavors/later", json={"pool_list": ["p"]}).status_code == 201
+    assert admin.get("/v2/flavors/later").json["pool_list"] == ["p"]
+    assert user.put("/v2/queues/q", json={"_flavor": "later"}).status_code == 201
 
 
 def test_get_pool(registered: CheckedClient, pool_uris: dict[str, str]) -> None:
@@ -179,7 +193,10 @@ def test_list_pools_pages_with_marker_limit_and_links(
 
     detailed = admin.get("/v2/pools", params={"detailed": True, "limit": 1}).json
     assert detailed["pools"][0]["options"] == {"n": "one"}
-    assert detailed["links"][0]["href"] == "/v2/pools?marker=one&limit=1&detailed=true"
+    href = detailed["links"][0]["href"]
+    assert href.startswith("/v2/pools?")
+    assert parse_qs(href.split("?", 1)[1]) == {
+        "marker": ["one"], "limit": ["1"], "detailed": ["true"]}
     after = admin.get(detailed["links"][0]["href"]).json
     assert names(after["pools"]) == ["three"] and after["pools"][0]["options"] == {"n": "three"}
 
@@ -211,7 +228,9 @@ def test_patch_pool_refusals(registered: CheckedClient, pool_uris: dict[str, str
     taken = registered.patch("/v2/pools/two", json={"uri": pool_uris["one"]})
     assert_error(taken, 409, "already registered as pool 'one'")
     assert_error(registered.patch("/v2/pools/two", json={"uri": REFUSED}), 400, "unreachable")
-    assert_error(registered.patch("/v2/pools/two", json={"flavor": "ghost"}), 400, "'ghost'")
+    pending = registered.patch("/v2/pools/two", json={"flavor": "ghost"})
+    assert pending.status_code == 200 and pending.json["flavor"] == "ghost"
+    assert registered.patch("/v2/pools/two", json={"flavor": ""}).json["flavor"] is None
     empty = registered.patch("/v2/pools/two", json={}, request_valid=False)
     assert_error(empty, 400, "at least one")
     negative = registered.patch("/v2/pools/two", json={"weight": -1}, request_valid=False)
@@ -223,7 +242,7 @@ def test_patch_pool_refusals(registered: CheckedClient, pool_uris: dict[str, str
 def test_delete_pool(registered: CheckedClient, user: CheckedClient) -> None:
     admin = registered
     assert admin.put("/v2/flavors/fast", json={"pool_list": ["one"]}).status_code == 201
-    assert_error(admin.delete("/v2/pools/one"), 403, "flavor 'fast'")
+    assert_error(admin.delete("/v2/pools/one"), 403, "only pool of flavor 'fast'")
 
     assert user.put("/v2/queues/q").status_code == 201  # two is the only flavor-less pool
     assert_error(admin.delete("/v2/pools/two"), 409, "holds 1 queue(s), for example 'q'")
@@ -253,8 +272,6 @@ def test_put_flavor_creates_it_over_its_pools(registered: CheckedClient) -> None
 def test_put_flavor_refusals(registered: CheckedClient) -> None:
     admin = registered
     assert admin.put("/v2/flavors/fast", json={"pool_list": ["one"]}).status_code == 201
-    assert_error(admin.put("/v2/flavors/fast", json={"pool_list": ["two"]}), 409,
-                 "'fast' already exists")
     assert_error(admin.put("/v2/flavors/slow", json={"pool_list": ["two", "one"]}), 409,
                  "'one' already belongs to flavor 'fast'")
     assert_error(admin.put("/v2/flavors/slow", json={"pool_list": ["ghost"]}), 400, "'ghost'")

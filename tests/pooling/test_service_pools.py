@@ -32,9 +32,9 @@ def test_queues_spread_over_both_pools_and_live_in_their_backend(two_pools, proj
 
 
 def test_weighted_placement_follows_weights_with_a_seeded_random(pooled, pool_uris, project):
-    pooled.admin.create_pool("one", {"uri": pool_uris["one"], "weight": 1})
-    pooled.admin.create_pool("two", {"uri": pool_uris["two"], "weight": 3})
-    pooled.admin.create_pool("three", {"uri": pool_uris["three"], "weight": 0})
+    pooled.admin.put_pool("one", {"uri": pool_uris["one"], "weight": 1})
+    pooled.admin.put_pool("two", {"uri": pool_uris["two"], "weight": 3})
+    pooled.admin.put_pool("three", {"uri": pool_uris["three"], "weight": 0})
     for i in range(200):
         pooled.service.create_queue(project, f"q{i:03d}", None)
     counts = Counter(placed(pooled, project, f"q{i:03d}") for i in range(200))
@@ -49,8 +49,8 @@ def test_same_seed_same_placement(management_uri, tmp_path, pool_uris, clock, pr
     choices = []
     for run in range(2):
         made = make_pooled(f"sqlite:///{tmp_path / f'm{run}.sqlite3'}", clock)
-        made.admin.create_pool("one", {"uri": pool_uris["one"], "weight": 1})
-        made.admin.create_pool("two", {"uri": pool_uris["two"], "weight": 1})
+        made.admin.put_pool("one", {"uri": pool_uris["one"], "weight": 1})
+        made.admin.put_pool("two", {"uri": pool_uris["two"], "weight": 1})
         for i in range(10):
             made.service.create_queue(f"{project}-{run}", f"q{i}", None)
         choices.append([placed(made, f"{project}-{run}", f"q{i}") for i in range(10)])
@@ -61,8 +61,8 @@ def test_same_seed_same_placement(management_uri, tmp_path, pool_uris, clock, pr
 def test_flavor_places_on_its_pools_and_flavorless_queues_avoid_them(
     two_pools, pool_uris, project
 ):
-    two_pools.admin.create_pool("three", {"uri": pool_uris["three"], "weight": 100})
-    two_pools.admin.create_flavor("fast", {"pool_list": ["three"]})
+    two_pools.admin.put_pool("three", {"uri": pool_uris["three"], "weight": 100})
+    two_pools.admin.put_flavor("fast", {"pool_list": ["three"]})
     for i in range(6):
         two_pools.service.create_queue(project, f"f{i}", {"_flavor": "fast"})
         two_pools.service.create_queue(project, f"n{i}", None)
@@ -129,8 +129,8 @@ def test_dead_letter_queue_on_another_pool_is_refused_naming_both(two_pools, pro
 def test_new_queue_of_a_flavor_cannot_join_a_dead_letter_queue_outside_it(
     two_pools, pool_uris, project
 ):
-    two_pools.admin.create_pool("three", {"uri": pool_uris["three"], "weight": 1})
-    two_pools.admin.create_flavor("fast", {"pool_list": ["three"]})
+    two_pools.admin.put_pool("three", {"uri": pool_uris["three"], "weight": 1})
+    two_pools.admin.put_flavor("fast", {"pool_list": ["three"]})
     on_one, _ = queues_on_two_pools(two_pools, project)
     with pytest.raises(DeadLetterConflict) as refused:
         two_pools.service.create_queue(

@@ -10,8 +10,8 @@ from tests.redis_session import redis_prefix, with_prefix
 @pytest.fixture
 def mixed(pooled, pool_uris):
     with redis_prefix() as (url, prefix):
-        pooled.admin.create_pool("sql", {"uri": pool_uris["one"], "weight": 1})
-        pooled.admin.create_pool("redis", {"uri": with_prefix(url, prefix), "weight": 1})
+        pooled.admin.put_pool("sql", {"uri": pool_uris["one"], "weight": 1})
+        pooled.admin.put_pool("redis", {"uri": with_prefix(url, prefix), "weight": 1})
         yield pooled
 
 

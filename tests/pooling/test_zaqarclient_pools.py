@@ -91,3 +91,37 @@ def test_pools_and_flavors_through_python_zaqarclient(url, pool_uris):
     one.delete()
     client.pool("two", auto_create=False).delete()
     assert list(client.pools()) == []
+
+
+def test_an_admin_script_run_twice_through_python_zaqarclient(url, pool_uris):
+    # zaqarclient/queues/v2/pool.py and flavor.py: Pool(...) and Flavor(...)
+    # PUT every time ("zaqar server updates pool if it is already exists"),
+    # so a setup script can run again; pools may name their flavor first.
+    client = make_client(url)
+    for weight in (10, 20):  # the second run changes the weights
+        client.pool("one", uri=pool_uris["one"], weight=weight, flavor="fast")
+        client.pool("two", uri=pool_uris["two"], weight=weight, flavor="fast",
+                    options={"note": "b"})
+        client.flavor("fast", pool_list=["one", "two"])
+    assert client.pool("one", auto_create=False).get()["weight"] == 20
+    assert client.flavor("fast", auto_create=False).get()["pool_list"] == ["one", "two"]
+
+    # Listings keep `detailed` on every page the client follows.
+    pools = list(client.pools(detailed=True, limit=1).stream())
+    assert [(p.name, p.options) for p in pools] == [("one", {}), ("two", {"note": "b"})]
+    flavors = list(client.flavors(detailed=True, limit=1).stream())
+    assert [(f.name, f.capabilities) for f in flavors] == [("fast", {})]
+
+    # PATCH {"flavor": ""} takes a pool out of its flavor.
+    client.pool("two", auto_create=False).update({"flavor": ""})
+    assert client.pool("two", auto_create=False).get()["flavor"] is None
+    assert client.flavor("fast", auto_create=False).get()["pool_list"] == ["one"]
+
+    from zaqarclient.queues.v2 import core
+
+    req, trans = client._request_and_transport()
+    core.queue_create(trans, req, "orders", metadata={"_flavor": "fast"})
+    client.queue("orders").post([{"body": 1, "ttl": 300}, {"body": 2, "ttl": 300}])
+    health = client.health()
+    assert health["one"]["message_volume"] == {"free": 2, "claimed": 0, "total": 2}
+    assert health["two"]["message_volume"]["total"] == 0

@@ -27,6 +27,7 @@ def test_validate_accepts_every_reserved_key_at_its_edges():
         "_dead_letter_queue": "dlq.v1",
         "_dead_letter_queue_messages_ttl": 1209600,
         "_flavor": "gold",
+        "_enable_encrypt_messages": True,
     }
     assert metadata.validate(document, LIMITS) == document
 
@@ -46,6 +47,8 @@ def test_validate_accepts_every_reserved_key_at_its_edges():
         ("_dead_letter_queue", "x" * 65, "_dead_letter_queue may not be more than 64"),
         ("_dead_letter_queue_messages_ttl", 59, "_dead_letter_queue_messages_ttl must be"),
         ("_flavor", "", "_flavor must be a non-empty string"),
+        ("_enable_encrypt_messages", 1, "_enable_encrypt_messages must be true or false"),
+        ("_enable_encrypt_messages", "true", "_enable_encrypt_messages must be true or false"),
     ],
 )
 def test_validate_refuses_bad_reserved_values(key, value, fragment):
@@ -75,6 +78,7 @@ def test_with_defaults_fills_reserved_keys_that_have_a_default():
         "_default_message_delay": 0,
         "_max_messages_post_size": 262144,
         "_max_claim_count": 3,
+        "_enable_encrypt_messages": False,
     }
     # Keys without a default are left out rather than shown as null.
     assert "_dead_letter_queue" not in shown

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from zq.encryption import is_sealed
 from zq.storage.base import Event
 
 PARTITION_KEY = "date"
@@ -68,7 +69,14 @@ def event_date(time: float) -> str:
 
 
 def event_row(backend: str, seq: int, event: Event) -> dict[str, Any]:
-    """One event as a row of SCHEMA (without the partition column)."""
+    """One event as a row of SCHEMA (without the partition column).
+
+    A dead lettered message's sample is left out when its body is stored
+    encrypted: it is the start of the ciphertext, which no analysis can use.
+    """
+    detail = event.detail
+    if detail and is_sealed(str(detail.get("sample") or "")):
+        detail = {key: value for key, value in detail.items() if key != "sample"}
     row: dict[str, Any] = {
         "backend": backend,
         "seq": seq,
@@ -81,12 +89,12 @@ def event_row(backend: str, seq: int, event: Event) -> dict[str, Any]:
         "claim_id": event.claim_id,
         "client_id": event.client_id,
         "claim_count": event.claim_count,
-        "detail": orjson.dumps(event.detail, option=orjson.OPT_SORT_KEYS).decode()
-        if event.detail
+        "detail": orjson.dumps(detail, option=orjson.OPT_SORT_KEYS).decode()
+        if detail
         else None,
     }
     for key, column in _LIFTED.items():
-        value = event.detail.get(key) if event.detail else None
+        value = detail.get(key) if detail else None
         if value is not None and column in _INT_COLUMNS:
             value = int(value)
         elif value is not None and column == "pop":

@@ -8,7 +8,8 @@ import orjson
 
 from zq.api import errors
 from zq.api.claims import ClaimCollection, ClaimItem
-from zq.api.health import Health, Home, Ping
+from zq.api.health import Health, Ping
+from zq.api.home import Home, Versions
 from zq.api.messages import MessageCollection, MessageItem
 from zq.api.middleware import AccessLog, RequestId, RequestRules
 from zq.api.pools import ADMIN_ROUTES, PoolingOff
@@ -18,6 +19,7 @@ from zq.api.share import QueueShare
 from zq.auth import Authenticate, keystone
 from zq.clock import Clock, SystemClock
 from zq.config import Config
+from zq.encryption import BodyCipher
 from zq.metadata_cache import MetadataCache
 from zq.pooling import Pools
 from zq.pooling.admin import PoolAdmin
@@ -26,7 +28,6 @@ from zq.service import QueueService
 from zq.storage.base import Storage
 
 ROUTES: list[tuple[str, type[Resource]]] = [
-    ("/v2", Home),
     ("/v2/ping", Ping),
     ("/v2/health", Health),
     ("/v2/queues", QueueCollection),
@@ -61,7 +62,8 @@ def create_app(
     if pools is None:
         pools, admin = open_pools(config, clock=clock, storage=storage)
     service = QueueService(config.limits, pools,
-                           metadata_cache=MetadataCache(config.server.metadata_cache))
+                           metadata_cache=MetadataCache(config.server.metadata_cache),
+                           cipher=BodyCipher.from_config(config.encryption))
     return wrap_auth(build_app(service, clock, config, admin=admin), config)
 
 
@@ -84,6 +86,8 @@ def build_app(
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json
     errors.install(app)
+    app.add_route("/", Versions())
+    app.add_route("/v2", Home(pooling=admin is not None))
     for template, resource in ROUTES:
         app.add_route(template, resource(service, clock))
     app.add_route(

@@ -31,8 +31,11 @@ def read_json(req: falcon.Request, cap: int, what: str) -> JsonBody:
     stream = req.stream if is_chunked(req) else req.bounded_stream
     raw = stream.read(cap + 1)
     validation.body_size(len(raw), cap, what)
-    if not raw.strip():
+    if not raw:
         return JsonBody(None, 0)
+    if not raw.strip():
+        # As Zaqar: a body was sent, and it is not JSON (an absent body is fine).
+        raise InvalidRequest(f"{what} is not valid JSON: the body holds only whitespace.")
     try:
         return JsonBody(orjson.loads(raw), len(raw))
     except orjson.JSONDecodeError as exc:

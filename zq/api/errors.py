@@ -26,6 +26,7 @@ STATUS: dict[type[errors.ZqError], str] = {
     errors.NotFound: falcon.HTTP_404,
     errors.Conflict: falcon.HTTP_409,
     errors.StorageUnavailable: falcon.HTTP_503,
+    errors.EncryptionFailure: falcon.HTTP_500,
     errors.ZqError: falcon.HTTP_500,
 }
 

@@ -18,7 +18,7 @@ from zq import validation
 from zq.auth.middleware import API_PREFIX
 from zq.auth.middleware import require_admin as require_admin  # the hook's old home
 from zq.config import Limits
-from zq.errors import InvalidRequest
+from zq.errors import InvalidRequest, RequestTooLarge
 from zq.logs import REQUEST_ID
 
 REQUEST_ID_HEADER = "X-Openstack-Request-Id"
@@ -87,9 +87,8 @@ class CappedStream:
         chunk = self.stream.read(allowed if size is None or size < 0 else min(size, allowed))
         self.consumed += len(chunk)
         if self.consumed > self.limit:
-            raise falcon.HTTPContentTooLarge(
-                description=f"The request body is larger than the {self.limit} bytes "
-                "accepted."
+            raise RequestTooLarge(
+                f"The request body is larger than the {self.limit} bytes accepted."
             )
         return chunk
 
@@ -100,12 +99,19 @@ def is_chunked(req: falcon.Request) -> bool:
     return req.content_length is None and "chunked" in encoding
 
 
+def has_body(req: falcon.Request) -> bool:
+    """Whether the request carries a body (a Content-Length above 0, or chunked)."""
+    return bool(req.content_length) or is_chunked(req)
+
+
 class RequestRules:
     """The checks Zaqar applies to every ``/v2/...`` request.
 
-    Accept must allow JSON (406), form-encoded bodies are refused (400),
+    Accept must allow JSON (406), form-encoded bodies are refused (400; a
+    form Content-Type with no body is let through, as Zaqar does),
     bodies over ``limits.max_request_body`` are refused before being read
-    (413; a chunked body is cut off as soon as it passes the limit), and
+    (400, as Zaqar: its client ignores a 413; a chunked body is cut off as
+    soon as it passes the limit), and
     Client-ID must be a UUID (400). Also reads ``include_history``, zq's
     opt-in to show dead letter history.
     """
@@ -119,14 +125,16 @@ class RequestRules:
                 description="This server only produces application/json; "
                 "send an Accept header that allows it."
             )
-        if req.content_type and req.content_type.split(";")[0].strip().lower() == FORM_MEDIA_TYPE:
+        if has_body(req) and (
+            (req.content_type or "").split(";")[0].strip().lower() == FORM_MEDIA_TYPE
+        ):
             raise InvalidRequest(
                 "Form-encoded request bodies are not supported; send application/json."
             )
         length = req.content_length
         if length is not None and length > self.limits.max_request_body:
-            raise falcon.HTTPContentTooLarge(
-                description=f"The request body is {length} bytes; at most "
+            raise RequestTooLarge(
+                f"The request body is {length} bytes; at most "
                 f"{self.limits.max_request_body} are accepted."
             )
         if is_chunked(req):

@@ -53,13 +53,11 @@ class AdminResource:
     def __init__(self, admin: PoolAdmin) -> None:
         self.admin = admin
 
-    def page_links(self, req: falcon.Request, items: list[Any], limit: int | None,
-                    detailed: bool) -> list[dict[str, str]]:
+    def page_links(self, req: falcon.Request, items: list[Any]) -> list[dict[str, str]]:
+        """The next page keeps every query parameter (``detailed``, ``limit``...)."""
         if not items:
             return []
-        return representation.next_links(req.path, {
-            "marker": items[-1].name, "limit": limit, "detailed": detailed or None,
-        })
+        return representation.next_links_keeping(req.path, req.params, items[-1].name)
 
 
 @falcon.before(require_admin)
@@ -70,7 +68,7 @@ class PoolCollection(AdminResource):
         found = self.admin.list_pools(req.get_param("marker"), limit)
         resp.media = {
             "pools": [pool_view(p, detailed=detailed) for p in found],
-            "links": self.page_links(req, found, limit, detailed),
+            "links": self.page_links(req, found),
         }
 
 
@@ -78,7 +76,7 @@ class PoolCollection(AdminResource):
 class PoolItem(AdminResource):
     def on_put(self, req: falcon.Request, resp: falcon.Response, pool_name: str) -> None:
         body = read_json(req, self.admin.limits.max_request_body, "The pool")
-        self.admin.create_pool(pool_name, body.document)
+        self.admin.put_pool(pool_name, body.document)
         resp.status = falcon.HTTP_201
         resp.location = f"{POOLS}/{pool_name}"
 
@@ -103,7 +101,7 @@ class FlavorCollection(AdminResource):
         found = self.admin.list_flavors(req.get_param("marker"), limit)
         resp.media = {
             "flavors": [flavor_view(f, detailed=detailed) for f in found],
-            "links": self.page_links(req, found, limit, detailed),
+            "links": self.page_links(req, found),
         }
 
 
@@ -111,7 +109,7 @@ class FlavorCollection(AdminResource):
 class FlavorItem(AdminResource):
     def on_put(self, req: falcon.Request, resp: falcon.Response, flavor_name: str) -> None:
         body = read_json(req, self.admin.limits.max_request_body, "The flavor")
-        self.admin.create_flavor(flavor_name, body.document)
+        self.admin.put_flavor(flavor_name, body.document)
         resp.status = falcon.HTTP_201
         resp.location = f"{FLAVORS}/{flavor_name}"
 

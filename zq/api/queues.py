@@ -4,11 +4,30 @@ from __future__ import annotations
 
 import falcon
 
+from zq import queue_filter
 from zq.api import representation
 from zq.api.bodies import read_json
 from zq.api.resource import Resource
+from zq.errors import InvalidRequest
 
 PATCH_MEDIA_TYPE = "application/openstack-messaging-v2.0-json-patch"
+
+
+# Query parameters of a queue listing that are not metadata filters.
+LISTING_OPTIONS = frozenset({"marker", "limit", "detailed", "name", "with_count",
+                             "include_history"})
+
+
+def metadata_filters(req: falcon.Request) -> dict[str, object]:
+    """Every other query parameter, as Zaqar: ``key=value`` keeps queues with that metadata."""
+    filters: dict[str, object] = {}
+    for key, value in req.params.items():
+        if key in LISTING_OPTIONS:
+            continue
+        if not isinstance(value, str):
+            raise InvalidRequest(f"The metadata filter {key!r} takes one value.")
+        filters[key] = queue_filter.filter_value(value)
+    return filters
 
 
 class QueueCollection(Resource):
@@ -21,7 +40,7 @@ class QueueCollection(Resource):
         with_count = req.get_param_as_bool("with_count", default=False)
         page = self.service.list_queues(
             project, marker=marker, limit=limit, detailed=detailed, name=name,
-            with_count=with_count,
+            with_count=with_count, metadata=metadata_filters(req),
         )
         queues = []
         for queue in page.queues:
@@ -31,10 +50,9 @@ class QueueCollection(Resource):
             queues.append(shown)
         links = []
         if page.queues:
-            links = representation.next_links(req.path, {
-                "marker": page.queues[-1].name, "limit": limit,
-                "detailed": detailed or None, "name": name,
-            })
+            # The next page keeps every filter (Zaqar's link drops the metadata ones).
+            links = representation.next_links_keeping(
+                req.path, req.params, page.queues[-1].name)
         body = {"queues": queues, "links": links}
         if page.count is not None:
             body["count"] = page.count

@@ -48,10 +48,14 @@ def age(created: float, now: float) -> int:
 def message(
     record: MessageRecord, now: float, *, claim_id: str | None = None, history: bool = False
 ) -> dict[str, Any]:
-    """A message as every response shows it (zq adds claim_count, and history if asked)."""
+    """A message as every response shows it (zq adds claim_count, and history if asked).
+
+    The href of a claimed message carries its live claim id, as Zaqar's does:
+    python-zaqarclient reads the claim id from it to delete the message.
+    """
     shown: dict[str, Any] = {
         "id": record.id,
-        "href": message_href(record.queue, record.id, claim_id),
+        "href": message_href(record.queue, record.id, claim_id or record.claim_id),
         "ttl": round(record.expires - record.created),
         "age": age(record.created, now),
         "body": orjson.Fragment(record.body),
@@ -100,6 +104,14 @@ def next_links(path: str, params: Mapping[str, Any]) -> list[dict[str, str]]:
     """The ``links`` list of a page: where the next page starts."""
     query = {k: _query_value(v) for k, v in params.items() if v is not None}
     return [{"rel": "next", "href": f"{path}?{urlencode(query)}"}]
+
+
+def next_links_keeping(
+    path: str, params: Mapping[str, Any], marker: Any
+) -> list[dict[str, str]]:
+    """The ``links`` of a page whose next page keeps every query parameter but ``marker``."""
+    kept = {k: v for k, v in params.items() if k != "marker"}
+    return next_links(path, {"marker": marker, **kept})
 
 
 def _query_value(value: Any) -> str:

@@ -22,6 +22,10 @@ SHAREABLE_PATHS = ("messages", "claims", "subscriptions")
 SIGNABLE_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 DEFAULT_PATHS = ("messages",)
 DEFAULT_METHODS = ("GET",)
+# The members of a share request: Zaqar's (zaqar/transport/wsgi/v2_0/urls.py)
+# and ``project_id``, which python-zaqarclient's signed_url_create sends (the
+# API refuses any project other than the caller's).
+SHARE_KEYS = frozenset({"paths", "methods", "expires", "project_id"})
 DEFAULT_LIFETIME = 86400  # seconds, when the request gives no expiry (as Zaqar)
 EXPIRES_FORMAT = "%Y-%m-%dT%H:%M:%S"  # UTC, the form Zaqar returns and clients send back
 
@@ -90,6 +94,11 @@ def sign(
     document = {} if document is None else document
     if not isinstance(document, Mapping):
         raise InvalidRequest("The share request must be a JSON object.")
+    unknown = sorted(set(document) - SHARE_KEYS)
+    if unknown:
+        raise InvalidRequest(
+            f"The share request has unknown keys {unknown}; known: {sorted(SHARE_KEYS)}."
+        )
     names = _string_list(document.get("paths"), "paths", SHAREABLE_PATHS, DEFAULT_PATHS)
     methods = _string_list(
         document.get("methods"), "methods", SIGNABLE_METHODS, DEFAULT_METHODS, upper=True

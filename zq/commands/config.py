@@ -7,7 +7,7 @@ import dataclasses
 import json
 
 from zq.commands.options import add_config_arguments, config_from_args
-from zq.config import MASK_URI_PASSWORD, MASK_VALUE, Config
+from zq.config import MASK_KEYS, MASK_URI_PASSWORD, MASK_VALUE, Config, EncryptionConfig
 from zq.storage.uri import REDACTED, redact
 
 DESCRIPTION = """\
@@ -16,7 +16,8 @@ defaults, overridden by the file (--config or $ZQ_CONFIG), overridden by
 ZQ_* environment variables, overridden by flags. Every setting is shown,
 so the output is also a complete template for a configuration file.
 Secrets are never shown: the passwords of the storage and management store
-URIs and [signed_urls] secret_key (when set) are shown as ***."""
+URIs, [signed_urls] secret_key, [encryption] fingerprint_key and the keys of
+[encryption] keys (their ids stay) are shown as ***."""
 
 EPILOG = """\
 examples:
@@ -66,4 +67,7 @@ def masked(value: object, secret: str | None) -> object:
         return REDACTED
     if secret == MASK_URI_PASSWORD and isinstance(value, str):
         return redact(value)
+    if secret == MASK_KEYS and isinstance(value, str):
+        keys = EncryptionConfig(keys=value).parsed_keys()
+        return ",".join(f"{key_id}:{REDACTED}" for key_id in keys)
     return value

@@ -55,8 +55,8 @@ class PoolAdmin:
 
     # -- pools ----------------------------------------------------------
 
-    def create_pool(self, name: str, document: Any) -> None:
-        """Register pool ``name`` from ``{"uri", "weight", "flavor"?, "options"?}``."""
+    def put_pool(self, name: str, document: Any) -> None:
+        """Register or overwrite pool ``name`` from ``{"uri", "weight", "flavor"?, "options"?}``."""
         name = validation.name(name, field="Pool name")
         fields = _fields(document, POOL_FIELDS, "The pool")
         missing = [k for k in ("uri", "weight") if k not in fields]
@@ -64,7 +64,7 @@ class PoolAdmin:
             raise InvalidRequest(f"The pool needs {' and '.join(missing)}.")
         checked = _pool_fields(fields)
         self._check_reachable(checked["uri"])
-        self.registry.add_pool(PoolDef(
+        self.registry.put_pool(PoolDef(
             name, checked["uri"], checked["weight"], checked.get("flavor"),
             checked.get("options") or {},
         ))
@@ -75,7 +75,7 @@ class PoolAdmin:
     def update_pool(self, name: str, document: Any) -> PoolDef:
         """Change some fields of a pool; a new URI is probed first."""
         name = validation.name(name, field="Pool name")
-        fields = _fields(document, POOL_FIELDS, "The pool patch")
+        fields = _known_fields(document, POOL_FIELDS, "The pool patch")
         if not fields:
             raise InvalidRequest(f"The pool patch needs at least one of {list(POOL_FIELDS)}.")
         checked = _pool_fields(fields)
@@ -91,14 +91,14 @@ class PoolAdmin:
 
     # -- flavors --------------------------------------------------------
 
-    def create_flavor(self, name: str, document: Any) -> None:
-        """Create flavor ``name`` from ``{"pool_list": [...], "capabilities"?}``."""
+    def put_flavor(self, name: str, document: Any) -> None:
+        """Create or overwrite flavor ``name`` from ``{"pool_list": [...], "capabilities"?}``."""
         name = validation.name(name, field="Flavor name")
         fields = _fields(document, FLAVOR_FIELDS, "The flavor")
         if "pool_list" not in fields:
             raise InvalidRequest("The flavor needs a pool_list.")
         checked = _flavor_fields(fields)
-        self.registry.add_flavor(
+        self.registry.put_flavor(
             FlavorDef(name, checked["pool_list"], checked.get("capabilities") or {})
         )
 
@@ -107,7 +107,7 @@ class PoolAdmin:
 
     def update_flavor(self, name: str, document: Any) -> FlavorDef:
         name = validation.name(name, field="Flavor name")
-        fields = _fields(document, FLAVOR_FIELDS, "The flavor patch")
+        fields = _known_fields(document, FLAVOR_FIELDS, "The flavor patch")
         if not fields:
             raise InvalidRequest(
                 f"The flavor patch needs at least one of {list(FLAVOR_FIELDS)}."
@@ -143,6 +143,12 @@ def _fields(document: Any, known: tuple[str, ...], what: str) -> dict[str, Any]:
     return fields
 
 
+def _known_fields(document: Any, known: tuple[str, ...], what: str) -> dict[str, Any]:
+    """A PATCH's fields that the resource has; others are ignored, as Zaqar does."""
+    fields = validation.object_document(document, what)
+    return {k: v for k, v in fields.items() if k in known}
+
+
 def _pool_fields(fields: dict[str, Any]) -> dict[str, Any]:
     checked = dict(fields)
     if "uri" in fields:
@@ -154,7 +160,9 @@ def _pool_fields(fields: dict[str, Any]) -> dict[str, Any]:
         check_uri(uri)  # a malformed URI is the request's fault: 400, before any probe
     if "weight" in fields:
         checked["weight"] = validation.integer(fields["weight"], "The pool weight", 0, MAX_WEIGHT)
-    if fields.get("flavor") is not None:
+    if fields.get("flavor") == "":
+        checked["flavor"] = None  # Zaqar's way of taking a pool out of its flavor
+    elif fields.get("flavor") is not None:
         checked["flavor"] = validation.name(fields["flavor"], field="The pool flavor")
     if "options" in fields:
         options = {} if fields["options"] is None else fields["options"]

@@ -13,7 +13,8 @@ on one pool (``place`` and ``link_dead_letter`` refuse anything else).
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from zq.storage.base import QueueRecord, Storage
 
@@ -77,11 +78,18 @@ class Pools(Protocol):
         limit: int,
         name: str | None,
         detailed: bool,
+        metadata: Mapping[str, Any] | None = None,
     ) -> list[QueueRecord]:
-        """Queues by name after ``marker``, across every pool (metadata if detailed)."""
+        """Queues by name after ``marker``, across every pool (metadata if detailed).
+
+        With ``metadata``, only queues whose metadata matches it
+        (zq.queue_filter), still ``limit`` of them after ``marker``.
+        """
         ...
 
-    def count_queues(self, project: str, *, name: str | None) -> int:
+    def count_queues(
+        self, project: str, *, name: str | None, metadata: Mapping[str, Any] | None = None
+    ) -> int:
         """How many queues ``list_queues`` would return without paging."""
         ...
 

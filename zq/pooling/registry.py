@@ -60,21 +60,31 @@ class Registry:
 
     # -- pools ----------------------------------------------------------
 
-    def add_pool(self, pool: PoolDef) -> None:
-        """Register a new pool; PoolConflict when its name or URI is taken."""
+    def put_pool(self, pool: PoolDef) -> None:
+        """Register a pool, or overwrite the one of that name (Zaqar's PUT).
+
+        PoolConflict when its URI is another pool's, or when it would give a
+        pool that holds queues another URI: their messages live at the old
+        one (PATCH ``uri`` says explicitly that the backend moved).
+        """
 
         def work(conn: sa.Connection) -> None:
-            if _pool_row(conn, pool.name) is not None:
-                raise PoolConflict(
-                    f"Pool {pool.name!r} already exists; change it with PATCH."
-                )
             _check_uri_free(conn, pool.uri, pool.name)
-            if pool.flavor is not None:
-                _require_flavor(conn, pool.flavor, InvalidRequest)
-            conn.execute(sa.insert(pools).values(
-                name=pool.name, uri=pool.uri, weight=pool.weight, flavor=pool.flavor,
-                options=dump_json(pool.options),
-            ))
+            values = {"uri": pool.uri, "weight": pool.weight, "flavor": pool.flavor,
+                      "options": dump_json(pool.options)}
+            row = _pool_row(conn, pool.name)
+            if row is None:
+                conn.execute(sa.insert(pools).values(name=pool.name, **values))
+                return
+            if row.uri != pool.uri:
+                held = _held_queues(conn, pool.name)
+                if held:
+                    raise PoolConflict(
+                        f"Pool {pool.name!r} holds {held}; a PUT cannot give it another "
+                        "URI. If its backend really moved with its data, PATCH the uri."
+                    )
+                bump_generation(conn)
+            conn.execute(sa.update(pools).where(pools.c.name == pool.name).values(**values))
 
         self._write(work, f"Pool {pool.name!r} or its URI is already registered.")
 
@@ -99,8 +109,6 @@ class Registry:
                 _check_uri_free(conn, changes["uri"], name)
                 # Processes holding a connection to the old URI must drop it.
                 bump_generation(conn)
-            if changes.get("flavor") is not None:
-                _require_flavor(conn, changes["flavor"], InvalidRequest)
             if values:
                 conn.execute(sa.update(pools).where(pools.c.name == name).values(**values))
             return _pool(_pool_row(conn, name))
@@ -110,33 +118,25 @@ class Registry:
     def remove_pool(self, name: str) -> None:
         """Deregister a pool; no error when absent.
 
-        PoolInUseByFlavor (403) while a flavor lists it, PoolConflict (409)
-        while queues live on it.
+        PoolInUseByFlavor (403) while it is its flavor's only pool,
+        PoolConflict (409) while queues live on it.
         """
 
         def work(conn: sa.Connection) -> None:
             row = _pool_row(conn, name)
             if row is None:
                 return
-            if row.flavor is not None:
+            if row.flavor is not None and _flavor_pools(conn, row.flavor) == [name]:
+                # As Zaqar: a flavor keeps at least one pool; a pool among
+                # others just leaves its flavor's pool_list.
                 raise PoolInUseByFlavor(
-                    f"Pool {name!r} is in flavor {row.flavor!r}; remove it from that "
-                    f"flavor's pool_list (PATCH /v2/flavors/{row.flavor}) first."
+                    f"Pool {name!r} is the only pool of flavor {row.flavor!r}; add another "
+                    f"pool to it or delete the flavor (/v2/flavors/{row.flavor}) first."
                 )
-            held = conn.execute(
-                sa.select(sa.func.count()).select_from(catalog).where(catalog.c.pool == name)
-            ).scalar_one()
+            held = _held_queues(conn, name)
             if held:
-                some = conn.execute(
-                    sa.select(catalog.c.project, catalog.c.queue)
-                    .where(catalog.c.pool == name)
-                    .order_by(catalog.c.project, catalog.c.queue)
-                    .limit(SHOWN_QUEUES)
-                ).all()
-                shown = ", ".join(f"{r.queue!r} (project {r.project!r})" for r in some)
                 raise PoolConflict(
-                    f"Pool {name!r} still holds {held} queue(s), for example {shown}; "
-                    "delete them before removing the pool."
+                    f"Pool {name!r} still holds {held}; delete them before removing the pool."
                 )
             conn.execute(sa.delete(pools).where(pools.c.name == name))
             bump_generation(conn)
@@ -155,20 +155,24 @@ class Registry:
 
     # -- flavors --------------------------------------------------------
 
-    def add_flavor(self, flavor: FlavorDef) -> None:
-        """Create a flavor over existing pools that belong to no other flavor."""
+    def put_flavor(self, flavor: FlavorDef) -> None:
+        """Create a flavor, or overwrite the one of that name (Zaqar's PUT).
+
+        Its pools must exist and belong to no other flavor; pools left out
+        of an overwritten ``pool_list`` leave the flavor.
+        """
 
         def work(conn: sa.Connection) -> None:
-            if _flavor_row(conn, flavor.name) is not None:
-                raise PoolConflict(
-                    f"Flavor {flavor.name!r} already exists; change it with PATCH."
-                )
-            conn.execute(sa.insert(flavors).values(
-                name=flavor.name, capabilities=dump_json(flavor.capabilities)
-            ))
+            capabilities = dump_json(flavor.capabilities)
+            if _flavor_row(conn, flavor.name) is None:
+                conn.execute(sa.insert(flavors).values(name=flavor.name,
+                                                       capabilities=capabilities))
+            else:
+                conn.execute(sa.update(flavors).where(flavors.c.name == flavor.name)
+                             .values(capabilities=capabilities))
             _set_members(conn, flavor.name, flavor.pool_list)
 
-        self._write(work, f"Flavor {flavor.name!r} already exists.")
+        self._write(work, f"Flavor {flavor.name!r} could not be written.")
 
     def get_flavor(self, name: str) -> FlavorDef:
         """One flavor with its pool list; raises FlavorNotFound."""
@@ -251,21 +255,36 @@ def _flavor(conn: sa.Connection, name: str) -> FlavorDef | None:
     row = _flavor_row(conn, name)
     if row is None:
         return None
-    members = conn.execute(
-        sa.select(pools.c.name).where(pools.c.flavor == name).order_by(pools.c.name)
-    ).scalars().all()
-    return FlavorDef(name, list(members), load_json(row.capabilities) or {})
+    return FlavorDef(name, _flavor_pools(conn, name), load_json(row.capabilities) or {})
+
+
+def _flavor_pools(conn: sa.Connection, flavor: str) -> list[str]:
+    return list(conn.execute(
+        sa.select(pools.c.name).where(pools.c.flavor == flavor).order_by(pools.c.name)
+    ).scalars().all())
+
+
+def _held_queues(conn: sa.Connection, pool: str) -> str:
+    """'' when no queue lives on ``pool``, else how many and a few of them."""
+    held = conn.execute(
+        sa.select(sa.func.count()).select_from(catalog).where(catalog.c.pool == pool)
+    ).scalar_one()
+    if not held:
+        return ""
+    some = conn.execute(
+        sa.select(catalog.c.project, catalog.c.queue)
+        .where(catalog.c.pool == pool)
+        .order_by(catalog.c.project, catalog.c.queue)
+        .limit(SHOWN_QUEUES)
+    ).all()
+    shown = ", ".join(f"{r.queue!r} (project {r.project!r})" for r in some)
+    return f"{held} queue(s), for example {shown}"
 
 
 def _check_uri_free(conn: sa.Connection, uri: str, name: str) -> None:
     owner = conn.execute(sa.select(pools.c.name).where(pools.c.uri == uri)).scalar()
     if owner is not None and owner != name:
         raise PoolConflict(f"URI {uri!r} is already registered as pool {owner!r}.")
-
-
-def _require_flavor(conn: sa.Connection, name: str, error: type[Exception]) -> None:
-    if _flavor_row(conn, name) is None:
-        raise error(f"Flavor {name!r} does not exist; create it first (PUT /v2/flavors/{name}).")
 
 
 def _set_members(conn: sa.Connection, flavor: str, pool_list: Sequence[str]) -> None:

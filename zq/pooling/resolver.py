@@ -9,8 +9,10 @@ process and reopened when the pool's URI changes.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from zq import queue_filter
 from zq.clock import Clock, SystemClock
 from zq.errors import InvalidRequest, NoPoolAvailable, QueueNotFound, StorageUnavailable, ZqError
 from zq.pooling.cache import GenerationCache
@@ -123,17 +125,32 @@ class CatalogPools:
         limit: int,
         name: str | None,
         detailed: bool,
+        metadata: Mapping[str, Any] | None = None,
     ) -> list[QueueRecord]:
-        entries = self.store.catalog.list(project, marker=marker, limit=limit, name=name)
+        if metadata:
+            return queue_filter.matching_page(
+                self._described(project, name), marker=marker, limit=limit, wanted=metadata)
         if not detailed:
+            entries = self.store.catalog.list(project, marker=marker, limit=limit, name=name)
             return [QueueRecord(queue, {}) for queue, _ in entries]
-        return [
-            QueueRecord(queue, self._metadata(project, queue, location))
-            for queue, location in entries
-        ]
+        return self._described(project, name)(marker, limit)
 
-    def count_queues(self, project: str, *, name: str | None) -> int:
+    def count_queues(
+        self, project: str, *, name: str | None, metadata: Mapping[str, Any] | None = None
+    ) -> int:
+        if metadata:
+            return queue_filter.count_matching(self._described(project, name), metadata)
         return self.store.catalog.count(project, name=name)
+
+    def _described(self, project: str, name: str | None) -> queue_filter.PageSource:
+        """Pages of the catalog's queues with their metadata, read from their pools."""
+
+        def page(after: str | None, size: int) -> list[QueueRecord]:
+            entries = self.store.catalog.list(project, marker=after, limit=size, name=name)
+            return [QueueRecord(queue, self._metadata(project, queue, location))
+                    for queue, location in entries]
+
+        return page
 
     def _metadata(self, project: str, queue: str, location: Location) -> dict:
         try:

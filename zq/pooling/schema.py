@@ -40,7 +40,8 @@ pools = sa.Table(
     sa.Column("name", name_type(NAME), primary_key=True),
     sa.Column("uri", name_type(URI), nullable=False, unique=True),
     sa.Column("weight", sa.Integer(), nullable=False),
-    sa.Column("flavor", name_type(NAME), sa.ForeignKey("zq_flavors.name"), nullable=True),
+    # No foreign key: a pool may name a flavor before it exists (migration m0002).
+    sa.Column("flavor", name_type(NAME), nullable=True),
     sa.Column("options", long_text(), nullable=False),
 )
 

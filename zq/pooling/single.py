@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from zq.storage.base import QueueRecord, Storage
 
 
@@ -48,10 +51,16 @@ class SingleBackend:
         limit: int,
         name: str | None,
         detailed: bool,
+        metadata: Mapping[str, Any] | None = None,
     ) -> list[QueueRecord]:
-        return self._storage.queues.list(project, marker=marker, limit=limit, name=name)
+        return self._storage.queues.list_matching(
+            project, marker=marker, limit=limit, name=name, metadata=metadata or {})
 
-    def count_queues(self, project: str, *, name: str | None) -> int:
+    def count_queues(
+        self, project: str, *, name: str | None, metadata: Mapping[str, Any] | None = None
+    ) -> int:
+        if metadata:
+            return self._storage.queues.count_matching(project, name=name, metadata=metadata)
         return self._storage.queues.count(project, name=name)
 
     def storages(self) -> dict[str, Storage]:

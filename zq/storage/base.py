@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from zq import queue_filter
 from zq.dead_letter import DeadLetterPolicy
 
 
@@ -285,11 +286,49 @@ class QueueController(ABC):
     def count(self, project: str, *, name: str | None = None) -> int:
         """How many queues ``list`` would return without paging."""
 
+    def list_matching(
+        self,
+        project: str,
+        *,
+        marker: str | None = None,
+        limit: int = 10,
+        name: str | None = None,
+        metadata: Mapping[str, Any],
+    ) -> list[QueueRecord]:
+        """As ``list``, keeping only queues whose metadata matches ``metadata``.
+
+        A queue matches when its metadata holds every key of ``metadata``
+        with an equal value (zq.queue_filter.same_value). Pages exactly as
+        ``list``: ``limit`` matching queues after ``marker``, by name. A
+        driver may override it with a query of its own backend.
+        """
+        return queue_filter.matching_page(
+            lambda after, size: self.list(project, marker=after, limit=size, name=name),
+            marker=marker, limit=limit, wanted=metadata,
+        )
+
+    def count_matching(
+        self, project: str, *, name: str | None = None, metadata: Mapping[str, Any]
+    ) -> int:
+        """How many queues ``list_matching`` would return without paging."""
+        return queue_filter.count_matching(
+            lambda after, size: self.list(project, marker=after, limit=size, name=name),
+            metadata,
+        )
+
     @abstractmethod
     def stats(self, project: str, queue: str) -> QueueStats:
         """Counts of alive messages; zeros for a missing queue.
 
         ``oldest`` and ``newest`` are by marker and present when total > 0.
+        """
+
+    @abstractmethod
+    def volume(self) -> QueueStats:
+        """Counts of alive messages over every queue of every project of the backend.
+
+        ``free`` and ``claimed`` as in ``stats``; no ``oldest``/``newest``.
+        Read-only (health reports it as ``message_volume``).
         """
 
     @abstractmethod

@@ -170,6 +170,13 @@ class MongoQueueController(QueueController):
             newest=self._stamp(in_queue, -1),
         )
 
+    def volume(self) -> QueueStats:
+        now = self._b.clock.now()
+        messages = self._b.messages
+        claimed = messages.count_documents({**alive(now), "claim_expires": {"$gt": now}})
+        free = messages.count_documents({**alive(now), "claim_expires": {"$lte": now}})
+        return QueueStats(free=free, claimed=claimed)
+
     def _stamp(self, in_queue: dict[str, Any], direction: int) -> MessageStamp | None:
         docs = list(self._b.messages.find(
             in_queue, {"created": 1}, sort=[("marker", direction)], limit=1

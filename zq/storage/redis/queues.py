@@ -108,5 +108,9 @@ class RedisQueues(QueueController):
             newest=MessageStamp(id=new_id, created=float(new_at)),
         )
 
+    def volume(self) -> QueueStats:
+        free, claimed = self._run("message_volume")
+        return QueueStats(free=int(free), claimed=int(claimed))
+
     def purge(self, project: str, queue: str) -> None:
         self._run("purge", project, queue)

@@ -235,3 +235,15 @@ class SqlQueues(QueueController):
             )
 
         return self._db.read(work)
+
+    def volume(self) -> QueueStats:
+        now = self._clock.now()
+        totals = sa.select(
+            sa.func.count().label("total"),
+            sa.func.coalesce(
+                sa.func.sum(sa.case((predicates.held(now), 1), else_=0)), 0
+            ).label("claimed"),
+        ).where(predicates.alive(now))
+        row = self._db.read(lambda conn: conn.execute(totals).one())
+        claimed = int(row.claimed)
+        return QueueStats(free=row.total - claimed, claimed=claimed)

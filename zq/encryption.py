@@ -1,0 +1,101 @@
+"""Message bodies encrypted at rest (reserved metadata ``_enable_encrypt_messages``).
+
+The service seals a body (its canonical JSON text) before storage and
+opens it on every read that returns it; drivers store the sealed text as
+any other body and never know. Whether a stored body is sealed is told by
+the body itself, never by the queue's current flag: a message keeps its
+sealed body when it is dead lettered into a queue without the flag, and
+turning the flag off leaves earlier messages readable.
+
+Sealed form: ``zqe1:<key id>:<base64(nonce + AES-256-GCM ciphertext and tag)>``.
+No JSON text starts with ``z``, so a sealed body can never be mistaken
+for a plaintext one. The project is the associated data: a sealed body
+copied into another project's message does not open. See docs/encryption.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+from collections.abc import Mapping
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from zq.config import EncryptionConfig
+from zq.errors import EncryptionFailure
+
+PREFIX = "zqe1:"
+NONCE_BYTES = 12  # 96-bit random nonces, the size GCM is defined for
+
+
+def is_sealed(stored: str) -> bool:
+    """Whether a stored body is a sealed one (rather than plaintext JSON)."""
+    return stored.startswith(PREFIX)
+
+
+def key_id_of(stored: str) -> str:
+    """The id of the key a sealed body was sealed with."""
+    return stored[len(PREFIX):].partition(":")[0]
+
+
+class BodyCipher:
+    """Seals and opens bodies with a ring of AES-256-GCM keys; keys fingerprints."""
+
+    def __init__(self, keys: Mapping[str, bytes], active: str, fingerprint_key: bytes) -> None:
+        self._keys = {key_id: AESGCM(key) for key_id, key in keys.items()}
+        self._active = active
+        self._fingerprint_key = fingerprint_key
+
+    @classmethod
+    def from_config(cls, config: EncryptionConfig) -> BodyCipher | None:
+        """The cipher of ``[encryption]``, or None when no key is configured."""
+        keys = config.parsed_keys()
+        if not keys:
+            return None
+        return cls(keys, config.active_key_id(), config.fingerprint_key_bytes())
+
+    def seal(self, body: str, project: str) -> str:
+        """``body`` (JSON text) sealed with the active key."""
+        nonce = os.urandom(NONCE_BYTES)
+        sealed = self._keys[self._active].encrypt(nonce, body.encode(), project.encode())
+        return f"{PREFIX}{self._active}:{base64.b64encode(nonce + sealed).decode()}"
+
+    def open(self, stored: str, project: str, message_id: str) -> str:
+        """The JSON text of a sealed body; EncryptionFailure naming the message."""
+        key_id, _, encoded = stored[len(PREFIX):].partition(":")
+        aead = self._keys.get(key_id)
+        if aead is None:
+            raise EncryptionFailure(
+                f"Message {message_id} was encrypted with key {key_id!r}, which is not in "
+                "this server's [encryption] keys; restore that key to read it."
+            )
+        try:
+            raw = base64.b64decode(encoded, validate=True)
+            return aead.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], project.encode()).decode()
+        except (InvalidTag, binascii.Error, ValueError) as exc:
+            raise EncryptionFailure(
+                f"Message {message_id}'s stored body does not decrypt with key {key_id!r}: "
+                "it was altered, or the key under that id changed."
+            ) from exc
+
+    def fingerprint(self, body: str) -> str:
+        """A keyed fingerprint of a body's JSON text (HMAC-SHA256, 16 hex digits).
+
+        An unkeyed hash of a small or guessable body (a flag, an id) would let
+        anyone with the event log confirm guesses of the plaintext.
+        """
+        return hmac.new(self._fingerprint_key, body.encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def open_body(cipher: BodyCipher | None, stored: str, project: str, message_id: str) -> str:
+    """The JSON text of a sealed body; EncryptionFailure when it cannot be opened."""
+    if cipher is None:
+        raise EncryptionFailure(
+            f"Message {message_id} is stored encrypted (key {key_id_of(stored)!r}) but this "
+            "server has no [encryption] keys; configure them to read it."
+        )
+    return cipher.open(stored, project, message_id)
