@@ -16,6 +16,7 @@ run them.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -120,10 +121,20 @@ def zq(installed: Installed, outside: Path, tmp_path: Path):
 
     def run(*argv: str, timeout: float = 300.0, extra_env: dict[str, str] | None = None
             ) -> subprocess.CompletedProcess:
-        return subprocess.run(
+        # A session of its own: a command that does not end (a server that
+        # should have been refused) is killed with every worker it forked.
+        with subprocess.Popen(
             [str(installed.zq), *argv], cwd=outside, env={**env, **(extra_env or {})},
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
-        )
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, start_new_session=True,
+        ) as process:
+            try:
+                out, err = process.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+                raise AssertionError(f"zq {' '.join(argv)} did not end in {timeout}s") from None
+        return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
     return run
 
