@@ -41,6 +41,9 @@ class SyntheticEventLog(EventLog):
             self._last = batch[-1].cursor
         return batch
 
+    def count(self, *, after: str | None = None) -> int:
+        return 0  # generated on demand: nothing waits
+
     def trim(self, *, up_to: str) -> int:
         return 0
 

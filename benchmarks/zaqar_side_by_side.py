@@ -81,6 +81,7 @@ class Target:
     env: dict[str, str]
     process: subprocess.Popen | None = None
     log: Path | None = None
+    cwd: Path = ROOT  # where the server starts (python -m finds its code there first)
     results: dict[str, list[dict]] = field(default_factory=dict)
 
 
@@ -124,7 +125,7 @@ def running(target: Target, scratch: Path) -> Iterator[Target]:
     """Start a target's server, wait for /v2/ping, stop it (by pid) afterwards."""
     target.log = scratch / f"{target.name}.log"
     with open(target.log, "wb") as log:
-        target.process = subprocess.Popen(target.command, env=target.env, cwd=ROOT,
+        target.process = subprocess.Popen(target.command, env=target.env, cwd=target.cwd,
                                           stdin=subprocess.DEVNULL, stdout=log,
                                           stderr=subprocess.STDOUT, start_new_session=True)
     try:

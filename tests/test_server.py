@@ -1,8 +1,7 @@
-"""zq.server without starting granian: settings, worker wiring, body draining."""
+"""zq.server without starting granian: settings and worker wiring."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ from zq.server import (
     announce,
     check_address_free,
     check_server_config,
-    drain_unread_body,
     open_worker,
     prepare,
     prepare_management,
@@ -168,20 +166,9 @@ def test_check_server_config_refuses_zero_threads() -> None:
         check_server_config(Config().with_overrides(server={"threads": 0}))
 
 
-def lazy_app(environ: dict, start_response) -> list[bytes]:
-    """Answers without reading the body, like an early 400."""
-    start_response("400 Bad Request", [("Content-Type", "application/json")])
-    return [b"{}"]
-
-
-@pytest.mark.parametrize(("size", "limit", "left"), [(300_000, 1_000_000, 0),
-                                                     (2_000, 1_000, 2_000)])
-def test_unread_bodies_up_to_the_limit_are_drained(size: int, limit: int, left: int) -> None:
-    body = io.BytesIO(b"x" * size)
-    environ = {"CONTENT_LENGTH": str(size), "wsgi.input": body}
-    result = drain_unread_body(lazy_app, limit)(environ, lambda *args: None)
-    assert result == [b"{}"]
-    assert len(body.read()) == left
+def test_check_server_config_refuses_a_body_timeout_of_zero() -> None:
+    with pytest.raises(CommandError, match="body_timeout must be above 0 seconds"):
+        check_server_config(Config().with_overrides(server={"body_timeout": 0}))
 
 
 def test_port_zero_is_resolved_once_for_every_worker() -> None:

@@ -18,8 +18,12 @@ DESCRIPTIONS = {
     "server.port": "TCP port of `zq serve` (0: any free port)",
     "server.workers": "worker processes of `zq serve`",
     "server.threads": "threads per worker process",
-    "server.timeout": "seconds a stopping worker may take to finish its requests "
+    "server.timeout": "seconds a client may take to send a request line and headers; "
+                      "also the seconds a stopping worker may take to finish its requests "
                       "before it is killed",
+    "server.body_timeout": "seconds a request body may take to arrive, counted from the end "
+                           "of its headers (408 and the connection closed after that); "
+                           "see docs/security.md",
     "server.metadata_cache": "seconds a worker keeps the queue metadata it read for posts "
                              "and claims on SQL and MongoDB; a change made through another "
                              "worker shows after at most this long; 0: read every time "
@@ -50,6 +54,10 @@ DESCRIPTIONS = {
     "limits.default_claim_grace": "grace of a claim made without one",
     "limits.max_ids_per_request": "most ids in one `?ids=` or `?claim_ids=` list",
     "limits.max_request_body": "bytes of any request body",
+    "limits.max_json_depth": (
+        "levels of nested arrays and objects in a request body (a post's envelope "
+        "takes 3), 1 to 200"
+    ),
     "gc.interval": "seconds between garbage collections in each server worker "
                    "(jittered by ±20%); 0 disables",
     "auth.strategy": "`none` (trust `X-Project-ID`/`X-Roles`), `token` (bearer tokens "
@@ -66,6 +74,14 @@ DESCRIPTIONS = {
     "pooling.enabled": "spread queues over pools and flavors (see docs/pools.md)",
     "pooling.management": "management store URI (pools, flavors, catalog); "
                           "empty: SQLite file `zq-management.sqlite3` in the data directory",
+    "metrics.enabled": "serve `GET /metrics` (Prometheus; see docs/metrics.md)",
+    "metrics.per_project": "a `project` label on every metric series (one series per "
+                           "project: mind the cardinality)",
+    "metrics.cache_seconds": "how long a worker reuses the per-queue gauges it computed",
+    "metrics.budget_seconds": "time one scrape may spend reading events, and computing "
+                              "per-queue gauges (each); must be positive",
+    "metrics.max_queues": "per-queue gauges for at most this many queues, the most "
+                          "recently active first",
     "encryption.keys": "AES-256 keys of queues with `_enable_encrypt_messages`, "
                        "`\"id:BASE64,id2:BASE64\"` (32 bytes each); empty: no queue may "
                        "encrypt; see docs/encryption.md",

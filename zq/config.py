@@ -33,6 +33,11 @@ def default_data_dir() -> Path:
     return Path(base) / "zq"
 
 
+# orjson writes at most 254 levels, and a response may wrap a stored
+# document in a few more (a detailed queue listing: 3): room is left.
+MAX_JSON_DEPTH = 200
+
+
 @dataclass(frozen=True)
 class Limits:
     """Every limit of the Zaqar v2 API (Zaqar's defaults)."""
@@ -58,6 +63,16 @@ class Limits:
     default_claim_grace: int = 60
     max_ids_per_request: int = 20
     max_request_body: int = 1048576
+    # Levels of nested arrays and objects in a request body, the post's
+    # envelope included (a message body gets 3 fewer).
+    max_json_depth: int = 64
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_json_depth <= MAX_JSON_DEPTH:
+            raise ConfigError(
+                f"limits.max_json_depth must be between 1 and {MAX_JSON_DEPTH}, "
+                f"got {self.max_json_depth}."
+            )
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,7 @@ class ServerConfig:
     workers: int = 2
     threads: int = 4
     timeout: int = 30
+    body_timeout: float = 30.0  # seconds a request body may take to arrive, from its head on
     metadata_cache: float = 0.0  # seconds a worker keeps unversioned metadata it read; 0: off
 
 
@@ -245,6 +261,23 @@ def _base64(text: str, where: str) -> bytes:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """``GET /metrics`` (Prometheus); see docs/metrics.md."""
+
+    enabled: bool = True
+    per_project: bool = False  # a project label on every series (cardinality!)
+    cache_seconds: float = 10.0  # how long a worker reuses the per-queue gauges it computed
+    budget_seconds: float = 2.0  # time one scrape may spend on per-queue gauges or the event tail
+    max_queues: int = 500  # per-queue gauges for at most this many queues (most recently active)
+
+    def __post_init__(self) -> None:
+        if self.budget_seconds <= 0:
+            # With no time to spend, a scrape would never count an event.
+            raise ConfigError("metrics.budget_seconds: must be positive, got "
+                              f"{self.budget_seconds!r}.")
+
+
+@dataclass(frozen=True)
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
@@ -254,6 +287,7 @@ class Config:
     signed_urls: SignedUrlsConfig = field(default_factory=SignedUrlsConfig)
     log: LogConfig = field(default_factory=LogConfig)
     pooling: PoolingConfig = field(default_factory=PoolingConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     encryption: EncryptionConfig = field(default_factory=EncryptionConfig)
 
     def with_overrides(self, **sections: Mapping[str, Any]) -> Config:

@@ -123,9 +123,21 @@ class EncryptionFailure(ZqError):
 
 
 class StorageUnavailable(ZqError):
-    """The backend cannot be reached or failed (503)."""
+    """The backend cannot be reached or failed (503).
+
+    ``description`` is what a client sees: never the backend's own error
+    text, which may name hosts, tables or statements. That goes in
+    ``detail``, for logs and the command line (``str(err)`` holds both).
+    """
 
     title = "Service unavailable"
+
+    def __init__(self, description: str, *, detail: str = "") -> None:
+        super().__init__(description)
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return f"{self.description} ({self.detail})" if self.detail else self.description
 
 
 class NoPoolAvailable(StorageUnavailable):

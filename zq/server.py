@@ -9,8 +9,11 @@ management store), its connections and its falcon app after the fork
 (``load_worker_app``), so no connection is ever shared between processes,
 and runs its own garbage collector thread (zq.housekeeping) over every
 backend of its resolver. Each worker serves HTTP from granian's Rust
-runtime and calls the WSGI app on a few Python threads, so one slow request
-holds one thread, not a whole worker.
+runtime; its event loop receives each request whole, within ``[server]
+body_timeout``, and only then hands it to one of ``[server] threads``
+threads that run the WSGI app (zq.buffered_wsgi), so a slow or stalled
+client holds no thread, and one slow request holds one thread, not a
+whole worker.
 
 granian rather than gunicorn's gthread workers: on the same machine, worker
 count and threads it served a no-op falcon endpoint about 2x and zq's post
@@ -19,10 +22,11 @@ and claim-delete workloads 1.5-1.9x as fast (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import socket
-from collections.abc import Callable
+import time
 from dataclasses import dataclass
 from functools import partial
 from multiprocessing.util import Finalize
@@ -30,7 +34,7 @@ from typing import Any
 
 import zq.auth
 import zq.logs
-from zq import stop_signals
+from zq.buffered_wsgi import BufferedWSGI, WSGIApp
 from zq.clock import SystemClock
 from zq.commands.options import (
     CommandError,
@@ -41,14 +45,13 @@ from zq.commands.options import (
 from zq.commands.pooling import ensure_management_dir, open_reachable_management
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
+from zq.metrics.multiprocess import metrics_directory
 from zq.pooling.base import Pools
 from zq.pooling.migrate import upgrade_management
 from zq.storage import check_shareable, scheme_of
 from zq.storage.uri import redact
 
 log = logging.getLogger("zq.server")
-
-WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
 
 # granian's own records go through zq's handler (zq.logs), warnings and up.
 GRANIAN_LOGGING: dict[str, Any] = {
@@ -60,7 +63,8 @@ GRANIAN_LOGGING: dict[str, Any] = {
 
 # Bounds on what one client can make the server hold before the app sees
 # the request (docs/security.md). Idle keep-alive connections and bodies
-# being received are held by granian's Rust runtime, not by Python threads.
+# being received are held by granian's runtime and event loop, not by the
+# threads that run the app.
 MAX_REQUEST_HEAD = 417792  # bytes of request line and headers (granian's buffer)
 
 
@@ -77,9 +81,14 @@ def granian_settings(config: Config, port: int) -> dict[str, Any]:
     return {
         "address": server.host,
         "port": port,
-        "interface": "wsgi",
+        # zq.buffered_wsgi runs the WSGI app on its own threads once a
+        # request has fully arrived; granian's event loop receives bodies
+        # (granian's WSGI interface would read them on the app's threads,
+        # with no time limit).
+        "interface": "rsgi",
         "workers": server.workers,
-        "blocking_threads": server.threads,
+        "blocking_threads": 1,  # granian's thread into the event loop; RSGI allows one
+        "websockets": False,
         # A worker that does not stop within the timeout is killed.
         "workers_kill_timeout": server.timeout or None,
         "respawn_failed_workers": True,
@@ -101,6 +110,8 @@ def check_server_config(config: Config) -> None:
         raise CommandError(f"workers must be at least 1, got {server.workers}.")
     if server.threads < 1:
         raise CommandError(f"threads must be at least 1, got {server.threads}.")
+    if not server.body_timeout > 0:
+        raise CommandError(f"body_timeout must be above 0 seconds, got {server.body_timeout}.")
     if not config.pooling.enabled:
         check_shareable(config.storage.resolved_uri(), server.workers)
 
@@ -187,8 +198,12 @@ class Worker:
         self.pools.close()
 
 
-def open_worker(config: Config) -> Worker:
-    """This worker's resolver, collector and app (runs in the worker, after the fork)."""
+def open_worker(config: Config, metrics_dir: str | None = None) -> Worker:
+    """This worker's resolver, collector and app (runs in the worker, after the fork).
+
+    ``metrics_dir``: the directory every worker writes its metrics to
+    (zq.metrics.multiprocess), when metrics are enabled.
+    """
     from zq.api.app import create_app
     from zq.pooling.setup import open_pools
 
@@ -199,22 +214,23 @@ def open_worker(config: Config) -> Worker:
         # A callable, not a snapshot: pools registered later are collected too.
         collector = GarbageCollector(pools.storages, config.gc.interval)
         collector.start()
-    app = create_app(config, clock=clock, pools=pools, admin=admin)
-    return Worker(drain_unread_body(app, config.limits.max_request_body), pools, collector)
+    app = create_app(config, clock=clock, pools=pools, admin=admin, metrics_dir=metrics_dir)
+    return Worker(app, pools, collector)
 
 
-def load_worker_app(config: Config) -> WSGIApp:
+def load_worker_app(config: Config, metrics_dir: str | None = None) -> BufferedWSGI:
     """What granian runs in each worker process."""
     # A forked worker inherits the master's SIGTERM handler, which only flags
     # the master's own loop: a SIGTERM arriving while this worker still loads
     # would be lost and the worker would serve on until killed. Until granian
     # installs the worker's handlers (after this returns), it simply ends it.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    stop_signals.forward_to_main_thread()
-    worker = open_worker(config)
+    worker = open_worker(config, metrics_dir)
     # multiprocessing runs these at a worker's exit (atexit handlers do not run there).
     Finalize(worker, worker.close, exitpriority=10)
-    return worker.app
+    return BufferedWSGI(worker.app, threads=config.server.threads,
+                        body_timeout=config.server.body_timeout,
+                        max_body=config.limits.max_request_body)
 
 
 def announce(config: Config, served_uri: str, port: int) -> None:
@@ -231,31 +247,6 @@ def announce(config: Config, served_uri: str, port: int) -> None:
                     "pools of the management store", redact(config.storage.uri))
 
 
-def drain_unread_body(app: WSGIApp, limit: int) -> WSGIApp:
-    """Read what the app left unread of a request body of at most ``limit`` bytes.
-
-    An error answered before the body was read (a post over the size limit)
-    leaves the rest of the body unread. Servers may drop such a connection,
-    so a keep-alive client's next request on it would fail; reading the rest
-    here keeps the connection usable whatever the server. Bodies above
-    ``limit`` are left to the server.
-    """
-
-    def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        result = app(environ, start_response)
-        try:
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        if 0 < length <= limit:
-            stream = environ["wsgi.input"]
-            while stream.read(65536):
-                pass
-        return result
-
-    return wrapped
-
-
 def serve(config: Config) -> None:
     """Run the server until SIGTERM or SIGINT (requests in flight are completed)."""
     from granian import Granian
@@ -267,6 +258,11 @@ def serve(config: Config) -> None:
     zq.logs.configure(config.log)
     served_uri = prepare(config)
     granian = Granian("zq", **granian_settings(config, port))
-    announce(config, served_uri, port)
-    granian.serve(target_loader=partial(load_worker_app, config), wrap_loader=False)
+    with contextlib.ExitStack() as stack:
+        metrics_dir = None
+        if config.metrics.enabled:
+            metrics_dir = stack.enter_context(metrics_directory(time.time()))
+        announce(config, served_uri, port)
+        granian.serve(target_loader=partial(load_worker_app, config, metrics_dir),
+                      wrap_loader=False)
     log.info("zq stopped")

@@ -24,11 +24,14 @@ from zq import metadata as meta
 from zq.config import Limits
 from zq.encryption import BodyCipher, is_sealed, open_body
 from zq.errors import (
+    ClaimMismatch,
+    ClaimNotFound,
     Conflict,
     DeadLetterConflict,
     EncryptionFailure,
     EncryptionNotConfigured,
     InvalidRequest,
+    MessageNotFound,
     MetadataChanged,
     MetadataConflict,
     QueueNotFound,
@@ -189,9 +192,11 @@ class QueueService:
             self.limits.default_page_size if limit is None else limit,
             self.limits.max_queues_per_page,
         )
+        marker = validation.listing_name(marker, "marker", self.limits.max_queue_name_length)
+        name = validation.listing_name(name, "name", self.limits.max_queue_name_length)
         # The resolver knows the index of queues (the catalog, under pooling).
         found = self.pools.list_queues(
-            project, marker=marker or None, limit=size, name=name or None, detailed=detailed,
+            project, marker=marker, limit=size, name=name, detailed=detailed,
             metadata=metadata or None,
         )
         if detailed:
@@ -200,8 +205,7 @@ class QueueService:
             page = [QueueRecord(q.name, {}) for q in found]
         count = None
         if with_count:
-            count = self.pools.count_queues(project, name=name or None,
-                                            metadata=metadata or None)
+            count = self.pools.count_queues(project, name=name, metadata=metadata or None)
         return QueuePage(page, count)
 
     def queue_stats(self, project: str, queue: str) -> QueueStats:
@@ -312,6 +316,8 @@ class QueueService:
     def get_message(self, project: str, queue: str, message_id: str) -> MessageRecord:
         """One alive message; raises MessageNotFound."""
         queue = self._queue_name(queue)
+        if not validation.is_id_shaped(message_id):
+            raise MessageNotFound("No message has this id.")
         record = self._storage(project, queue).messages.get(project, queue, message_id)
         return self._opened(project, [record])[0]
 
@@ -320,7 +326,9 @@ class QueueService:
     ) -> list[MessageRecord]:
         """The alive ones among ``message_ids`` (possibly none)."""
         queue = self._queue_name(queue)
-        ids = validation.id_list(list(message_ids), self.limits)
+        ids = _id_shaped(validation.id_list(list(message_ids), self.limits))
+        if not ids:
+            return []
         return self._opened(project, self._storage(project, queue).messages.get_many(
             project, queue, ids))
 
@@ -335,7 +343,18 @@ class QueueService:
     ) -> None:
         """Delete one message (MessageIsClaimed / ClaimMismatch as the contract says)."""
         queue = self._queue_name(queue)
-        self._storage(project, queue).messages.delete(
+        if not validation.is_id_shaped(message_id):
+            return  # no such message: nothing to delete
+        storage = self._storage(project, queue)
+        if claim_id and not validation.is_id_shaped(claim_id):
+            # No claim has this id, so it holds no message: the contract's
+            # answer for a message that exists, without sending the id down.
+            try:
+                storage.messages.get(project, queue, message_id)
+            except MessageNotFound:
+                return
+            raise ClaimMismatch("No claim has this id; it holds no message.")
+        storage.messages.delete(
             project, queue, message_id, claim_id=claim_id or None, client_id=client_id
         )
 
@@ -350,10 +369,12 @@ class QueueService:
     ) -> list[str]:
         """Delete several messages; with ``claim_ids`` only those their claims hold."""
         queue = self._queue_name(queue)
-        ids = validation.id_list(list(message_ids), self.limits)
+        ids = _id_shaped(validation.id_list(list(message_ids), self.limits))
         claims = None
         if claim_ids is not None:
-            claims = validation.id_list(list(claim_ids), self.limits, "claim_ids")
+            claims = _id_shaped(validation.id_list(list(claim_ids), self.limits, "claim_ids"))
+        if not ids or claims == []:
+            return []  # nothing named exists, or no named claim holds anything
         return self._storage(project, queue).messages.delete_many(
             project, queue, ids, claim_ids=claims, client_id=client_id
         )
@@ -412,6 +433,7 @@ class QueueService:
     def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
         """A live claim with its messages; raises ClaimNotFound."""
         queue = self._queue_name(queue)
+        _check_claim_id(claim_id)
         return self._opened_claim(
             project, self._storage(project, queue).claims.get(project, queue, claim_id))
 
@@ -427,6 +449,7 @@ class QueueService:
         """Extend a live claim by a new ttl (and grace); raises ClaimNotFound."""
         queue = self._queue_name(queue)
         ttl, grace = validation.claim_options(document, self.limits)
+        _check_claim_id(claim_id)
         self._storage(project, queue).claims.renew(
             project, queue, claim_id, ttl=ttl, grace=grace, client_id=client_id
         )
@@ -436,6 +459,8 @@ class QueueService:
     ) -> None:
         """End a claim; its messages become free. No error when it is gone."""
         queue = self._queue_name(queue)
+        if not validation.is_id_shaped(claim_id):
+            return  # no such claim
         self._storage(project, queue).claims.release(
             project, queue, claim_id, client_id=client_id
         )
@@ -605,6 +630,16 @@ class QueueService:
     def _create_dead_letter_queue(self, project: str, queue: str, target: str | None) -> None:
         if target is not None:
             self._dead_letter_storage(project, queue, target).queues.create(project, target, {})
+
+
+def _id_shaped(ids: list[str]) -> list[str]:
+    """The ids that could name something; the others are unknown ids, skipped."""
+    return [i for i in ids if validation.is_id_shaped(i)]
+
+
+def _check_claim_id(claim_id: str) -> None:
+    if not validation.is_id_shaped(claim_id):
+        raise ClaimNotFound("No claim has this id.")
 
 
 def apply_patch(

@@ -8,6 +8,7 @@ zq.config.Limits.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Mapping
@@ -17,7 +18,21 @@ from typing import Any
 from zq.config import Limits
 from zq.errors import InvalidRequest
 
-NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_\-.]+$")
+# Patterns are matched whole (re.fullmatch): "$" would let a final newline
+# through.
+NAME_PATTERN = re.compile(r"[a-zA-Z0-9_\-.]+")
+# A name goes into paths (/v2/queues/NAME): "." and ".." would make its
+# hrefs point elsewhere once a client normalises them.
+PATH_SEGMENTS = frozenset({".", ".."})
+# The ids zq issues are hex (uuid4 on SQL and Redis, ObjectId on MongoDB);
+# this is the widest shape any of them, now or later, may take.
+ID_PATTERN = re.compile(r"[a-zA-Z0-9_\-]{1,64}")
+# Markers are 64-bit signed integers in every backend.
+MAX_MARKER = 2**63 - 1
+# A run of digits this long may be an integer past 64 bits (2**63 has 19).
+LONG_DIGITS = re.compile(rb"[0-9]{19,}")
+# Control characters (C0 and DEL): no id, name or project id holds one.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
 PATCH_OPERATIONS = ("add", "replace", "remove")
 PURGEABLE_RESOURCES = frozenset({"messages", "subscriptions"})
@@ -42,16 +57,31 @@ class PostedMessage:
 
 
 def name(value: str, *, field: str = "Queue name", max_length: int = 64) -> str:
-    """A queue (or pool, flavor) name: ASCII letters, digits, ``_-.``."""
+    """A queue (or pool, flavor) name: ASCII letters, digits, ``_-.``; not ``.`` or ``..``."""
+    name_characters(value, field=field, max_length=max_length)
+    if value in PATH_SEGMENTS:
+        raise InvalidRequest(f"{field} may not be {value!r}: it has a meaning in paths.")
+    return value
+
+
+def name_characters(value: str, *, field: str, max_length: int = 64) -> str:
+    """Text made of what a name may hold: a name, a listing marker or name filter."""
     if not isinstance(value, str) or not value:
         raise InvalidRequest(f"{field} must be a non-empty string.")
     if len(value) > max_length:
         raise InvalidRequest(f"{field} may not be more than {max_length} characters long.")
-    if not NAME_PATTERN.match(value):
+    if not NAME_PATTERN.fullmatch(value):
         raise InvalidRequest(
             f"{field} may only contain ASCII letters, digits, underscores, dashes and dots."
         )
     return value
+
+
+def listing_name(value: str | None, field: str, max_length: int = 64) -> str | None:
+    """A listing's ``marker`` or ``name`` filter: absent, or the characters of a name."""
+    if value is None or value == "":
+        return None
+    return name_characters(value, field=field, max_length=max_length)
 
 
 def queue_name(value: str, limits: Limits) -> str:
@@ -67,6 +97,8 @@ def project_id(value: str | None, limits: Limits) -> str:
         raise InvalidRequest(
             f"Project ids may not be more than {limits.max_project_id_length} characters long."
         )
+    if CONTROL_CHARACTERS.search(value):
+        raise InvalidRequest("Project ids may not contain control characters.")
     return value
 
 
@@ -123,11 +155,62 @@ def body_size(size: int, cap: int, what: str) -> None:
         raise InvalidRequest(f"{what} is too large: {size} bytes, at most {cap} allowed.")
 
 
+def json_depth(document: Any, limit: int, what: str) -> None:
+    """Refuse a parsed JSON document with more than ``limit`` nested arrays or objects."""
+    level = [document] if isinstance(document, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            raise InvalidRequest(
+                f"{what} is nested too deeply: at most {limit} levels of arrays and "
+                "objects are accepted."
+            )
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, dict | list)
+        ]
+
+
+def exact_integers(raw: bytes, what: str) -> None:
+    """Refuse JSON text holding an integer orjson would read as a float.
+
+    orjson reads integers from -2**63 to 2**64-1 exactly and any other as
+    a float: a client's 2**70 would be stored as 1.1805916207174113e+21.
+    """
+
+    def check(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:  # more digits than int() reads
+            value = None
+        if value is None or not -(2**63) <= value < 2**64:
+            shown = text if len(text) <= 40 else f"{text[:20]}...({len(text)} digits)"
+            raise InvalidRequest(
+                f"{what} holds the integer {shown}, outside the 64-bit range JSON "
+                "numbers are kept exactly in; send it as a string."
+            )
+        return value
+
+    json.loads(raw, parse_int=check)
+
+
 def object_document(document: Any, what: str) -> dict[str, Any]:
     """A JSON object (dict) document."""
     if not isinstance(document, dict):
         raise InvalidRequest(f"{what} must be a JSON object.")
     return document
+
+
+def is_id_shaped(value: str) -> bool:
+    """Whether ``value`` could be a message or claim id zq issued.
+
+    One that could not names nothing: callers answer as for an unknown id
+    (as Zaqar does) and never hand it to a backend.
+    """
+    return ID_PATTERN.fullmatch(value) is not None
 
 
 def id_list(ids: list[str], limits: Limits, field: str = "ids") -> list[str]:
@@ -237,7 +320,7 @@ def _metadata_key(path: Any, where: str) -> str:
     # "~1" and "~0" decode to "/" and "~" (RFC 6901).
     if not isinstance(path, str) or not path.startswith("/"):
         raise InvalidRequest(f'{where}: "path" must be a JSON pointer like /metadata/KEY.')
-    if re.search(r"~[^01]|~$", path):
+    if re.search(r"~[^01]|~\Z", path):
         raise InvalidRequest(f"{where}: path {path!r} has a \"~\" that is not ~0 or ~1.")
     tokens = [t.replace("~1", "/").replace("~0", "~") for t in path[1:].split("/")]
     if len(tokens) != 2 or tokens[0] != "metadata" or not tokens[1]:
@@ -248,9 +331,15 @@ def _metadata_key(path: Any, where: str) -> str:
 
 
 def message_marker(value: str | None) -> int | None:
-    """The ``marker`` of a message listing: the position of the last message seen."""
+    """The ``marker`` of a message listing: the position of the last message seen.
+
+    A marker no page ever gave (not a number, past the largest position)
+    is MAX_MARKER, after which no message comes: an empty page, as Zaqar
+    answers an unknown marker.
+    """
     if value is None or value == "":
         return None
-    if not (value.isascii() and value.isdigit()):
-        raise InvalidRequest(f"Invalid marker {value!r}: use the one a previous page gave.")
-    return int(value)
+    # The length test comes first: int() refuses more than 4300 digits.
+    if len(value) > len(str(MAX_MARKER)) or not (value.isascii() and value.isdigit()):
+        return MAX_MARKER
+    return min(int(value), MAX_MARKER)

@@ -68,7 +68,7 @@ def edge_events() -> list[Event]:
         e(10, "posted", "e7", client_id="producer", detail={**posted, "fingerprint": "fp-e7"}),
         e(11, "claimed", "e7", claim_id="k7", client_id="slowpoke", claim_count=1),
         e(12, "renewed", "e7", claim_id="k7", client_id="slowpoke", claim_count=1),
-        e(13, "purged", detail={"messages": 4}),
+        e(13, "purged", detail={"messages": 1}),  # e7, the only message left
     ]
 
 

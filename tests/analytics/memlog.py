@@ -30,6 +30,9 @@ class MemoryEventLog(EventLog):
         start = 0 if after is None else int(after)
         return [e for e in self.events if int(e.cursor) > start][:limit]
 
+    def count(self, *, after: str | None = None) -> int:
+        return len(self.read(after=after, limit=len(self.events)))
+
     def trim(self, *, up_to: str) -> int:
         before = len(self.events)
         self.events = [e for e in self.events if int(e.cursor) > int(up_to)]

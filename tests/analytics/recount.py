@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from zq.storage.base import Event
 
 STEP_KINDS = {"posted", "claimed", "released", "deleted", "dead_lettered", "expired"}
-COUNTED = ["posted", "claimed", "released", "deleted", "dead_lettered", "expired"]
 
 
 def day(t: float) -> str:
@@ -31,29 +30,77 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def counts_row(events: list[Event]) -> dict:
-    row = dict.fromkeys(COUNTED, 0)
+FLOWS = ["posted", "dead_lettered_in", "claimed", "released", "deleted", "dead_lettered",
+         "expired", "purged"]
+
+
+def flows(events: list[Event], arrivals: int) -> dict:
+    """The flow columns of one queue (and day): events by kind, moves in, purged messages."""
+    row = dict.fromkeys(FLOWS, 0)
+    row["dead_lettered_in"] = arrivals
     for e in events:
         if e.kind == "expired" and e.message_id is None:
             continue
-        if e.kind in row:
+        if e.kind == "purged":
+            row["purged"] += e.detail.get("messages", 0)
+        elif e.kind in row:
             row[e.kind] += 1
-    row["dead_letter_rate"] = rate(row["dead_lettered"], row["deleted"])
     return row
+
+
+def still_present(indexed: list[tuple[int, Event]]) -> dict[tuple[str, str], int]:
+    """Messages per queue whose last step left them there, with no purge of it after."""
+    last: dict[str, tuple] = {}
+    purges: dict[tuple[str, str], tuple] = {}
+    for seq, e in indexed:
+        at = (e.time, seq)
+        if e.kind == "purged":
+            purges[(e.project, e.queue)] = max(purges.get((e.project, e.queue), at), at)
+        elif e.message_id is not None and e.kind in STEP_KINDS:
+            key = (e.project, e.message_id)
+            if key not in last or at > last[key][0]:
+                last[key] = (at, e)
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for at, e in last.values():
+        if e.kind in ("deleted", "expired"):
+            continue
+        queue = e.detail["to"] if e.kind == "dead_lettered" else e.queue
+        purge = purges.get((e.project, queue))
+        if purge is None or at > purge:
+            counts[(e.project, queue)] += 1
+    return counts
 
 
 def recount(log: list[Event], top: int = 20, backend: str = "a") -> dict[str, list[dict]]:
     indexed = list(enumerate(log))
     by_queue = defaultdict(list)
     by_queue_day = defaultdict(list)
+    arrivals = defaultdict(int)
+    arrivals_day = defaultdict(int)
     for _, e in indexed:
         by_queue[(e.project, e.queue)].append(e)
         by_queue_day[(day(e.time), e.project, e.queue)].append(e)
+        if e.kind == "dead_lettered":
+            arrivals[(e.project, e.detail["to"])] += 1
+            arrivals_day[(day(e.time), e.project, e.detail["to"])] += 1
+    present = still_present(indexed)
 
-    totals = [{"project": p, "queue": q, **counts_row(evs)} for (p, q), evs in by_queue.items()]
+    totals = []
+    for p, q in set(by_queue) | set(arrivals) | set(present):
+        row = {"project": p, "queue": q, **flows(by_queue.get((p, q), []), arrivals[(p, q)])}
+        row["present"] = present.get((p, q), 0)
+        row["unaccounted"] = (row["posted"] + row["dead_lettered_in"] - row["deleted"]
+                              - row["dead_lettered"] - row["expired"] - row["purged"]
+                              - row["present"])
+        row["dead_letter_rate"] = rate(row["dead_lettered"], row["deleted"])
+        totals.append(row)
     totals.sort(key=lambda r: (-r["dead_lettered"], r["project"], r["queue"]))
-    daily = [{"day": d, "project": p, "queue": q, **counts_row(evs)}
-             for (d, p, q), evs in sorted(by_queue_day.items())]
+    daily = []
+    for d, p, q in sorted(set(by_queue_day) | set(arrivals_day)):
+        row = {"day": d, "project": p, "queue": q,
+               **flows(by_queue_day.get((d, p, q), []), arrivals_day[(d, p, q)])}
+        row["dead_letter_rate"] = rate(row["dead_lettered"], row["deleted"])
+        daily.append(row)
 
     # Each message's steps, in time order.
     messages = defaultdict(list)

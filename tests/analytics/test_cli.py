@@ -9,10 +9,12 @@ import sys
 import pytest
 
 from tests.analytics.conftest import zq_parser
+from tests.analytics.memlog import LogOnlyStorage, MemoryEventLog
 from zq.analytics.cli import parse_time, run_stats
+from zq.analytics.export import export
 from zq.clock import ManualClock
 from zq.events import fingerprint
-from zq.storage.base import NewMessage
+from zq.storage.base import Event, NewMessage
 from zq.storage.sql import open_sql
 
 
@@ -57,9 +59,11 @@ def test_parse_time_accepts_dates_times_and_seconds():
         parse_time("soon")
 
 
-def test_stats_without_pyspark_says_how_to_install(monkeypatch, capsys):
+def test_stats_without_pyspark_says_how_to_install(monkeypatch, capsys, tmp_path):
+    log = MemoryEventLog([Event(cursor="", time=1e9, project="p", queue="q", kind="posted")])
+    export({"a": LogOnlyStorage(log)}, str(tmp_path))  # events to analyse: Spark is needed
     monkeypatch.setitem(sys.modules, "pyspark", None)  # import now raises ImportError
-    args = zq_parser().parse_args(["stats", "--events", "/nowhere"])
+    args = zq_parser().parse_args(["stats", "--events", str(tmp_path)])
     assert args.handler(args) == 1
     assert "pip install 'zq[spark]'" in capsys.readouterr().err
 

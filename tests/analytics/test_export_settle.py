@@ -11,7 +11,12 @@ from zq.storage.base import Event
 
 
 class LateCommitLog(MemoryEventLog):
-    """A log whose cursor 2 is written but not yet committed: readers skip it."""
+    """A log whose cursor 2 is written but not yet committed: readers skip it.
+
+    Its cursors are given at write time (as on MariaDB), so its order is not final.
+    """
+
+    final_order = False
 
     def __init__(self) -> None:
         super().__init__(Event(cursor="", time=t, project="p", queue="q", kind="posted",

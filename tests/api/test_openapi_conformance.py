@@ -474,3 +474,9 @@ def test_page_limit_zero_is_400(client: CheckedClient) -> None:
 def test_empty_project_header_is_400(client: CheckedClient) -> None:
     result = client.get("/v2/queues", headers={"X-Project-ID": ""}, request_valid=False)
     assert result.status_code == 400
+
+
+def test_metrics(client: CheckedClient) -> None:
+    result = client.request("GET", "/metrics")
+    assert result.status_code == 200
+    assert "zq_messages_posted_total" in result.text

@@ -92,3 +92,11 @@ def test_trim_removes_events_up_to_the_cursor(storage, project):
     assert [e.message_id for e in storage.events.read(after=mine[-1].cursor)
             if e.project == project] == later
     assert last.cursor not in {e.cursor for e in mine}
+
+
+def test_count_counts_the_events_after_a_cursor(storage, project):
+    post(storage, project, "q", 3)
+    everything = storage.events.read(limit=100_000)
+    assert storage.events.count() == len(everything)
+    assert storage.events.count(after=everything[-3].cursor) == 2
+    assert storage.events.count(after=everything[-1].cursor) == 0

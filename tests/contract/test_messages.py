@@ -6,8 +6,11 @@ import json
 
 import pytest
 
+from tests.drivers.mongo.session import real_server_url
 from zq import events as kinds
+from zq.config import Limits
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
+from zq.validation import MAX_MARKER
 
 from .helpers import TTL, claim, events_of, ids, post, raw_message
 
@@ -241,3 +244,30 @@ def test_pop_takes_free_messages_in_order_and_counts_a_claim(storage, project):
 def test_pop_from_empty_or_missing_queue(storage, project):
     assert storage.messages.pop(project, "missing", limit=3, client_id=None,
                                 dead_letter=None) == []
+
+
+def test_list_after_the_largest_marker_is_empty(storage, project):
+    # zq.validation.message_marker gives this for a marker no page gave.
+    post(storage, project, "q", 2)
+    assert storage.messages.list(project, "q", marker=MAX_MARKER, echo=True) == []
+
+
+# The most messages one post can hold within the default limits: bodies of
+# one digit, {"body":0}, fill max_messages_post_size.
+LARGEST_POST = (Limits().max_messages_post_size - len('{"messages":[]}')) // len('{"body":0},')
+
+
+def test_a_post_of_the_most_messages_the_limits_allow_is_stored_whole(
+    storage, project, backend_name
+):
+    count = LARGEST_POST
+    if backend_name == "mongo" and real_server_url() is None:
+        # mongomock checks its TTL index over the whole collection on every
+        # inserted document (quadratic: minutes for this post); a MongoDB
+        # server and pymongo's insert_many have no such cost nor a limit
+        # on parameters.
+        count = 300
+    posted = post(storage, project, "q", count)
+    assert len(set(posted)) == count
+    assert storage.queues.stats(project, "q").total == count
+    assert ids(storage.messages.list(project, "q", limit=count, echo=True)) == posted

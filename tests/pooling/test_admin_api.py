@@ -279,3 +279,28 @@ def test_a_malformed_pool_uri_is_400_saying_what_is_wrong(admin, uri, named):
     result = admin.put("/v2/pools/p", json={"uri": uri, "weight": 1})
     assert_error(result, 400, named)
     assert "unreachable" not in result.json["description"]
+
+
+@pytest.mark.parametrize("name", [".", "..", "one%0A", "o%00ne"])
+def test_pool_and_flavor_names_that_are_path_segments_or_hold_controls_are_400(
+    pools, pool_uris, name
+):
+    admin = pools
+    result = admin.put(f"/v2/pools/{name}", json={"uri": pool_uris["one"], "weight": 1})
+    assert_error(result, 400, "Pool name")
+    assert_error(admin.put(f"/v2/flavors/{name}", json={"pool_list": ["one"]}), 400,
+                 "Flavor name")
+    assert [p["name"] for p in admin.get("/v2/pools").json["pools"]] == ["one", "two"]
+    assert admin.get("/v2/flavors").json["flavors"] == []
+
+
+@pytest.mark.parametrize("flavor", [".", "..", "f\n"])
+def test_a_pool_flavor_must_be_a_name(pools, flavor):
+    assert_error(pools.patch("/v2/pools/one", json={"flavor": flavor}), 400, "flavor")
+    assert pools.get("/v2/pools/one").json["flavor"] is None
+
+
+@pytest.mark.parametrize("path", ["/v2/pools", "/v2/flavors"])
+def test_pool_and_flavor_listing_markers_are_names(pools, path):
+    assert_error(pools.get(path, params={"marker": "\x00"}), 400, "marker")
+    assert pools.get(path, params={"marker": "one"}).status_code == 200

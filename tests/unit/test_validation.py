@@ -147,7 +147,36 @@ def test_id_list_bounds():
 
 def test_message_marker():
     assert validation.message_marker(None) is None
+    assert validation.message_marker("") is None
     assert validation.message_marker("12") == 12
-    for bad in ("-1", "x", "1.5", "²"):
-        with pytest.raises(InvalidRequest, match="marker"):
-            validation.message_marker(bad)
+    assert validation.message_marker(str(validation.MAX_MARKER)) == validation.MAX_MARKER
+    # A marker no page gave is past every position: an empty page, as in Zaqar.
+    for unknown in ("-1", "x", "1.5", "²", "\x00", str(2**63), "1" * 5000):
+        assert validation.message_marker(unknown) == validation.MAX_MARKER
+
+
+@pytest.mark.parametrize("name", ["q\n", "\nq", "q\r\n", ".", ".."])
+def test_names_are_matched_whole_and_never_a_path_segment(name):
+    with pytest.raises(InvalidRequest, match="Queue name"):
+        validation.queue_name(name, LIMITS)
+
+
+@pytest.mark.parametrize("name", ["...", ".a", "a.", "a..b"])
+def test_dots_inside_names_stay_allowed(name):
+    assert validation.queue_name(name, LIMITS) == name
+
+
+@pytest.mark.parametrize("value", ["0123456789abcdef0123456789abcdef", "5f1e" * 6, "a", "A-_"])
+def test_id_shapes(value):
+    assert validation.is_id_shaped(value)
+
+
+@pytest.mark.parametrize("value", ["", "a\n", "\x00", "a b", "é", "a/b", "x" * 65])
+def test_not_id_shapes(value):
+    assert not validation.is_id_shaped(value)
+
+
+@pytest.mark.parametrize("value", ["p\x00", "p\n", "\x7f"])
+def test_project_ids_refuse_control_characters(value):
+    with pytest.raises(InvalidRequest, match="control characters"):
+        validation.project_id(value, LIMITS)

@@ -49,6 +49,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
 def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``zq stats`` (shared with ``spark-submit zq/analytics/job.py``)."""
     parser.add_argument("--events", required=True, metavar="DIR",
@@ -72,6 +82,9 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"rows kept in the top-N tables (default {DEFAULT_TOP})")
     parser.add_argument("--conf", type=_spark_conf, action="append", default=[],
                         metavar="KEY=VALUE", help="extra Spark setting (repeatable)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show Spark's own output (log4j warnings, JVM messages) on "
+                             "stderr; by default it goes to a log file named in the progress")
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,9 +102,10 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="events per Parquet file and per cursor step (default 50000)")
     parser.add_argument("--no-trim", dest="trim", action="store_false",
                         help="leave exported events in the backend log")
-    parser.add_argument("--settle", type=float, default=30.0, metavar="SECONDS",
-                        help="export only events at least this old, so an event whose "
-                             "transaction commits late is never skipped (default 30)")
+    parser.add_argument("--settle", type=_seconds, default=None, metavar="SECONDS",
+                        help="on MariaDB/MySQL and MongoDB without transactions, export only "
+                             "events at least this old, so an event whose transaction commits "
+                             "late is never skipped (default 30); other backends need no window")
     add_pooling_arguments(parser)
 
 
@@ -140,7 +154,7 @@ def _say(message: str) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     """``zq events export``: each backend (storage or pool) drained on its own."""
-    from zq.analytics.export import ExportError, backend_id, export
+    from zq.analytics.export import DEFAULT_SETTLE, ExportError, backend_id, export
     from zq.commands.options import CommandError, config_from_args, first_line
     from zq.commands.pooling import Backend, backends
     from zq.config import ConfigError
@@ -165,8 +179,9 @@ def run_export(args: argparse.Namespace) -> int:
         storage = None
         try:
             storage = open_storage(target.uri)
+            settle = DEFAULT_SETTLE if args.settle is None else args.settle
             (result,) = export({name: storage}, args.to, batch_size=args.batch_size,
-                               trim=args.trim, progress=_say, settle=args.settle)
+                               trim=args.trim, progress=_say, settle=settle)
         except (ExportError, ZqError, ValueError, OSError) as exc:
             print(f"zq: error: {shown}: {first_line(exc)}", file=sys.stderr)
             failed += 1
@@ -176,18 +191,23 @@ def run_export(args: argparse.Namespace) -> int:
                 storage.close()
         print(f"{shown}: {result.events} events exported, {len(result.files)} files, "
               f"{result.trimmed} trimmed, cursor {result.cursor}")
+        if result.held_back:
+            events = "event" if result.held_back == 1 else "events"
+            print(f"{shown}: {result.held_back:,} newer {events} held back: "
+                  f"{result.held_back_reason()}")
+        if args.settle is not None and result.settle is None:
+            print(f"{shown}: --settle has no effect: this backend's event order is final, "
+                  "so it needs no window")
     _say(f"done in {time.monotonic() - started:.1f}s")
     return 1 if failed else 0
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    """``zq stats``: imports the Spark job only now."""
+    """``zq stats``: imports the job (pyarrow) only now, and Spark only if needed."""
     try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        print("zq: error: zq stats needs PySpark: pip install 'zq[spark]' "
+        from zq.analytics.job import run
+    except ImportError as exc:
+        print(f"zq: error: zq stats needs the spark extra ({exc}): pip install 'zq[spark]' "
               "(and a Java 17+ runtime).", file=sys.stderr)
         return 1
-    from zq.analytics.job import run
-
     return run(args)

@@ -19,15 +19,21 @@ overwriting whatever part of the batch had been written. A crash between (3)
 and (4) leaves events the cursor has passed; the next run trims them first.
 No event is lost, none is written twice.
 
-Events are taken only once they have *settled*: older than ``settle``
-seconds. SQL and MongoDB give an event its cursor when it is written, not
-when its transaction commits, so a slow transaction can commit an event
-*behind* one already read; reading past it would skip it for good (and the
-trim would delete it). Stopping at the first event younger than the settle
-window leaves such an event for the next run, as long as no transaction
-takes longer than the window (the default, 30 s, is far above the
-milliseconds a zq transaction takes). Redis appends in scripts, so it has no
-such gap, but the same rule costs it nothing.
+A cursor must never pass an event that will still commit before it: the
+next run reads after the cursor, and the trim deletes up to it. A log whose
+``final_order`` holds (SQLite, PostgreSQL, Redis, MongoDB with
+transactions; see zq.storage.base.EventLog) only ever returns events whose
+place is final, so everything it returns is exported at once. Other logs
+(MariaDB/MySQL, MongoDB without transactions) number an event when it is
+written, not when it commits, so a slow transaction can commit an event
+*behind* one already read. For them the exporter takes events only once
+they have *settled*: older than ``settle`` seconds. Stopping at the first
+younger event leaves such an event for the next run, as long as no
+transaction takes longer than the window (the default, 30 s, is far above
+the milliseconds a zq transaction takes).
+
+Whatever a run leaves for the next one is counted (``held_back``), so the
+person running it knows how much is missing and why.
 
 One exporter per dataset at a time: runs are meant to be sequential (a cron
 job), not concurrent.
@@ -73,6 +79,17 @@ class BackendResult:
     files: list[str] = field(default_factory=list)
     trimmed: int = 0
     cursor: str | None = None
+    held_back: int = 0  # committed events left for the next run
+    settle: float | None = None  # the settle window applied; None: the log's order is final
+
+    def held_back_reason(self) -> str:
+        """Why ``held_back`` events wait, for a person."""
+        if self.settle is None:
+            return ("written behind a transaction still in flight, or during this run; "
+                    "the next run exports them")
+        return (f"younger than the {self.settle:g} s settle window (this backend numbers an "
+                "event when it is written, not when it commits, so a slower transaction may "
+                "still commit one before them); the next run exports them")
 
 
 def backend_id(uri: str) -> str:
@@ -103,22 +120,25 @@ def export(
     ``storages`` maps a backend id (see ``backend_id``) to its open Storage;
     the id names the backend's cursor and files in the dataset, so it must
     stay the same from run to run. With ``trim`` the backend log is trimmed
-    up to the exported cursor. Events younger than ``settle`` seconds (by
-    ``now()``) wait for the next run (see the module docstring).
+    up to the exported cursor. On a log without ``final_order``, events
+    younger than ``settle`` seconds (by ``now()``) wait for the next run (see
+    the module docstring).
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     if settle < 0:
         raise ValueError("settle must not be negative")
-    settled_before = now() - settle
     sink = open_sink(to) if isinstance(to, str) else to
     say = progress or (lambda _msg: None)
     state = _State.load(sink)
     results = []
     for name, storage in storages.items():
         _check_backend_name(name)
+        window = None if storage.events.final_order else settle
         result = _export_backend(name, storage, sink, state, batch_size, trim, say,
-                                 settled_before)
+                                 None if window is None else now() - window)
+        result.settle = window
+        result.held_back = storage.events.count(after=result.cursor)
         results.append(result)
         say(f"{name}: exported {result.events} events in {len(result.files)} files")
     return results
@@ -132,7 +152,7 @@ def _export_backend(
     batch_size: int,
     trim: bool,
     say: Progress,
-    settled_before: float,
+    settled_before: float | None,
 ) -> BackendResult:
     entry = state.backend(name)
     result = BackendResult(name, cursor=entry["cursor"])
@@ -151,8 +171,9 @@ def _export_backend(
             )
         _finish_batch(name, storage, sink, state, events, pending["seq"], trim, result)
     while True:
-        events = settled(storage.events.read(after=entry["cursor"], limit=batch_size),
-                         settled_before)
+        events = storage.events.read(after=entry["cursor"], limit=batch_size)
+        if settled_before is not None:
+            events = settled(events, settled_before)
         if not events:
             return result
         seq = entry["seq"]

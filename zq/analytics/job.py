@@ -9,7 +9,10 @@ no Python UDFs, so executors need nothing but Spark itself.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,8 +24,8 @@ if __name__ == "__main__" and not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from zq.analytics.cli import add_stats_arguments
+from zq.analytics.selection import DatasetMissing, EventFilter, Selection, select
 from zq.analytics.spark import SparkMissing, spark_session
-from zq.dead_letter import iso8601
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,29 +50,75 @@ def run(
     out: IO[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> int:
-    """Run the job for parsed ``args``; prints to ``out`` (stdout). Returns the exit code."""
+    """Run the job for parsed ``args``; prints to ``out`` (stdout). Returns the exit code.
+
+    The dataset is checked with pyarrow first: a missing path is an error and
+    a selection without events is answered, both without starting Spark.
+    """
     out = out if out is not None else sys.stdout
     say = progress or Progress()
+    where = EventFilter(project=args.project, queue=args.queue,
+                        since=args.since, until=args.until)
     try:
-        return _run(args, spark, out, say)
+        selection = select(args.events, where)
+    except DatasetMissing as exc:
+        print(f"zq: error: cannot read events from {args.events}: {exc}", file=sys.stderr)
+        return 1
+    if selection is not None and selection.events == 0:
+        _no_events(args, where, selection, out)
+        return 0
+    if selection is not None:
+        say(f"{selection.events:,} events match in {selection.files} files")
+    log = None
+    if spark is None and not getattr(args, "verbose", False):
+        handle, log = tempfile.mkstemp(prefix="zq-stats-spark-", suffix=".log")
+        os.close(handle)
+    code = 1
+    try:
+        code = _run(args, where, spark, out, say, log)
     except SparkMissing as exc:
         print(f"zq: error: {exc}", file=sys.stderr)
-        return 1
+    finally:
+        if log is not None and (code == 0 or os.path.getsize(log) == 0):
+            os.unlink(log)
+        elif log is not None:
+            print(f"zq: Spark's own log is in {log}", file=sys.stderr)
+    return code
 
 
-def _run(args: argparse.Namespace, spark: SparkSession | None, out: IO[str],
-         say: Callable[[str], None]) -> int:
+def _no_events(args: argparse.Namespace, where: EventFilter, selection: Selection,
+               out: IO[str]) -> None:
+    """Answer a selection without events: one line, and empty tables for a script."""
+    chosen = where.describe()
+    if selection.files == 0:
+        days = " on the chosen days" if where.since is not None or where.until is not None else ""
+        message = f"no events matched: {args.events} holds no exported events{days}"
+    else:
+        message = f"no events matched {chosen} in {args.events}"
+    if args.out:
+        message += f" (nothing written to {args.out})"
+    if args.format == "table":
+        out.write(message + "\n")
+        return
+    print(f"zq stats: {message}", file=sys.stderr)
+    if args.format == "json":
+        from zq.analytics.report import TABLE_NAMES
+
+        names = ["sql"] if args.sql else list(TABLE_NAMES)
+        out.write(json.dumps({name: [] for name in names}, indent=2) + "\n")
+
+
+def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | None,
+         out: IO[str], say: Callable[[str], None], log: str | None) -> int:
     if spark is None:
-        say("starting Spark")
-        spark = spark_session(args.master, conf=dict(args.conf))
+        say("starting Spark" + (f" (its own log: {log}; --verbose shows it here)" if log else ""))
+        spark = spark_session(args.master, conf=dict(args.conf), log=log)
         say(f"Spark {spark.version} on {spark.sparkContext.master}")
     from pyspark.errors import AnalysisException
 
     from zq.analytics import lifecycles as lc
     from zq.analytics import report, tables
 
-    where = lc.EventFilter(project=args.project, queue=args.queue,
-                           since=args.since, until=args.until)
     say(f"reading events from {args.events}")
     try:
         events = lc.read_events(spark, args.events, where).cache()
@@ -107,20 +156,14 @@ def _run(args: argparse.Namespace, spark: SparkSession | None, out: IO[str],
     out.write(report.render(list(results.values()), args.format))
     if args.out:
         say(f"writing tables, charts and report.html to {args.out}")
-        report.write_out(results, args.out, subtitle=_describe(args, total))
+        report.write_out(results, args.out, subtitle=_describe(args, where, total))
     say("done")
     return 0
 
 
-def _describe(args: argparse.Namespace, total: int) -> str:
-    parts = [f"{total:,} events from {args.events}"]
-    for flag in ("project", "queue", "since", "until"):
-        value = getattr(args, flag)
-        if isinstance(value, float):
-            value = iso8601(value)
-        if value is not None:
-            parts.append(f"{flag}={value}")
-    return "; ".join(parts)
+def _describe(args: argparse.Namespace, where: EventFilter, total: int) -> str:
+    chosen = where.describe()
+    return f"{total:,} events from {args.events}" + (f"; {chosen}" if chosen else "")
 
 
 def main(argv: list[str] | None = None) -> int:

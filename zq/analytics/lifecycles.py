@@ -17,8 +17,6 @@ Everything here stays a lazy DataFrame: nothing is collected to the driver.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -34,22 +32,13 @@ from pyspark.sql.types import (
 
 from zq import events as ev
 from zq.analytics.schema import PARTITION_KEY, SCHEMA, event_date
+from zq.analytics.selection import EventFilter
 
 MESSAGE = ["backend", "project", "message_id"]
 ORDER = ["time", "seq"]
 # Kinds that move a message along; ``renewed`` changes nothing an analyst
 # counts per message and would hide the event that really follows a claim.
 _STEPS = (ev.POSTED, ev.CLAIMED, ev.RELEASED, ev.DELETED, ev.DEAD_LETTERED, ev.EXPIRED)
-
-
-@dataclass(frozen=True)
-class EventFilter:
-    """Which events to analyse; None means no restriction."""
-
-    project: str | None = None
-    queue: str | None = None
-    since: float | None = None  # POSIX seconds, inclusive
-    until: float | None = None  # POSIX seconds, exclusive
 
 
 def read_events(spark: SparkSession, path: str, where: EventFilter | None = None) -> DataFrame:

@@ -23,6 +23,11 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 FORMATS = ("table", "json", "csv")
+# The tables zq stats prints, in order (computed by zq.analytics.tables).
+TABLE_NAMES = (
+    "queue_totals", "queue_daily", "claims_distribution", "latency",
+    "failing_fingerprints", "consumers", "dead_letter_rate",
+)
 
 
 @dataclass(frozen=True)

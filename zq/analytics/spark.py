@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -32,8 +34,14 @@ def spark_session(
     *,
     app_name: str = "zq-stats",
     conf: Mapping[str, str] | None = None,
+    log: str | None = None,
 ) -> SparkSession:
     """The active session, or a new one.
+
+    With ``log``, a JVM started here writes its own output (log4j, JVM
+    warnings, Java stack traces) to that file instead of the terminal: it
+    inherits the file as its standard error. A JVM that already runs
+    (spark-submit, an earlier session) keeps its own.
 
     ``master`` None keeps whatever ``spark-submit`` set, else ``local[*]``.
     Local runs get few shuffle partitions (the default 200 makes a laptop
@@ -56,13 +64,32 @@ def spark_session(
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
+    quiet = log if not submitted else None
     try:
-        session = builder.getOrCreate()
+        with _stderr_to(quiet) if quiet is not None else nullcontext():
+            session = builder.getOrCreate()
     except Exception as exc:  # Java missing or broken shows up here
-        raise SparkMissing(f"Spark did not start ({exc}); is Java 17+ installed?") from exc
+        where = f" (Spark's log: {quiet})" if quiet is not None else ""
+        raise SparkMissing(f"Spark did not start ({exc}){where}; is Java 17+ installed?"
+                           ) from exc
     session.sparkContext.setLogLevel("WARN")
     if session.sparkContext.master.startswith("local") and not (
         conf and "spark.sql.shuffle.partitions" in conf
     ):
         session.conf.set("spark.sql.shuffle.partitions", "4")
     return session
+
+
+@contextmanager
+def _stderr_to(path: str) -> Iterator[None]:
+    """File descriptor 2 points at ``path`` inside the block (a child started there keeps it)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)

@@ -92,12 +92,16 @@ def _message_history(rng: random.Random, shape: Shape, number: int) -> Iterator[
         return Event(cursor="", time=t, project=project, kind=kind,
                      message_id=message_id, **fields)
 
-    if rng.random() < 0.002:
-        yield Event(cursor="", time=t, project=project, queue=queue, kind=ev.PURGED,
-                    detail={"messages": rng.randrange(1, 50)})
     yield event(ev.POSTED, client_id="producer",
                 detail={"ttl": shape.message_ttl, "delay": 0, "fingerprint": print_,
                         "size": len(body.encode())})
+    if rng.random() < 0.002:
+        # An operator purges the queue while it holds just this message, so
+        # every queue's totals still balance.
+        t += rng.expovariate(1 / 30)
+        yield Event(cursor="", time=t, project=project, queue=queue, kind=ev.PURGED,
+                    detail={"messages": 1})
+        return
     fate = rng.random()
     if fate < 0.03:
         t += shape.message_ttl

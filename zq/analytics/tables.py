@@ -4,8 +4,16 @@ Definitions (the tests recount every one of them in plain Python):
 
 - ``queue_totals`` / ``queue_daily``: events per queue (and UTC day) by
   kind. ``expired`` counts expired *messages*; a dead lettered message
-  counts in its source queue; ``dead_letter_rate`` is dead_lettered /
-  (deleted + dead_lettered), the share of finished messages that failed.
+  counts in its source queue (``dead_lettered``) and in its dead letter
+  queue (``dead_lettered_in``); ``purged`` is the messages purges and queue
+  deletes removed (each ``purged`` event carries its count);
+  ``dead_letter_rate`` is dead_lettered / (deleted + dead_lettered), the
+  share of finished messages that failed. ``queue_totals`` also balances
+  each queue: ``present`` is the messages still there (their last event
+  left them in the queue and no purge of it came later), and
+  ``unaccounted`` = posted + dead_lettered_in - deleted - dead_lettered -
+  expired - purged - present, 0 when every message is accounted for (a
+  ``--since``/``--until`` window that cuts lifecycles makes it non-zero).
 - ``claims_distribution``: how many claims a message had when it was
   deleted (pops count as a claim) or dead lettered, per queue.
 - ``latency``: seconds from the original post to delete
@@ -26,13 +34,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from zq import events as ev
-from zq.analytics.lifecycles import explicit_claim_expiries, is_kind
+from zq.analytics.lifecycles import MESSAGE, ORDER, explicit_claim_expiries, is_kind
 
 QUEUE = ["project", "queue"]
-TABLE_NAMES = (
-    "queue_totals", "queue_daily", "claims_distribution", "latency",
-    "failing_fingerprints", "consumers", "dead_letter_rate",
-)
 
 
 def _count(condition: Column) -> Column:
@@ -52,24 +56,83 @@ def _kind_counts() -> list[Column]:
         _count(is_kind(ev.DELETED)).alias("deleted"),
         _count(is_kind(ev.DEAD_LETTERED)).alias("dead_lettered"),
         _count(is_kind(ev.EXPIRED) & F.col("message_id").isNotNull()).alias("expired"),
+        F.sum(F.when(is_kind(ev.PURGED), F.coalesce(F.col("messages"), F.lit(0)))
+              .otherwise(0)).alias("purged"),
     ]
+
+
+# The flow columns, in the order the tables show them.
+_FLOWS = ["posted", "dead_lettered_in", "claimed", "released", "deleted", "dead_lettered",
+          "expired", "purged"]
 
 
 def day_of(ts: str = "ts") -> Column:
     return F.date_format(F.col(ts), "yyyy-MM-dd")
 
 
-def queue_totals(events: DataFrame) -> DataFrame:
+def _arrivals(events: DataFrame, *keys: Column) -> DataFrame:
+    """Dead letter moves counted in the queue they went to."""
     return (
+        events.where(is_kind(ev.DEAD_LETTERED))
+        .groupBy(*keys, "project", F.col("to_queue").alias("queue"))
+        .agg(F.count(F.lit(1)).alias("dead_lettered_in"))
+    )
+
+
+def present(steps: DataFrame, events: DataFrame) -> DataFrame:
+    """Per queue, the messages still in it when the selected events end.
+
+    A message is in the queue its last step left it in (posted, claimed or
+    released there, or moved there by a dead letter move) unless that step
+    was a delete or an expiry, or a purge of that queue came after it.
+    """
+    last = F.col("last")
+    moved = last.getField("kind") == ev.DEAD_LETTERED
+    held = (
+        steps.groupBy(*MESSAGE)
+        .agg(F.max(F.struct(*ORDER, "queue", "kind", "to_queue")).alias("last"))
+        .where(~last.getField("kind").isin(ev.DELETED, ev.EXPIRED))
+        .select("backend", "project",
+                F.when(moved, last.getField("to_queue")).otherwise(last.getField("queue"))
+                .alias("queue"),
+                F.struct(last.getField("time").alias("time"),
+                         last.getField("seq").alias("seq")).alias("at"))
+    )
+    purges = (
+        events.where(is_kind(ev.PURGED))
+        .groupBy("backend", *QUEUE).agg(F.max(F.struct(*ORDER)).alias("purge"))
+    )
+    return (
+        held.join(purges, ["backend", *QUEUE], "left")
+        .where(F.col("purge").isNull() | (F.col("at") > F.col("purge")))
+        .groupBy(*QUEUE).agg(F.count(F.lit(1)).alias("present"))
+    )
+
+
+def queue_totals(events: DataFrame, steps: DataFrame) -> DataFrame:
+    totals = (
         events.groupBy(*QUEUE).agg(*_kind_counts())
+        .join(_arrivals(events), QUEUE, "full_outer")
+        .join(present(steps, events), QUEUE, "full_outer")
+        .fillna(0, subset=[*_FLOWS, "present"])
+    )
+    out = (F.col("deleted") + F.col("dead_lettered") + F.col("expired") + F.col("purged")
+           + F.col("present"))
+    return (
+        totals.select(*QUEUE, *_FLOWS, "present",
+                      (F.col("posted") + F.col("dead_lettered_in") - out).alias("unaccounted"))
         .withColumn("dead_letter_rate", _rate("dead_lettered", "deleted"))
         .orderBy(F.desc("dead_lettered"), *QUEUE)
     )
 
 
 def queue_daily(events: DataFrame) -> DataFrame:
+    days = events.withColumn("day", day_of())
     return (
-        events.withColumn("day", day_of()).groupBy("day", *QUEUE).agg(*_kind_counts())
+        days.groupBy("day", *QUEUE).agg(*_kind_counts())
+        .join(_arrivals(days, F.col("day")), ["day", *QUEUE], "full_outer")
+        .fillna(0, subset=_FLOWS)
+        .select("day", *QUEUE, *_FLOWS)
         .withColumn("dead_letter_rate", _rate("dead_lettered", "deleted"))
         .orderBy("day", *QUEUE)
     )
@@ -161,9 +224,9 @@ def dead_letter_rate(events: DataFrame) -> DataFrame:
 
 def compute(events: DataFrame, steps: DataFrame, holds: DataFrame, *, top: int = 20
             ) -> dict[str, DataFrame]:
-    """Every table, by name (in TABLE_NAMES order)."""
+    """Every table, by name (in zq.analytics.report.TABLE_NAMES order)."""
     return {
-        "queue_totals": queue_totals(events),
+        "queue_totals": queue_totals(events, steps),
         "queue_daily": queue_daily(events),
         "claims_distribution": claims_distribution(steps),
         "latency": latency(steps),

@@ -11,6 +11,7 @@ from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.health import Health, Ping
 from zq.api.home import Home, Versions
 from zq.api.messages import MessageCollection, MessageItem
+from zq.api.metrics import METRICS_PATH, MetricsResource, RequestMetrics
 from zq.api.middleware import AccessLog, RequestId, RequestRules
 from zq.api.pools import ADMIN_ROUTES, PoolingOff
 from zq.api.queues import QueueCollection, QueueItem, QueuePurge, QueueStatsResource
@@ -21,6 +22,7 @@ from zq.clock import Clock, SystemClock
 from zq.config import Config
 from zq.encryption import BodyCipher
 from zq.metadata_cache import MetadataCache
+from zq.metrics.setup import Telemetry, open_telemetry
 from zq.pooling import Pools
 from zq.pooling.admin import PoolAdmin
 from zq.pooling.setup import open_pools
@@ -48,6 +50,7 @@ def create_app(
     clock: Clock | None = None,
     pools: Pools | None = None,
     admin: PoolAdmin | None = None,
+    metrics_dir: str | None = None,
 ) -> keystone.WsgiApp:
     """The WSGI app serving the Zaqar v2 API.
 
@@ -56,6 +59,8 @@ def create_app(
     ``storage`` or the one at ``config.storage.resolved_uri()``. Tests may
     pass their own ``pools`` (and ``admin``). With ``[auth] strategy =
     "keystone"`` the falcon app is returned wrapped in keystonemiddleware.
+    With ``[metrics] enabled`` it serves ``GET /metrics``; ``metrics_dir`` is
+    the directory ``zq serve`` shares between its workers (zq.metrics).
     Raises ConfigError for unusable auth settings.
     """
     clock = clock or SystemClock()
@@ -64,7 +69,13 @@ def create_app(
     service = QueueService(config.limits, pools,
                            metadata_cache=MetadataCache(config.server.metadata_cache),
                            cipher=BodyCipher.from_config(config.encryption))
-    return wrap_auth(build_app(service, clock, config, admin=admin), config)
+    telemetry = None
+    if config.metrics.enabled:
+        telemetry = open_telemetry(config.metrics, pools.storages, clock,
+                                   multiprocess_dir=metrics_dir)
+    return wrap_auth(
+        build_app(service, clock, config, admin=admin, telemetry=telemetry), config
+    )
 
 
 def wrap_auth(app: falcon.App, config: Config) -> keystone.WsgiApp:
@@ -75,12 +86,20 @@ def wrap_auth(app: falcon.App, config: Config) -> keystone.WsgiApp:
 
 
 def build_app(
-    service: QueueService, clock: Clock, config: Config, *, admin: PoolAdmin | None = None
+    service: QueueService,
+    clock: Clock,
+    config: Config,
+    *,
+    admin: PoolAdmin | None = None,
+    telemetry: Telemetry | None = None,
 ) -> falcon.App:
-    """The app around an already built service; pool admin routes when ``admin``."""
-    app = falcon.App(middleware=[
+    """The app around an already built service; pool admin routes when ``admin``,
+    ``GET /metrics`` and the request latency histogram when ``telemetry``."""
+    middleware: list[object] = [RequestMetrics(telemetry)] if telemetry else []
+    middleware += [
         RequestId(), AccessLog(), RequestRules(config.limits), Authenticate(config, clock),
-    ])
+    ]
+    app = falcon.App(middleware=middleware)
     app.req_options.strip_url_path_trailing_slash = True
     json = falcon.media.JSONHandler(dumps=orjson.dumps, loads=orjson.loads)
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json
@@ -95,4 +114,7 @@ def build_app(
     )
     for template, admin_resource in ADMIN_ROUTES:
         app.add_route(template, admin_resource(admin) if admin else PoolingOff())
+    if telemetry is not None:
+        app.add_route(METRICS_PATH, MetricsResource(
+            telemetry, auth=config.auth.strategy != "none"))
     return app

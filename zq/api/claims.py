@@ -11,7 +11,7 @@ from zq.api.resource import Resource
 
 class ClaimCollection(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
-        body = read_json(req, self.limits.max_request_body, "The claim body")
+        body = read_json(req, self.limits, "The claim body")
         claim = self.service.claim(
             req.context.project, queue_name, body.document,
             limit=req.get_param_as_int("limit"), client_id=req.context.client_id,
@@ -36,7 +36,7 @@ class ClaimItem(Resource):
     def on_patch(
         self, req: falcon.Request, resp: falcon.Response, queue_name: str, claim_id: str
     ) -> None:
-        body = read_json(req, self.limits.max_request_body, "The claim body")
+        body = read_json(req, self.limits, "The claim body")
         self.service.renew_claim(
             req.context.project, queue_name, claim_id, body.document,
             client_id=req.context.client_id,

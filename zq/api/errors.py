@@ -57,7 +57,7 @@ def handle_zq_error(
 ) -> None:
     status = status_of(error)
     if falcon.code_to_http_status(status).startswith("5"):
-        LOG.error("%s %s failed: %s", req.method, req.path, error.description)
+        LOG.error("%s %s failed: %s", req.method, req.path, error)
     resp.status = status
     resp.content_type = falcon.MEDIA_JSON
     resp.data = error_body(error.title, error.description)

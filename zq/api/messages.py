@@ -12,13 +12,17 @@ from zq.errors import InvalidRequest, MessageNotFound
 
 class MessageCollection(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
-        body = read_json(req, self.limits.max_messages_post_size, "The message post")
+        body = read_json(
+            req, self.limits, "The message post", cap=self.limits.max_messages_post_size
+        )
         ids = self.service.post_messages(
             req.context.project, queue_name, body.document,
             client_id=req.context.client_id, body_size=body.size,
         )
         resp.status = falcon.HTTP_201
-        resp.location = representation.messages_href(queue_name, ids)
+        resp.location = representation.posted_location(
+            queue_name, ids, self.limits.max_ids_per_request
+        )
         resp.media = {
             "resources": [representation.message_href(queue_name, i) for i in ids]
         }

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 import falcon
 
 from zq import validation
-from zq.auth.middleware import API_PREFIX
+from zq.auth.middleware import API_PREFIX, OPERATOR_PATHS
 from zq.auth.middleware import require_admin as require_admin  # the hook's old home
 from zq.config import Limits
 from zq.errors import InvalidRequest, RequestTooLarge
@@ -120,6 +120,8 @@ class RequestRules:
         self.limits = limits
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if req.path in OPERATOR_PATHS:  # not the JSON API: text for a scraper
+            return
         if not req.client_accepts_json:
             raise falcon.HTTPNotAcceptable(
                 description="This server only produces application/json; "

@@ -75,7 +75,7 @@ class PoolCollection(AdminResource):
 @falcon.before(require_admin)
 class PoolItem(AdminResource):
     def on_put(self, req: falcon.Request, resp: falcon.Response, pool_name: str) -> None:
-        body = read_json(req, self.admin.limits.max_request_body, "The pool")
+        body = read_json(req, self.admin.limits, "The pool")
         self.admin.put_pool(pool_name, body.document)
         resp.status = falcon.HTTP_201
         resp.location = f"{POOLS}/{pool_name}"
@@ -85,7 +85,7 @@ class PoolItem(AdminResource):
         resp.media = pool_view(self.admin.get_pool(pool_name), detailed=detailed)
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, pool_name: str) -> None:
-        body = read_json(req, self.admin.limits.max_request_body, "The pool patch")
+        body = read_json(req, self.admin.limits, "The pool patch")
         resp.media = pool_view(self.admin.update_pool(pool_name, body.document), detailed=True)
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, pool_name: str) -> None:
@@ -108,7 +108,7 @@ class FlavorCollection(AdminResource):
 @falcon.before(require_admin)
 class FlavorItem(AdminResource):
     def on_put(self, req: falcon.Request, resp: falcon.Response, flavor_name: str) -> None:
-        body = read_json(req, self.admin.limits.max_request_body, "The flavor")
+        body = read_json(req, self.admin.limits, "The flavor")
         self.admin.put_flavor(flavor_name, body.document)
         resp.status = falcon.HTTP_201
         resp.location = f"{FLAVORS}/{flavor_name}"
@@ -118,7 +118,7 @@ class FlavorItem(AdminResource):
         resp.media = flavor_view(self.admin.get_flavor(flavor_name), detailed=detailed)
 
     def on_patch(self, req: falcon.Request, resp: falcon.Response, flavor_name: str) -> None:
-        body = read_json(req, self.admin.limits.max_request_body, "The flavor patch")
+        body = read_json(req, self.admin.limits, "The flavor patch")
         resp.media = flavor_view(
             self.admin.update_flavor(flavor_name, body.document), detailed=True
         )

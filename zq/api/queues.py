@@ -61,7 +61,9 @@ class QueueCollection(Resource):
 
 class QueueItem(Resource):
     def on_put(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
-        body = read_json(req, self.limits.max_queue_metadata, "Queue metadata")
+        body = read_json(
+            req, self.limits, "Queue metadata", cap=self.limits.max_queue_metadata
+        )
         created = self.service.create_queue(req.context.project, queue_name, body.document)
         resp.status = falcon.HTTP_201 if created else falcon.HTTP_204
         resp.location = representation.queue_href(queue_name)
@@ -76,7 +78,9 @@ class QueueItem(Resource):
                 description=f"PATCH of a queue takes Content-Type {PATCH_MEDIA_TYPE}.",
                 headers={"Accept-Patch": PATCH_MEDIA_TYPE},
             )
-        body = read_json(req, self.limits.max_queue_metadata, "The metadata patch")
+        body = read_json(
+            req, self.limits, "The metadata patch", cap=self.limits.max_queue_metadata
+        )
         resp.media = self.service.patch_metadata(
             req.context.project, queue_name, body.document
         )
@@ -94,6 +98,6 @@ class QueueStatsResource(Resource):
 
 class QueuePurge(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
-        body = read_json(req, self.limits.max_request_body, "The purge body")
+        body = read_json(req, self.limits, "The purge body")
         self.service.purge_queue(req.context.project, queue_name, body.document)
         resp.status = falcon.HTTP_204

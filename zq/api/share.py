@@ -35,7 +35,7 @@ class QueueShare(Resource):
                 title="Forbidden", description="A pre-signed URL cannot sign other URLs."
             )
         queue = validation.queue_name(queue_name, self.limits)
-        body = read_json(req, self.limits.max_request_body, "The share request")
+        body = read_json(req, self.limits, "The share request")
         document = body.document
         if isinstance(document, dict) and document.get("project_id") not in (
             None, req.context.project

@@ -1,6 +1,7 @@
 """The one place that decides who a request comes from.
 
-``Authenticate`` runs once per ``/v2/...`` request and sets
+``Authenticate`` runs once per ``/v2/...`` request (and per request of an
+operator endpoint, OPERATOR_PATHS, when a strategy other than ``none`` is on) and sets
 ``req.context.identity`` (project, roles, how it was established) and
 ``req.context.project``; resources and hooks read only those.
 
@@ -33,6 +34,9 @@ from zq.config import Config, ConfigError
 
 # Every route below it needs an identity; ``GET /v2`` (the home document) does not.
 API_PREFIX = "/v2/"
+# Operator endpoints outside the API: open with strategy "none" (a scraper
+# has no project to send), for admin identities only with any other.
+OPERATOR_PATHS = frozenset({"/metrics"})
 
 TOKEN_HEADER = "X-Auth-Token"
 BEARER = "bearer "
@@ -66,7 +70,9 @@ class Authenticate:
             self.tokens = TokenStore(config.auth.tokens_file)
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
-        if not req.path.startswith(API_PREFIX):
+        if not req.path.startswith(API_PREFIX) and (
+            req.path not in OPERATOR_PATHS or self.strategy == "none"
+        ):
             return
         if req.get_header(signed_urls.HEADERS[0]) is not None:
             identity = self._signed(req)

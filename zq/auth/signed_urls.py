@@ -63,7 +63,14 @@ def parse_expires(value: str) -> float:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.timestamp()
+    try:
+        # In UTC, so that format_expires can spell it: an offset may push a
+        # time at either end of the calendar past year 9999 or before year 1.
+        return moment.astimezone(datetime.UTC).timestamp()
+    except (OverflowError, ValueError):
+        raise InvalidRequest(
+            f"expires {value!r} is outside the years 1 to 9999 in UTC."
+        ) from None
 
 
 def format_expires(timestamp: float) -> str:

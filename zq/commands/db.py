@@ -18,17 +18,20 @@ from zq.storage import check_uri, scheme_of
 from zq.storage.uri import redact
 
 SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
+REDIS_SCHEMES = ("redis", "rediss")
 
 DESCRIPTION = """\
-Manage the schema of an SQL storage (SQLite, PostgreSQL, MariaDB/MySQL)
-and of the pooling management store. Redis and MongoDB storages have no
-schema and need no migration."""
+Manage the schema of an SQL storage (SQLite, PostgreSQL, MariaDB/MySQL),
+the key layout of a Redis storage and the schema of the pooling management
+store. MongoDB storages have no schema and need no migration."""
 
 UPGRADE_DESCRIPTION = """\
 Apply every Alembic migration the database does not have yet, creating the
 tables on an empty database. Running it again is harmless. `zq serve`
 migrates an SQLite database by itself; run this for PostgreSQL and MariaDB
-before starting (or after upgrading) the servers.
+before starting (or after upgrading) the servers. On Redis it converts data
+written by an earlier zq to the current key layout (stop every server of
+that storage first; servers refuse to start on an older layout).
 
 What it migrates: the storage by default. --management [URI] migrates the
 pooling management store (pools, flavors, catalog) instead: the URI given,
@@ -40,6 +43,7 @@ UPGRADE_EPILOG = """\
 examples:
   zq db upgrade --storage postgresql://zq@db.example.com/zq
   zq db upgrade --storage mysql://zq@db.example.com/zq
+  zq db upgrade --storage redis://redis.example.com:6379/0?prefix=zq
   zq db upgrade --config /etc/zq/zq.toml
   zq db upgrade --management postgresql://zq@db.example.com/zq_management
   zq db upgrade --management --config /etc/zq/zq.toml   # [pooling] management
@@ -86,11 +90,31 @@ def upgrade_storage(config: Config) -> None:
     uri = config.storage.resolved_uri()
     check_uri(uri)
     scheme = scheme_of(uri)
+    if scheme in REDIS_SCHEMES:
+        upgrade_redis(uri)
+        return
     if scheme not in SQL_SCHEMES:
         print(f"{redact(uri)} is a {scheme} storage: it has no schema, nothing to migrate.")
         return
     ensure_default_data_dir(config)
     migrate_with(uri, "schema", migrate.current_revision, migrate.upgrade)
+
+
+def upgrade_redis(uri: str) -> None:
+    """Convert a Redis storage to the current key layout and say what changed."""
+    from zq.clock import SystemClock
+    from zq.storage.redis.layout import upgrade_uri
+
+    try:
+        before, after = upgrade_uri(uri, SystemClock())
+    except Exception as exc:  # the driver's own message names the cause
+        raise CommandError(f"cannot upgrade {redact(uri)}: {first_line(exc)}") from exc
+    if before is None:
+        print(f"{redact(uri)} holds no zq data yet; marked with Redis key layout {after}.")
+    elif before == after:
+        print(f"{redact(uri)} is already at Redis key layout {after}.")
+    else:
+        print(f"Converted {redact(uri)} from Redis key layout {before} to {after}.")
 
 
 def upgrade_management_store(config: Config, uri: str) -> None:

@@ -87,7 +87,9 @@ class PoolAdmin:
         self.registry.remove_pool(validation.name(name, field="Pool name"))
 
     def list_pools(self, marker: str | None, limit: int | None) -> list[PoolDef]:
-        return self.registry.list_pools(marker=marker, limit=self._page(limit))
+        return self.registry.list_pools(
+            marker=validation.listing_name(marker, "marker"), limit=self._page(limit)
+        )
 
     # -- flavors --------------------------------------------------------
 
@@ -118,7 +120,9 @@ class PoolAdmin:
         self.registry.remove_flavor(validation.name(name, field="Flavor name"))
 
     def list_flavors(self, marker: str | None, limit: int | None) -> list[FlavorDef]:
-        return self.registry.list_flavors(marker=marker, limit=self._page(limit))
+        return self.registry.list_flavors(
+            marker=validation.listing_name(marker, "marker"), limit=self._page(limit)
+        )
 
     # -- helpers --------------------------------------------------------
 

@@ -180,7 +180,7 @@ class CatalogPools:
             try:
                 found[pool.name] = self.backend(Location(pool.name, pool.uri))
             except ZqError as error:
-                found[pool.name] = UnreachablePool(error.description)
+                found[pool.name] = UnreachablePool(str(error))
             except Exception as error:  # a driver's own connection error
                 found[pool.name] = UnreachablePool(f"{type(error).__name__}: {error}")
         return found

@@ -47,7 +47,7 @@ def open_management(uri: str, *, rng: random.Random | None = None) -> Management
     except exc.DBAPIError as error:
         engine.dispose()
         raise StorageUnavailable(
-            f"Cannot use the management store at {redact(uri)}: {error.orig}"
+            "Cannot use the management store.", detail=f"{redact(uri)}: {error.orig}"
         ) from error
     except BaseException:
         engine.dispose()

@@ -526,11 +526,31 @@ class ClaimController(ABC):
 
 
 class EventLog(ABC):
-    """The backend's append-only log of events, read by the exporter."""
+    """The backend's append-only log of events, read by the exporter.
+
+    ``final_order`` says whether a cursor, once read past, is final: True
+    when ``read`` never returns an event before which a transaction still in
+    flight could later commit one (its writers are serialized, its cursor is
+    assigned inside the atomic step, or ``read`` stops below the oldest
+    transaction in flight). False when cursors are assigned at write time
+    and commits may land out of cursor order: a reader must then leave
+    recent events for a settle window (see zq.analytics.export).
+    """
+
+    final_order: bool = True
 
     @abstractmethod
     def read(self, *, after: str | None = None, limit: int = 1000) -> list[Event]:
         """Events in log order strictly after cursor ``after`` (all if None)."""
+
+    @abstractmethod
+    def count(self, *, after: str | None = None) -> int:
+        """How many committed events come after cursor ``after``.
+
+        Counts the events ``read`` does not return yet too (on a log that
+        stops below a transaction in flight): the exporter reports them as
+        held back.
+        """
 
     @abstractmethod
     def trim(self, *, up_to: str) -> int:

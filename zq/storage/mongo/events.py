@@ -28,8 +28,15 @@ def append(database: Any, docs: Sequence[dict[str, Any]], *, session: Any = None
 
 
 class MongoEventLog(EventLog):
-    def __init__(self, database: Any) -> None:
+    """Cursor order is commit order only with transactions (``final_order``).
+
+    Without them two writers may insert out of counter order (see the module
+    docstring), so a reader leaves recent events for a settle window.
+    """
+
+    def __init__(self, database: Any, *, transactions: bool) -> None:
         self._events = database["events"]
+        self.final_order = transactions
 
     def read(self, *, after: str | None = None, limit: int = 1000) -> list[Event]:
         query = {} if after is None else {"_id": {"$gt": _cursor(after)}}
@@ -49,6 +56,10 @@ class MongoEventLog(EventLog):
             )
             for doc in docs
         ]
+
+    def count(self, *, after: str | None = None) -> int:
+        query = {} if after is None else {"_id": {"$gt": _cursor(after)}}
+        return self._events.count_documents(query)
 
     def trim(self, *, up_to: str) -> int:
         return self._events.delete_many({"_id": {"$lte": _cursor(up_to)}}).deleted_count

@@ -31,7 +31,7 @@ class MongoStorage(Storage):
         self.queues = MongoQueueController(self._b)
         self.messages = MongoMessageController(self._b)
         self.claims = MongoClaimController(self._b)
-        self.events = MongoEventLog(connection.database)
+        self.events = MongoEventLog(connection.database, transactions=connection.transactions)
 
     @property
     def transactions(self) -> bool:

@@ -16,18 +16,23 @@ claim and pop scripts only apply them. Scripts check everything before their
 first write, and are flagged (``#!lua``) so that Redis refuses them before
 they start when it is out of memory.
 
-Key layout (``P`` is ``prefix:``; ``enc(s)`` is ``len(s) .. ':' .. s`` in
-bytes). Every family starts with its own head, and names and project ids
-appear only length-prefixed or as hash fields and set members, so no
-queue name or project id (``.``, ``:`` or any bytes) can make two keys
-collide::
+Key layout, version 2 (zq/storage/redis/layout.py). ``P`` is ``prefix:``;
+``enc(s)`` is ``len(s) .. ':' .. s`` in bytes. Every family starts with its
+own head, and names and project ids appear only length-prefixed or as hash
+fields and set members, so no queue name or project id (``.``, ``:`` or any
+bytes) can make two keys collide::
 
     P queues           hash  enc(project) .. queue -> qid (a number)
     P qseq             string counter for qids
     P p:enc(project)   zset  queue names of the project (score 0, by name)
     P l:enc(project)   string the project's links version (a counter)
-    P q:<qid>          hash  project, name, meta (JSON text), mv (metadata changes)
+    P q:<qid>          hash  project, name, meta (JSON text), mv (metadata changes),
+                             vid (the version's id after a purge gave a new qid)
     P qo:<qid>         zset  message ids by marker: the queue's order
+    P qr:<qid>         zset  ready (free now) message ids by marker
+    P qh:<qid>         zset  held message ids by claim expiry
+    P qw:<qid>         zset  waiting message ids by when they become claimable
+    P qx:<qid>         zset  message ids by expiry time
     P qc:<qid>         set   claim ids of the queue
     P marker           string counter for markers (one sequence per backend)
     P m:<id>           hash  q, body, ttl, created, expires, client, claim,
@@ -35,15 +40,27 @@ collide::
                              marker, delay (free from), fp (fingerprint)
     P c:<cid>          hash  q, ttl, grace, created, expires, client
     P cm:<cid>         set   message ids the claim took
-    P xm               zset  message ids by expiry time
+    P xq               zset  queue ids by (a lower bound of) their first expiry
     P xc               zset  claim ids by expiry time
     P events           stream of events, read by the exporter
+    P layout           string the key layout version
+    P trash            set   ids of purged and deleted queues whose keys gc reclaims
+
+Every message of a queue is in its order, its expiry index and exactly one
+of ready, held and waiting. No script walks a queue: each call that needs
+the queue exact first settles it (``settle`` in lua/_lib.lua: removes
+expired messages, moves messages whose claim or delay ended into ready)
+within a per-call budget (``wire.Budget``), answering AGAIN for the driver
+to call again when the budget ran out; docs/redis.md has the bounds.
 
 Expiry. Reads and writes compare stored times with the time passed in, so
-an expired message or claim is invisible at once. Memory is reclaimed by
-``gc``, which takes what expired from ``xm`` and ``xc`` (never scanning the
-keyspace) and records the ``expired`` events. Keys carry no Redis TTL:
-Redis would remove them by its own clock, without the events.
+an expired message or claim is invisible at once. Settling a queue removes
+its expired messages; ``gc`` collects expired claims from ``xc`` and sweeps
+the queues ``xq`` names (never scanning the keyspace), recording the
+``expired`` events. Purging or deleting a queue detaches its messages at
+once (the name gets a new queue id, or none) and ``gc`` deletes the old
+id's keys in batches. Keys carry no Redis TTL: Redis would remove them by
+its own clock, without the events.
 """
 
 from zq.storage.redis.storage import RedisStorage, open_redis

@@ -9,7 +9,9 @@ from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.storage.base import ClaimController, ClaimRecord, MessageRecord
 from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.settle import run_until_done
 from zq.storage.redis.wire import (
+    Budget,
     check_fresh,
     message_records,
     optional,
@@ -19,9 +21,10 @@ from zq.storage.redis.wire import (
 
 
 class RedisClaims(ClaimController):
-    def __init__(self, scripts: ScriptBook, clock: Clock) -> None:
+    def __init__(self, scripts: ScriptBook, clock: Clock, budget: Budget) -> None:
         self._scripts = scripts
         self._clock = clock
+        self._budget = budget
 
     def create(
         self,
@@ -35,13 +38,13 @@ class RedisClaims(ClaimController):
         dead_letter: DeadLetterPolicy | None,
         metadata_version: str | None = None,
     ) -> ClaimRecord | None:
-        now = self._clock.now()
         claim_id = uuid.uuid4().hex
-        rows = check_fresh(self._scripts.run(
-            "claim", now, project, queue, claim_id, int(ttl), int(grace), limit,
-            optional(client_id), *policy_args(dead_letter, queue, now),
-            version_arg(metadata_version),
-        ))
+        now, rows = run_until_done(self._scripts, self._clock, "claim", lambda now: [
+            project, queue, claim_id, int(ttl), int(grace), limit, optional(client_id),
+            *policy_args(dead_letter, queue, now), version_arg(metadata_version),
+            *self._budget.args(),
+        ])
+        check_fresh(rows)
         if not rows:
             return None
         return ClaimRecord(id=claim_id, queue=queue, ttl=int(ttl), grace=int(grace),

@@ -38,6 +38,9 @@ def next_stream_id(cursor: str) -> str:
 
 
 class RedisEventLog(EventLog):
+    """The stream: XADD gives each event its id inside the change's script,
+    so stream order is commit order (``final_order``)."""
+
     def __init__(self, scripts: ScriptBook, clock: Clock) -> None:
         self._scripts = scripts
         self._clock = clock
@@ -50,6 +53,11 @@ class RedisEventLog(EventLog):
             next_stream_id(after)  # reject a malformed cursor with a clear error
         rows = self._run("events_read", after or "", limit)
         return [_event(cursor, flat) for cursor, flat in rows]
+
+    def count(self, *, after: str | None = None) -> int:
+        if after is not None:
+            next_stream_id(after)
+        return int(self._run("events_count", after or ""))
 
     def trim(self, *, up_to: str) -> int:
         # XTRIM MINID keeps ids >= the threshold: the one after up_to.

@@ -11,7 +11,9 @@ from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
 from zq.storage.base import MessageController, MessageRecord, NewMessage
 from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.settle import read_settled, run_until_done
 from zq.storage.redis.wire import (
+    Budget,
     check_fresh,
     flag,
     message_records,
@@ -26,9 +28,10 @@ _MISMATCH = 2
 
 
 class RedisMessages(MessageController):
-    def __init__(self, scripts: ScriptBook, clock: Clock) -> None:
+    def __init__(self, scripts: ScriptBook, clock: Clock, budget: Budget) -> None:
         self._scripts = scripts
         self._clock = clock
+        self._budget = budget
 
     def _run(self, name: str, *args: Any) -> Any:
         return self._scripts.run(name, self._clock.now(), *args)
@@ -63,11 +66,20 @@ class RedisMessages(MessageController):
         include_claimed: bool = False,
         include_delayed: bool = False,
     ) -> list[MessageRecord]:
-        rows = self._run(
-            "list", project, queue, "" if marker is None else int(marker), limit,
-            flag(echo), optional(client_id), flag(include_claimed), flag(include_delayed),
-        )
-        return message_records(queue, rows)
+        found: list[MessageRecord] = []
+        after = "" if marker is None else str(int(marker))
+        while True:
+            # A call skips at most budget.skip filtered messages; it then says
+            # where to go on from, and the page is completed by the next.
+            resume, *rows = read_settled(
+                self._scripts, self._clock, self._budget, "list", project, queue,
+                after, limit - len(found), flag(echo), optional(client_id),
+                flag(include_claimed), flag(include_delayed), self._budget.skip,
+            )
+            found += message_records(queue, rows)
+            if not resume or len(found) >= limit:
+                return found
+            after = resume
 
     def get(self, project: str, queue: str, message_id: str) -> MessageRecord:
         found = self.get_many(project, queue, [message_id])
@@ -128,8 +140,8 @@ class RedisMessages(MessageController):
         dead_letter: DeadLetterPolicy | None,
         metadata_version: str | None = None,
     ) -> list[MessageRecord]:
-        now = self._clock.now()
-        rows = self._scripts.run("pop", now, project, queue, limit, optional(client_id),
-                                 *policy_args(dead_letter, queue, now),
-                                 version_arg(metadata_version))
+        _, rows = run_until_done(self._scripts, self._clock, "pop", lambda now: [
+            project, queue, limit, optional(client_id), *policy_args(dead_letter, queue, now),
+            version_arg(metadata_version), *self._budget.args(),
+        ])
         return message_records(queue, check_fresh(rows))

@@ -16,7 +16,8 @@ from zq.storage.base import (
     QueueStats,
 )
 from zq.storage.redis.scripts import ScriptBook
-from zq.storage.redis.wire import check_fresh, optional, version_arg
+from zq.storage.redis.settle import read_settled
+from zq.storage.redis.wire import Budget, check_fresh, optional, version_arg
 
 
 def _metadata_json(metadata: dict[str, Any]) -> str:
@@ -26,9 +27,10 @@ def _metadata_json(metadata: dict[str, Any]) -> str:
 class RedisQueues(QueueController):
     checks_delivery_versions = True
 
-    def __init__(self, scripts: ScriptBook, clock: Clock) -> None:
+    def __init__(self, scripts: ScriptBook, clock: Clock, budget: Budget) -> None:
         self._scripts = scripts
         self._clock = clock
+        self._budget = budget
 
     def _run(self, name: str, *args: Any) -> Any:
         return self._scripts.run(name, self._clock.now(), *args)
@@ -98,7 +100,8 @@ class RedisQueues(QueueController):
         return len(self._run("queue_list", project, "", -1, optional(name))) // 2
 
     def stats(self, project: str, queue: str) -> QueueStats:
-        free, claimed, old_id, old_at, new_id, new_at = self._run("queue_stats", project, queue)
+        free, claimed, old_id, old_at, new_id, new_at = read_settled(
+            self._scripts, self._clock, self._budget, "queue_stats", project, queue)
         if not old_id:
             return QueueStats(free=int(free), claimed=int(claimed))
         return QueueStats(

@@ -67,6 +67,11 @@ class ScriptBook:
                 return self._client.execute_command(*command)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             # Whether a state change ran is unknown here: never retried.
-            raise StorageUnavailable(f"Redis is unreachable: {exc}") from exc
+            raise StorageUnavailable(
+                "The storage backend is unreachable.", detail=f"Redis: {exc}"
+            ) from exc
         except redis.RedisError as exc:
-            raise StorageUnavailable(f"Redis script {name} failed: {exc}") from exc
+            raise StorageUnavailable(
+                "The storage backend failed; the error has been logged.",
+                detail=f"Redis script {name}: {exc}",
+            ) from exc

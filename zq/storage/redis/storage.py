@@ -7,13 +7,17 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from zq.clock import Clock
+from zq.errors import StorageUnavailable
 from zq.storage.base import Collected, Storage
 from zq.storage.redis.claims import RedisClaims
 from zq.storage.redis.eventlog import RedisEventLog
+from zq.storage.redis.layout import check_layout
 from zq.storage.redis.messages import RedisMessages
 from zq.storage.redis.queues import RedisQueues
 from zq.storage.redis.scripts import ScriptBook
 from zq.storage.redis.uri import parse_uri
+from zq.storage.redis.wire import Budget
+from zq.storage.uri import redact
 
 # Expired messages and claims removed per gc script run; small enough that
 # one run never blocks the server noticeably.
@@ -21,14 +25,17 @@ GC_BATCH = 500
 
 
 class RedisStorage(Storage):
-    def __init__(self, client: redis.Redis, prefix: str, clock: Clock) -> None:
+    def __init__(
+        self, client: redis.Redis, prefix: str, clock: Clock, budget: Budget | None = None
+    ) -> None:
         self.client = client
         self.prefix = prefix
         self._clock = clock
         self._scripts = ScriptBook(client, prefix)
-        self.queues = RedisQueues(self._scripts, clock)
-        self.messages = RedisMessages(self._scripts, clock)
-        self.claims = RedisClaims(self._scripts, clock)
+        budget = budget or Budget()
+        self.queues = RedisQueues(self._scripts, clock, budget)
+        self.messages = RedisMessages(self._scripts, clock, budget)
+        self.claims = RedisClaims(self._scripts, clock, budget)
         self.events = RedisEventLog(self._scripts, clock)
 
     def ping(self) -> bool:
@@ -41,10 +48,9 @@ class RedisStorage(Storage):
         collected = Collected()
         while True:
             # gc.lua removes every expired claim it looks at.
-            gone, claims_seen, messages_seen = self._scripts.run(
-                "gc", self._clock.now(), GC_BATCH)
+            gone, claims_seen, more = self._scripts.run("gc", self._clock.now(), GC_BATCH)
             collected += Collected(int(gone), int(claims_seen))
-            if claims_seen < GC_BATCH and messages_seen < GC_BATCH:
+            if claims_seen < GC_BATCH and not more:
                 return collected
 
     def close(self) -> None:
@@ -58,4 +64,13 @@ def open_redis(uri: str, *, clock: Clock) -> Storage:
     # ran, and running a claim or pop twice would not be harmless.
     client = redis.Redis.from_url(target.url, decode_responses=True,
                                   retry=Retry(NoBackoff(), 0))
+    where = f"{redact(uri)} (prefix {target.prefix[:-1]!r})"
+    try:
+        check_layout(client, target.prefix, where)
+    except redis.RedisError as exc:
+        client.close()
+        raise StorageUnavailable(f"Cannot use the Redis storage {where}: {exc}") from exc
+    except BaseException:
+        client.close()
+        raise
     return RedisStorage(client, target.prefix, clock)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from zq.dead_letter import DeadLetterPolicy
@@ -12,6 +13,30 @@ from zq.storage.base import MessageRecord
 
 # What a script answers when the caller's metadata version is stale.
 STALE = -1
+
+# What a script answers when its work budget ran out before it could answer
+# (lua/_lib.lua): the caller runs it again, a read script after settling
+# the queue.
+AGAIN = -2
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The most work one script call does, so none grows with a queue's size.
+
+    ``work``: messages written one by one (expired ones removed, exhausted
+    ones dead lettered); ``promote``: messages moved in bulk from held or
+    waiting to ready once their time has come; ``skip``: messages a list
+    page reads and leaves out (its filters), a cheap read each.
+    """
+
+    work: int = 100
+    promote: int = 1000
+    skip: int = 1000
+
+    def args(self) -> list[int]:
+        """The two arguments ``read_budget`` in lua/_lib.lua expects."""
+        return [self.work, self.promote]
 
 
 def message_record(queue: str, row: list[Any]) -> MessageRecord:

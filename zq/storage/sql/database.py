@@ -59,7 +59,8 @@ class Database:
                     continue
                 if dialects.is_unavailable(error):
                     raise StorageUnavailable(
-                        f"The {self.dialect} storage backend failed: {error.orig}"
+                        "The storage backend failed; the error has been logged.",
+                        detail=f"{self.dialect}: {error.orig}",
                     ) from error
                 raise
         raise AssertionError("unreachable")  # pragma: no cover

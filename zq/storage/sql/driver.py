@@ -57,7 +57,8 @@ def open_sql(uri: str, *, clock: Clock) -> Storage:
     except exc.DBAPIError as error:
         engine.dispose()
         raise StorageUnavailable(
-            f"Cannot use the {engine.dialect.name} storage at {redact(uri)}: {error.orig}"
+            "Cannot use the storage backend.",
+            detail=f"{engine.dialect.name} at {redact(uri)}: {error.orig}",
         ) from error
     except BaseException:
         engine.dispose()

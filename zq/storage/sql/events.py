@@ -6,8 +6,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from zq.errors import InvalidRequest
 from zq.events import event_fields
 from zq.storage.base import Event, EventLog
+from zq.storage.sql import commit_order
 from zq.storage.sql.database import Database
 from zq.storage.sql.records import dump_json, load_json
 from zq.storage.sql.schema import events
@@ -58,17 +60,32 @@ def events_from(
 
 
 class SqlEventLog(EventLog):
+    """The ``events`` table, read in an order no later commit can break.
+
+    SQLite serializes writers (BEGIN IMMEDIATE holds the write lock from the
+    first insert to the commit), so ``seq`` order is commit order.
+    PostgreSQL reads in (xid, seq) order and stops below the oldest
+    transaction still in flight (zq.storage.sql.commit_order). MariaDB/MySQL
+    give ``seq`` at insert time and expose no commit order: a reader leaves
+    recent events for a settle window (``final_order`` False).
+    """
+
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._by_xid = db.dialect == "postgresql"
+        self.final_order = db.dialect in ("sqlite", "postgresql")
 
     def read(self, *, after: str | None = None, limit: int = 1000) -> list[Event]:
-        query = sa.select(events).order_by(events.c.seq).limit(limit)
-        if after is not None:
-            query = query.where(events.c.seq > int(after))
+        if self._by_xid:
+            query = commit_order.read_query(after, limit)
+        else:
+            query = sa.select(events).order_by(events.c.seq).limit(limit)
+            if after is not None:
+                query = query.where(events.c.seq > _seq(after))
         rows = self._db.read(lambda conn: conn.execute(query).all())
         return [
             Event(
-                cursor=str(row.seq),
+                cursor=commit_order.cursor(row) if self._by_xid else str(row.seq),
                 time=row.time,
                 project=row.project,
                 queue=row.queue,
@@ -82,6 +99,24 @@ class SqlEventLog(EventLog):
             for row in rows
         ]
 
+    def count(self, *, after: str | None = None) -> int:
+        query = sa.select(sa.func.count()).select_from(events)
+        if self._by_xid:
+            query = query.where(commit_order.after_cursor(after))
+        elif after is not None:
+            query = query.where(events.c.seq > _seq(after))
+        return int(self._db.read(lambda conn: conn.execute(query).scalar_one()))
+
     def trim(self, *, up_to: str) -> int:
-        statement = sa.delete(events).where(events.c.seq <= int(up_to))
+        if self._by_xid:
+            statement = sa.delete(events).where(sa.not_(commit_order.after_cursor(up_to)))
+        else:
+            statement = sa.delete(events).where(events.c.seq <= _seq(up_to))
         return self._db.write(lambda conn: conn.execute(statement).rowcount)
+
+
+def _seq(cursor: str) -> int:
+    try:
+        return int(cursor)
+    except ValueError as exc:
+        raise InvalidRequest(f"{cursor!r} is not a SQL event cursor.") from exc

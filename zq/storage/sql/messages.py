@@ -97,6 +97,17 @@ _EVENT_COLUMNS = ("time", "project", "queue", "kind", "message_id", "claim_id",
 _QUEUE_COLUMNS = ("project", "name", "metadata", "created", "metadata_version")
 
 
+# Most messages a PostgreSQL post writes as one WITH query; larger posts
+# (the default max post size holds up to ~24,000 messages), and every post
+# on SQLite and MariaDB, are executemany inserts in one transaction. One
+# statement of every row passed PostgreSQL's 65,535 parameters (21 a
+# message) and SQLite's 32,766 (12 a message), and SQLAlchemy compiles a
+# multi-row VALUES in time growing faster than its rows: on PostgreSQL it
+# wins up to ~50 messages, executemany from ~100; on SQLite and MariaDB
+# executemany wins from 10 (benchmarks/large_posts.py).
+ONE_STATEMENT_POST = 100
+
+
 @functools.lru_cache(maxsize=64)
 def _post_sql(dialect: sa.Dialect, count: int) -> str:
     """A post of ``count`` messages as one WITH query (PostgreSQL).
@@ -130,6 +141,16 @@ def _post_parameters(
         values.update({f"m{i}_{c}": row[c] for c in _MESSAGE_COLUMNS})
         values.update({f"e{i}_{c}": event[c] for c in _EVENT_COLUMNS})
     return values
+
+
+def _post_rows(
+    conn: sa.Connection, project: str, queue: str, now: float,
+    rows: list[dict[str, Any]], events: list[dict[str, Any]],
+) -> None:
+    """A post as executemany inserts, in posting order, in the caller's transaction."""
+    ensure_queue(conn, project, queue, now)
+    conn.execute(sa.insert(m), rows)
+    record(conn, events)
 
 
 class SqlMessages(MessageController):
@@ -167,20 +188,16 @@ class SqlMessages(MessageController):
             for message_id, msg in zip(ids, messages, strict=True)
         ]
 
-        one_statement = dialects.writes_in_one_statement(self._db.dialect)
-
-        def work(conn: sa.Connection) -> None:
-            if one_statement:
-                conn.exec_driver_sql(_post_sql(conn.dialect, len(rows)), _post_parameters(
-                    queue_row(project, queue, now), rows, events))
-                return
-            ensure_queue(conn, project, queue, now)
-            # One multi-row insert keeps the markers in posting order.
-            conn.execute(sa.insert(m).values(rows))
-            record(conn, events)
-
-        if rows:
-            (self._db.write_statement if one_statement else self._db.write)(work)
+        if not rows:
+            return ids
+        if (dialects.writes_in_one_statement(self._db.dialect)
+                and len(rows) <= ONE_STATEMENT_POST):
+            self._db.write_statement(lambda conn: conn.exec_driver_sql(
+                _post_sql(conn.dialect, len(rows)),
+                _post_parameters(queue_row(project, queue, now), rows, events),
+            ))
+            return ids
+        self._db.write(lambda conn: _post_rows(conn, project, queue, now, rows, events))
         return ids
 
     def list(

@@ -85,11 +85,11 @@ class SchemaMigrations:
         assert head is not None
         return head
 
-    def upgrade(self, uri: str) -> None:
-        """Bring the schema at ``uri`` to the latest revision."""
+    def upgrade(self, uri: str, revision: str = "head") -> None:
+        """Bring the schema at ``uri`` to ``revision`` (the latest by default)."""
         engine = dialects.create_engine(uri)
         try:
-            self.upgrade_engine(engine)
+            self.upgrade_engine(engine, revision)
         finally:
             engine.dispose()
 
@@ -101,7 +101,7 @@ class SchemaMigrations:
         finally:
             engine.dispose()
 
-    def upgrade_engine(self, engine: sa.Engine) -> None:
+    def upgrade_engine(self, engine: sa.Engine, revision: str = "head") -> None:
         """Upgrade through an existing engine, in one write transaction.
 
         On SQLite the write transaction makes concurrent first starts (several
@@ -111,7 +111,7 @@ class SchemaMigrations:
         writer = engine.execution_options(**{dialects.WRITE_OPTION: True})
         with writer.begin() as conn:
             config.attributes["connection"] = conn
-            command.upgrade(config, "head")
+            command.upgrade(config, revision)
 
     def require_current(self, engine: sa.Engine) -> None:
         """Raise StorageUnavailable unless the schema is at the expected revision."""
@@ -123,8 +123,9 @@ class SchemaMigrations:
         problem = f"has no zq {self.what} schema" if found is None else (
             f"has schema revision {found}, older than {expected}")
         raise StorageUnavailable(
-            f"The {self.what} {_where(engine)} {problem}; run `{self.upgrade_command}` "
-            "to migrate it."
+            f"The {self.what} schema is not up to date.",
+            detail=f"The {self.what} {_where(engine)} {problem}; run "
+            f"`{self.upgrade_command}` to migrate it.",
         )
 
     def ensure_current(self, engine: sa.Engine) -> None:
@@ -144,8 +145,9 @@ class SchemaMigrations:
     def _refuse_unknown(self, engine: sa.Engine, found: str | None, expected: str) -> None:
         if found is not None and found not in self._known_revisions():
             raise StorageUnavailable(
-                f"The {self.what} {_where(engine)} has schema revision {found}, which this "
-                f"version of zq does not know (expected {expected}); upgrade zq."
+                f"The {self.what} schema is newer than this zq.",
+                detail=f"The {self.what} {_where(engine)} has schema revision {found}, "
+                f"which this version of zq does not know (expected {expected}); upgrade zq.",
             )
 
     def _known_revisions(self) -> set[str]:

@@ -124,3 +124,9 @@ events = sa.Table(
     sa.Column("detail", long_text(), nullable=False),
     sqlite_autoincrement=True,
 )
+
+# What only PostgreSQL has, outside ``metadata`` (which every dialect
+# shares): the transaction id of each event (migration 0004, read by
+# zq/storage/sql/commit_order.py).
+POSTGRESQL_ONLY_COLUMNS = {("events", "xid")}
+POSTGRESQL_ONLY_INDEXES = {"ix_events_xid_seq"}

@@ -26,31 +26,44 @@ function K.project(project) return P .. 'p:' .. enc(project) end
 function K.links(project) return P .. 'l:' .. enc(project) end
 function K.queue(qid) return P .. 'q:' .. qid end
 function K.order(qid) return P .. 'qo:' .. qid end
+function K.ready(qid) return P .. 'qr:' .. qid end
+function K.held(qid) return P .. 'qh:' .. qid end
+function K.waiting(qid) return P .. 'qw:' .. qid end
+function K.expiry(qid) return P .. 'qx:' .. qid end
 function K.qclaims(qid) return P .. 'qc:' .. qid end
 function K.msg(id) return P .. 'm:' .. id end
 function K.claim(cid) return P .. 'c:' .. cid end
 function K.claim_msgs(cid) return P .. 'cm:' .. cid end
-function K.msg_expiry() return P .. 'xm' end
+function K.queue_expiry() return P .. 'xq' end
 function K.claim_expiry() return P .. 'xc' end
 function K.events() return P .. 'events' end
+function K.layout() return P .. 'layout' end
+function K.trash() return P .. 'trash' end
 
 local function queue_id(project, name)
   return redis.call('HGET', K.catalog(), enc(project) .. name)
 end
 
--- The queue's metadata version (MetadataRead in zq/storage/base.py): its
--- id, which is never reused, and the count of its metadata changes; ''
--- for a missing queue.
+-- The queue's metadata version (MetadataRead in zq/storage/base.py): the
+-- id the queue was created with (``vid``; absent: its id, as purging gives
+-- a queue a new id and keeps its version), which is never reused, and the
+-- count of its metadata changes; '' for a missing queue.
 local function meta_version(qid)
   if not qid then
     return ''
   end
-  return qid .. '.' .. (redis.call('HGET', K.queue(qid), 'mv') or '0')
+  local q = redis.call('HMGET', K.queue(qid), 'vid', 'mv')
+  return (q[1] or qid) .. '.' .. (q[2] or '0')
 end
 
 -- What a script returns, changing nothing, when ARGV[i] (the caller's
 -- metadata version; '-': not checked) is no longer the queue's.
 local STALE = -1
+
+-- What a script returns when its work budget ran out before it could
+-- answer (see settle below): whatever it did is committed, and the caller
+-- runs it again (a read script: after the settle script).
+local AGAIN = -2
 
 local function stale_metadata(i, qid)
   return ARGV[i] ~= '-' and ARGV[i] ~= meta_version(qid)
@@ -143,10 +156,45 @@ local function held_by(cid, tidy)
   return found
 end
 
+-- ZADD of (score, member) pairs, in chunks that Lua's unpack can take.
+local function zadd_pairs(key, entries)
+  for i = 1, #entries, 2000 do
+    redis.call('ZADD', key, unpack(entries, i, math.min(i + 1999, #entries)))
+  end
+end
+
+-- Each message of a queue is in the order (by marker), the expiry index (by
+-- expires) and exactly one of three state sets: ready (free now, by marker),
+-- held (by a live claim, scored by the claim's expiry) or waiting (not
+-- claimable before its score: the end of its delay). A score in held or
+-- waiting that has passed means "free since then": settle() moves it to
+-- ready.
+local function index_state(m)
+  if held(m) then
+    redis.call('ZADD', K.held(m.q), m.cexp, m.id)
+  elseif tonumber(m.delay) > NOW then
+    redis.call('ZADD', K.waiting(m.q), m.delay, m.id)
+  else
+    redis.call('ZADD', K.ready(m.q), m.marker, m.id)
+  end
+end
+
+-- A message no longer held (released, its claim collected): ready now.
+local function make_ready(m)
+  redis.call('ZREM', K.held(m.q), m.id)
+  redis.call('ZADD', K.ready(m.q), m.marker, m.id)
+end
+
+local function unindex(qid, id)
+  for _, key in ipairs({K.order(qid), K.ready(qid), K.held(qid), K.waiting(qid),
+                        K.expiry(qid)}) do
+    redis.call('ZREM', key, id)
+  end
+end
+
 local function remove_msg(m)
   redis.call('DEL', K.msg(m.id))
-  redis.call('ZREM', K.order(m.q), m.id)
-  redis.call('ZREM', K.msg_expiry(), m.id)
+  unindex(m.q, m.id)
   if m.claim ~= '' then
     redis.call('SREM', K.claim_msgs(m.claim), m.id)
   end
@@ -217,64 +265,208 @@ local function dead_letter(m, project, source, policy, client)
   end
   redis.call('HSET', K.msg(m.id), 'q', target, 'ttl', ttl, 'created', NOW_S,
              'expires', fmt(expires), 'claim', '', 'cexp', '0', 'hist', hist)
-  redis.call('ZREM', K.order(m.q), m.id)
+  unindex(m.q, m.id)
   redis.call('ZADD', K.order(target), m.marker, m.id)
-  redis.call('ZADD', K.msg_expiry(), expires, m.id)
+  redis.call('ZADD', K.ready(target), m.marker, m.id)
+  redis.call('ZADD', K.expiry(target), fmt(expires), m.id)
+  redis.call('ZADD', K.queue_expiry(), 'LT', fmt(expires), target)
   event(project, source, 'dead_lettered', m.id, nil, client, m.count,
         {to = policy.queue, reason = policy.reason, fingerprint = m.fp,
          sample = first_chars(m.body, policy.sample)})
 end
 
--- Walk the queue's free messages in order: dead letter the exhausted ones,
--- hand the others to ``deliver`` until ``limit`` were delivered.
-local function take_batch(project, queue, qid, limit, policy, client, deliver)
-  local order = K.order(qid)
-  local after = '-inf'
-  local taken = {}
-  -- A first page about the batch's size: most claims find it free.
-  local size = limit * 2
-  while #taken < limit do
-    local page = redis.call('ZRANGEBYSCORE', order, after, '+inf', 'WITHSCORES', 'LIMIT', 0, size)
-    size = 100
-    if #page == 0 then
+local function queue_names(qid)
+  local q = redis.call('HMGET', K.queue(qid), 'project', 'name')
+  return q[1], q[2]
+end
+
+local function due(key)
+  return redis.call('ZCOUNT', key, '-inf', NOW_S) > 0
+end
+
+-- Forget an expired claim: its messages are ready again, and an 'expired'
+-- event counts those it still held.
+local function collect_claim(cid)
+  local c = redis.call('HMGET', K.claim(cid), 'q', 'client')
+  local held = 0
+  -- A claim of a purged or deleted queue: its messages are reclaimed with it.
+  local members = c[1] and redis.call('EXISTS', K.queue(c[1])) == 1
+                  and redis.call('SMEMBERS', K.claim_msgs(cid)) or {}
+  for _, id in ipairs(members) do
+    local m = load_msg(id)
+    if m and m.claim == cid then
+      held = held + 1
+      redis.call('HSET', K.msg(id), 'claim', '', 'cexp', '0')
+      make_ready(m)
+    end
+  end
+  if c[1] then
+    local project, name = queue_names(c[1])
+    if held > 0 and project then
+      event(project, name, 'expired', nil, cid, c[2], nil, {target = 'claim', messages = held})
+    end
+    redis.call('SREM', K.qclaims(c[1]), cid)
+  end
+  redis.call('DEL', K.claim(cid), K.claim_msgs(cid))
+  redis.call('ZREM', K.claim_expiry(), cid)
+end
+
+-- Remove up to ``n`` expired messages of the queue, with their events.
+-- Returns how many ids it looked at, whether expired ones remain, and how
+-- many messages it removed.
+local function sweep(qid, n)
+  local ids = redis.call('ZRANGEBYSCORE', K.expiry(qid), '-inf', NOW_S, 'LIMIT', 0, n)
+  if #ids == 0 then
+    return 0, false, 0
+  end
+  local project, name = queue_names(qid)
+  local removed = 0
+  for _, id in ipairs(ids) do
+    local m = load_msg(id, STATE_FIELDS)
+    if m and m.q == qid and not alive(m) then
+      removed = removed + 1
+      if m.claim ~= '' and redis.call('EXISTS', K.claim(m.claim)) == 1 then
+        -- Its claim ended no later than the message: record that first, as
+        -- gc would have, before the message is gone.
+        collect_claim(m.claim)
+        m.claim = ''
+      end
+      remove_msg(m)
+      if project then
+        event(project, name, 'expired', id, nil, nil, m.count)
+      end
+    elseif m and m.q == qid then
+      redis.call('ZADD', K.expiry(qid), m.expires, id)
+    else
+      unindex(qid, id)
+    end
+  end
+  return #ids, #ids == n and due(K.expiry(qid)), removed
+end
+
+-- Move up to ``n`` messages whose held or waiting score has passed into
+-- ready. Returns whether such messages remain.
+local function promote(qid, n)
+  for _, key in ipairs({K.held(qid), K.waiting(qid)}) do
+    local ids = n > 0 and redis.call('ZRANGEBYSCORE', key, '-inf', NOW_S, 'LIMIT', 0, n) or {}
+    if #ids > 0 then
+      local markers = redis.call('ZMSCORE', K.order(qid), unpack(ids))
+      local entries = {}
+      for i, id in ipairs(ids) do
+        if markers[i] then
+          entries[#entries + 1] = markers[i]
+          entries[#entries + 1] = id
+        end
+      end
+      zadd_pairs(K.ready(qid), entries)
+      redis.call('ZREM', key, unpack(ids))
+      n = n - #ids
+    end
+  end
+  return n == 0 and (due(K.held(qid)) or due(K.waiting(qid)))
+end
+
+-- Whether the queue's sets are exact at NOW: nothing expired left in it,
+-- nothing in held or waiting whose time has come.
+local function settled(qid)
+  return not (due(K.expiry(qid)) or due(K.held(qid)) or due(K.waiting(qid)))
+end
+
+-- The per-call work budget (ARGV[i], ARGV[i + 1]; wire.Budget): messages
+-- removed or moved one by one (expired, dead lettered), and messages
+-- promoted in bulk.
+local function read_budget(i)
+  return {work = tonumber(ARGV[i]), promote = tonumber(ARGV[i + 1])}
+end
+
+-- Bring the queue's sets up to NOW within the budget; true when they are
+-- exact (settled), false when work remains for another call.
+local function settle(qid, budget)
+  local _, expired_left = sweep(qid, budget.work)
+  local due_left = promote(qid, budget.promote)
+  return not (expired_left or due_left)
+end
+
+-- Take messages from the head of the ready set of a settled queue: dead
+-- letter the exhausted ones, hand the others to ``deliver`` until ``limit``
+-- were delivered or ``budget.work`` were dead lettered. Returns the
+-- delivered records and whether the budget ran out.
+local function take_batch(project, queue, qid, limit, policy, client, budget, deliver)
+  local taken, work = {}, 0
+  while #taken < limit and work < budget.work do
+    local ids = redis.call('ZRANGE', K.ready(qid), 0, limit - #taken - 1)
+    if #ids == 0 then
       break
     end
-    for i = 1, #page, 2 do
-      after = '(' .. page[i + 1]
-      -- Claimed messages ahead in the order are skipped by reading only
-      -- the fields that decide freeness; the full message only when free.
-      local s = redis.call('HMGET', K.msg(page[i]), 'expires', 'claim', 'cexp', 'delay')
-      local m = s[1] and is_free({expires = s[1], claim = s[2], cexp = s[3], delay = s[4]})
-                and load_msg(page[i])
-      if m then
-        if policy and tonumber(m.count) >= policy.max then
-          dead_letter(m, project, queue, policy, client)
-        else
-          taken[#taken + 1] = deliver(m)
-          if #taken >= limit then
-            break
-          end
+    for _, id in ipairs(ids) do
+      local m = load_msg(id)
+      if not (m and m.q == qid and is_free(m)) then
+        -- Never expected in a settled queue; put it where it belongs.
+        redis.call('ZREM', K.ready(qid), id)
+        if m and m.q == qid and alive(m) then
+          index_state(m)
         end
+        work = work + 1
+      elseif policy and tonumber(m.count) >= policy.max then
+        dead_letter(m, project, queue, policy, client)
+        work = work + 1
+      else
+        taken[#taken + 1] = deliver(m)
+      end
+      if work >= budget.work then
+        break
       end
     end
   end
-  return taken
+  return taken, work >= budget.work
 end
 
--- Remove every message and claim of a queue; returns how many messages.
-local function clear_queue(qid)
-  local ids = redis.call('ZRANGE', K.order(qid), 0, -1)
+-- Detach every message and claim from a queue at once: the name gets a new
+-- queue id (``keep``, with the same metadata and version) or none, so the
+-- old id's messages and claims are invisible from now on, and gc reclaims
+-- their keys in batches (``reclaim``). Returns how many messages there were.
+local function detach_queue(project, name, qid, keep)
+  local n = redis.call('ZCARD', K.order(qid))
+  redis.call('UNLINK', K.ready(qid), K.held(qid), K.waiting(qid), K.expiry(qid))
+  redis.call('ZREM', K.queue_expiry(), qid)
+  redis.call('SADD', K.trash(), qid)
+  if keep then
+    local q = redis.call('HMGET', K.queue(qid), 'meta', 'mv', 'vid')
+    local fresh = tostring(redis.call('INCR', K.qseq()))
+    redis.call('HSET', K.queue(fresh), 'project', project, 'name', name, 'meta', q[1],
+               'mv', q[2] or '0', 'vid', q[3] or qid)
+    redis.call('HSET', K.catalog(), enc(project) .. name, fresh)
+  else
+    redis.call('HDEL', K.catalog(), enc(project) .. name)
+    redis.call('ZREM', K.project(project), name)
+  end
+  redis.call('DEL', K.queue(qid))
+  return n
+end
+
+-- Delete up to ``n`` keys of a detached queue id; returns how many it
+-- deleted and whether the id is gone for good.
+local function reclaim(qid, n)
+  local ids = redis.call('ZRANGE', K.order(qid), 0, n - 1)
   for _, id in ipairs(ids) do
-    local m = load_msg(id)
-    if m then
-      remove_msg(m)
+    if redis.call('HGET', K.msg(id), 'q') == qid then
+      redis.call('DEL', K.msg(id))
     end
   end
-  redis.call('DEL', K.order(qid))
-  for _, cid in ipairs(redis.call('SMEMBERS', K.qclaims(qid))) do
-    redis.call('DEL', K.claim(cid), K.claim_msgs(cid))
-    redis.call('ZREM', K.claim_expiry(), cid)
+  if #ids > 0 then
+    redis.call('ZREM', K.order(qid), unpack(ids))
   end
-  redis.call('DEL', K.qclaims(qid))
-  return #ids
+  local done = #ids
+  if done < n then
+    for _, cid in ipairs(redis.call('SPOP', K.qclaims(qid), n - done)) do
+      redis.call('DEL', K.claim(cid), K.claim_msgs(cid))
+      redis.call('ZREM', K.claim_expiry(), cid)
+      done = done + 1
+    end
+  end
+  if done < n then
+    redis.call('SREM', K.trash(), qid)
+    return done, true
+  end
+  return done, false
 end

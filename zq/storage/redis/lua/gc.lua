@@ -1,51 +1,48 @@
 #!lua
--- ARGV: batch size. Removes up to a batch of expired claims and of expired
--- messages, with their events. Returns {messages removed, claims looked
--- at, messages looked at}; the caller repeats while a batch was full.
+-- ARGV: batch size. Collects up to a batch of expired claims (their
+-- messages become ready), then removes up to a batch of expired messages
+-- (with their events) and of the keys purged and deleted queues left.
+-- Returns {messages removed, claims looked at, 1 when work remains else 0};
+-- the caller repeats while a batch was full or work remains.
 local batch = tonumber(ARGV[3])
 
-local function queue_names(qid)
-  local q = redis.call('HMGET', K.queue(qid), 'project', 'name')
-  return q[1], q[2]
-end
-
-local cids = redis.call('ZRANGEBYSCORE', K.claim_expiry(), '-inf', NOW, 'LIMIT', 0, batch)
+local cids = redis.call('ZRANGEBYSCORE', K.claim_expiry(), '-inf', NOW_S, 'LIMIT', 0, batch)
 for _, cid in ipairs(cids) do
-  local c = redis.call('HMGET', K.claim(cid), 'q', 'client')
-  local held = 0
-  for _, id in ipairs(redis.call('SMEMBERS', K.claim_msgs(cid))) do
-    local m = load_msg(id)
-    if m and m.claim == cid then
-      held = held + 1
-      redis.call('HSET', K.msg(id), 'claim', '', 'cexp', '0')
-    end
-  end
-  if c[1] then
-    local project, name = queue_names(c[1])
-    if held > 0 and project then
-      event(project, name, 'expired', nil, cid, c[2], nil, {target = 'claim', messages = held})
-    end
-    redis.call('SREM', K.qclaims(c[1]), cid)
-  end
-  redis.call('DEL', K.claim(cid), K.claim_msgs(cid))
-  redis.call('ZREM', K.claim_expiry(), cid)
+  collect_claim(cid)
 end
 
-local removed = 0
-local ids = redis.call('ZRANGEBYSCORE', K.msg_expiry(), '-inf', NOW, 'LIMIT', 0, batch)
-for _, id in ipairs(ids) do
-  local m = load_msg(id)
-  if m and not alive(m) then
-    local project, name = queue_names(m.q)
-    remove_msg(m)
-    if project then
-      event(project, name, 'expired', id, nil, nil, m.count)
-    end
-    removed = removed + 1
-  elseif m then
-    redis.call('ZADD', K.msg_expiry(), m.expires, id)
+-- Queues by (a lower bound of) their first message expiry: a queue whose
+-- earliest message may have expired is swept, then filed under its real
+-- first expiry, or dropped when it has no message left.
+local left, removed, more = batch, 0, false
+local qids = redis.call('ZRANGEBYSCORE', K.queue_expiry(), '-inf', NOW_S, 'LIMIT', 0, batch)
+for _, qid in ipairs(qids) do
+  if left <= 0 then
+    more = true
+    break
+  end
+  local seen, expired_left, gone = sweep(qid, left)
+  removed = removed + gone
+  left = left - math.max(seen, 1)
+  if expired_left then
+    more = true
   else
-    redis.call('ZREM', K.msg_expiry(), id)
+    local first = redis.call('ZRANGE', K.expiry(qid), 0, 0, 'WITHSCORES')
+    if #first == 0 then
+      redis.call('ZREM', K.queue_expiry(), qid)
+    else
+      redis.call('ZADD', K.queue_expiry(), first[2], qid)
+    end
   end
 end
-return {removed, #cids, #ids}
+-- Keys of purged and deleted queues, a batch at a time.
+for _, qid in ipairs(redis.call('SRANDMEMBER', K.trash(), 10)) do
+  if left <= 0 then
+    more = true
+    break
+  end
+  local done, gone = reclaim(qid, left)
+  left = left - done
+  more = more or not gone
+end
+return {removed, #cids, more and 1 or 0}

@@ -1,15 +1,13 @@
 #!lua flags=no-writes
 -- No ARGV beyond the prefix and the time. Returns {free, claimed} over every
--- alive message of the backend: alive ones from the expiry index (no scan
--- of the messages), claimed ones by walking the live claims.
-local alive_count = redis.call('ZCOUNT', K.msg_expiry(), '(' .. NOW_S, '+inf')
-local claimed = 0
-for _, cid in ipairs(redis.call('ZRANGEBYSCORE', K.claim_expiry(), '(' .. NOW_S, '+inf')) do
-  for _, id in ipairs(redis.call('SMEMBERS', K.claim_msgs(cid))) do
-    local m = load_msg(id, STATE_FIELDS)
-    if m and m.claim == cid and alive(m) and held(m) then
-      claimed = claimed + 1
-    end
-  end
+-- alive message of the backend, from each queue's set sizes (as stats
+-- counts: no message is read), so it costs a few commands per queue.
+local free, claimed = 0, 0
+for _, qid in ipairs(redis.call('HVALS', K.catalog())) do
+  local alive = redis.call('ZCARD', K.order(qid))
+                - redis.call('ZCOUNT', K.expiry(qid), '-inf', NOW_S)
+  local held = redis.call('ZCOUNT', K.held(qid), '(' .. NOW_S, '+inf')
+  free = free + alive - held
+  claimed = claimed + held
 end
-return {alive_count - claimed, claimed}
+return {free, claimed}

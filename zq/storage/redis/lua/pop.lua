@@ -1,9 +1,11 @@
 #!lua
 -- ARGV: project, queue, limit, client, policy (6 args, see read_policy),
--- metadata version. Returns the popped messages with their new claim
--- counts, or STALE.
+-- metadata version, budget (2 args, see read_budget). Returns the popped
+-- messages with their new claim counts, STALE, or AGAIN when the budget
+-- ran out before any message was popped.
 local project, queue, limit, client = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local policy = read_policy(7)
+local budget = read_budget(14)
 local qid = queue_id(project, queue)
 if stale_metadata(13, qid) then
   return STALE
@@ -11,10 +13,18 @@ end
 if not qid then
   return {}
 end
-return take_batch(project, queue, qid, limit, policy, client, function(m)
+if not settle(qid, budget) then
+  return AGAIN
+end
+local taken, exhausted = take_batch(project, queue, qid, limit, policy, client, budget,
+                                    function(m)
   m.count = tostring(tonumber(m.count) + 1)
   remove_msg(m)
   event(project, queue, 'deleted', m.id, nil, client, m.count, {pop = true})
   m.claim = ''
   return record(m)
 end)
+if #taken == 0 and exhausted then
+  return AGAIN
+end
+return taken

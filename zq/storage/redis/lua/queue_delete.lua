@@ -1,14 +1,12 @@
 #!lua
--- ARGV: project, queue. Removes the queue with its messages and claims.
+-- ARGV: project, queue. Removes the queue with its messages and claims
+-- (detached at once, their keys reclaimed by gc).
 local project, queue = ARGV[3], ARGV[4]
 local qid = queue_id(project, queue)
 if not qid then
   return 0
 end
-local n = clear_queue(qid)
-redis.call('DEL', K.queue(qid))
-redis.call('HDEL', K.catalog(), enc(project) .. queue)
-redis.call('ZREM', K.project(project), queue)
+local n = detach_queue(project, queue, qid, false)
 if n > 0 then
   event(project, queue, 'purged', nil, nil, nil, nil, {messages = n, queue_deleted = true})
 end

@@ -1,32 +1,21 @@
 #!lua flags=no-writes
 -- ARGV: project, queue. Returns {free, claimed, oldest id, oldest created,
--- newest id, newest created} over alive messages ('' ids when empty).
+-- newest id, newest created} over alive messages ('' ids when empty), or
+-- AGAIN while the queue holds expired messages (the caller settles it).
+-- Counts come from the sets' sizes: no message is read but the two ends.
 local qid = queue_id(ARGV[3], ARGV[4])
-local free, claimed = 0, 0
-local oldest, newest = {'', ''}, {'', ''}
 if not qid then
   return {0, 0, '', '', '', ''}
 end
-local after = '-inf'
-while true do
-  local page = redis.call('ZRANGEBYSCORE', K.order(qid), after, '+inf', 'WITHSCORES', 'LIMIT', 0, 500)
-  if #page == 0 then
-    break
-  end
-  for i = 1, #page, 2 do
-    after = '(' .. page[i + 1]
-    local m = load_msg(page[i])
-    if m and alive(m) then
-      if held(m) then
-        claimed = claimed + 1
-      else
-        free = free + 1
-      end
-      if oldest[1] == '' then
-        oldest = {m.id, m.created}
-      end
-      newest = {m.id, m.created}
-    end
-  end
+if due(K.expiry(qid)) then
+  return AGAIN
 end
-return {free, claimed, oldest[1], oldest[2], newest[1], newest[2]}
+local total = redis.call('ZCARD', K.order(qid))
+local claimed = redis.call('ZCOUNT', K.held(qid), '(' .. NOW_S, '+inf')
+if total == 0 then
+  return {0, 0, '', '', '', ''}
+end
+local oldest = redis.call('ZRANGE', K.order(qid), 0, 0)[1]
+local newest = redis.call('ZRANGE', K.order(qid), -1, -1)[1]
+return {total - claimed, claimed, oldest, redis.call('HGET', K.msg(oldest), 'created'),
+        newest, redis.call('HGET', K.msg(newest), 'created')}

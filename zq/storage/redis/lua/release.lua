@@ -9,6 +9,7 @@ if not qid or c[1] ~= qid or tonumber(c[2]) <= NOW then
 end
 for _, m in ipairs(held_by(cid, true)) do
   redis.call('HSET', K.msg(m.id), 'claim', '', 'cexp', '0')
+  make_ready(m)
   event(project, queue, 'released', m.id, cid, client, m.count)
 end
 redis.call('DEL', K.claim(cid), K.claim_msgs(cid))

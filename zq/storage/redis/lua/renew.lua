@@ -11,11 +11,12 @@ end
 local cexp = NOW + ttl
 local min_expires = cexp + grace
 redis.call('HSET', K.claim(cid), 'ttl', ttl, 'grace', grace, 'expires', fmt(cexp))
-redis.call('ZADD', K.claim_expiry(), cexp, cid)
+redis.call('ZADD', K.claim_expiry(), fmt(cexp), cid)
 for _, m in ipairs(held_by(cid, true)) do
   local expires = math.max(tonumber(m.expires), min_expires)
   redis.call('HSET', K.msg(m.id), 'cexp', fmt(cexp), 'expires', fmt(expires))
-  redis.call('ZADD', K.msg_expiry(), expires, m.id)
+  redis.call('ZADD', K.expiry(qid), fmt(expires), m.id)
+  redis.call('ZADD', K.held(qid), fmt(cexp), m.id)
   event(project, queue, 'renewed', m.id, cid, client, m.count)
 end
 return 1

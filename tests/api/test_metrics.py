@@ -1,0 +1,200 @@
+"""GET /metrics: the exposition, the counters, the per-queue gauges, auth."""
+
+from __future__ import annotations
+
+import itertools
+
+import falcon
+import falcon.testing
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.api.helpers import Api
+from zq.api import create_app
+from zq.auth import tokens
+from zq.clock import ManualClock
+from zq.config import Config
+from zq.metrics.tail import SETTLE
+from zq.storage.base import Storage
+
+MESSAGE = {"body": {"job": 1}, "ttl": 600}
+# Each test's clock starts after every event of the tests before it in the
+# session's shared database: the tail counts an event only once it settled,
+# so an event from a later moment would hold it back.
+STARTS = itertools.count(2_000_000_000, 10_000_000)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(start=next(STARTS))
+
+
+@pytest.fixture
+def config() -> Config:
+    # A project label keeps each test's counts apart from the other tests
+    # sharing the session's database.
+    return Config().with_overrides(metrics={"per_project": True, "cache_seconds": 0})
+
+
+def scrape(api: Api, clock: ManualClock) -> dict[tuple[str, tuple], float]:
+    """Every sample of a scrape made once the events settled, by (name, labels)."""
+    clock.advance(SETTLE + 0.1)
+    result = falcon.testing.simulate_get(api.app, "/metrics")
+    assert result.status_code == 200, result.text
+    assert result.headers["content-type"].startswith("text/plain; version=0.0.4")
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(result.text)
+        for sample in family.samples
+    }
+
+
+def value(samples: dict, name: str, **labels: str) -> float | None:
+    return samples.get((name, tuple(sorted(labels.items()))))
+
+
+def test_counters_move_by_what_happened(api: Api, clock: ManualClock) -> None:
+    p = api.project
+    api.put("/v2/queues/src", json={"_max_claim_count": 1, "_dead_letter_queue": "dlq"})
+    api.post_messages("work", MESSAGE, MESSAGE, MESSAGE)
+    claim = api.claim("work", limit=2)
+    first, _ = claim.json["messages"]
+    assert api.delete(first["href"]).status_code == 204
+    assert api.delete(claim.headers["location"]).status_code == 204  # releases the second
+    api.post_messages("src", MESSAGE)
+    api.claim("src")
+    clock.advance(61)  # the claim lapses; the next claim finds the message exhausted
+    assert api.claim("src").status_code == 204
+    before = scrape(api, clock)
+
+    assert value(before, "zq_messages_posted_total", project=p) == 4
+    assert value(before, "zq_messages_claimed_total", project=p) == 3
+    assert value(before, "zq_messages_deleted_total", project=p) == 1
+    assert value(before, "zq_messages_released_total", project=p) == 1
+    assert value(before, "zq_messages_dead_lettered_total", project=p,
+                 reason="max_claim_count") == 1
+    assert value(before, "zq_message_post_to_delete_seconds_count", project=p) == 1
+
+    api.post_messages("work", MESSAGE)
+    after = scrape(api, clock)
+    assert value(after, "zq_messages_posted_total", project=p) == 5  # counted once, not again
+    assert value(after, "zq_messages_claimed_total", project=p) == 3
+
+
+def test_gauges_per_queue(api: Api, clock: ManualClock) -> None:
+    p = api.project
+    api.put("/v2/queues/src", json={"_max_claim_count": 1, "_dead_letter_queue": "dlq"})
+    api.post_messages("src", MESSAGE, {**MESSAGE, "ttl": 900}, MESSAGE)
+    api.claim("src", limit=1, ttl=600)
+    clock.advance(100)
+    samples = scrape(api, clock)
+    assert value(samples, "zq_queue_messages", project=p, queue="src", state="free") == 2
+    assert value(samples, "zq_queue_messages", project=p, queue="src", state="claimed") == 1
+    assert value(samples, "zq_queue_oldest_message_age_seconds", project=p,
+                 queue="src") == pytest.approx(100 + SETTLE + 0.1)
+    assert value(samples, "zq_queue_oldest_message_ttl_seconds", project=p, queue="src") == 600
+    assert value(samples, "zq_queue_dead_letter_messages", project=p, queue="src") == 0
+    assert value(samples, "zq_queue_consumers", project=p, queue="src") == 1
+
+    clock.advance(15 * 60)  # no claim for 15 minutes: no consumer
+    samples = scrape(api, clock)
+    assert value(samples, "zq_queue_consumers", project=p, queue="src") == 0
+
+
+def test_dead_letter_depth_follows_moves(api: Api, clock: ManualClock) -> None:
+    p = api.project
+    api.put("/v2/queues/src", json={"_max_claim_count": 1, "_dead_letter_queue": "dlq"})
+    api.post_messages("src", MESSAGE, MESSAGE)
+    api.claim("src")
+    clock.advance(61)
+    api.claim("src")
+    samples = scrape(api, clock)
+    assert value(samples, "zq_queue_dead_letter_messages", project=p, queue="src") == 2
+    assert value(samples, "zq_queue_messages", project=p, queue="dlq", state="free") == 2
+
+
+def test_declared_counters_are_present_at_zero(storage: Storage, clock: ManualClock) -> None:
+    api = Api(create_app(Config(), storage=storage, clock=clock), "p")
+    samples = scrape(api, clock)
+    for name in ("zq_messages_redriven_total", "zq_messages_rejected_total",
+                 "zq_notifications_sent_total", "zq_notifications_failed_total",
+                 "zq_messages_expired_total", "zq_claims_lapsed_total"):
+        assert value(samples, name) == 0
+    assert value(samples, "zq_messages_dead_lettered_total", reason="max_claim_count") == 0
+
+
+def test_http_latency_by_route_template_and_status(api: Api, clock: ManualClock) -> None:
+    api.post_messages("a-queue", MESSAGE)
+    api.post_messages("another", MESSAGE)
+    api.get("/v2/queues/missing/messages/nope")
+    samples = scrape(api, clock)
+    route = "/v2/queues/{queue_name}/messages"
+    assert value(samples, "zq_http_request_duration_seconds_count",
+                 method="POST", route=route, status="201") == 2
+    assert value(samples, "zq_http_request_duration_seconds_count", method="GET",
+                 route="/v2/queues/{queue_name}/messages/{message_id}", status="404") == 1
+
+
+def test_no_project_label_by_default(storage: Storage, clock: ManualClock, project: str) -> None:
+    api = Api(create_app(Config(), storage=storage, clock=clock), project)
+    api.post_messages("work", MESSAGE)
+    samples = scrape(api, clock)
+    labelled = {name: dict(labels) for name, labels in samples if name.startswith("zq_")}
+    assert all("project" not in labels for labels in labelled.values()), labelled
+    assert value(samples, "zq_queue_messages", queue="work", state="free") is not None
+
+
+def test_scrape_ignores_the_accept_header_of_the_json_api(api: Api) -> None:
+    result = falcon.testing.simulate_get(api.app, "/metrics", headers={"Accept": "text/plain"})
+    assert result.status_code == 200
+
+
+def test_disabled_metrics_are_not_served(storage: Storage, clock: ManualClock) -> None:
+    app = create_app(Config().with_overrides(metrics={"enabled": False}),
+                     storage=storage, clock=clock)
+    assert falcon.testing.simulate_get(app, "/metrics").status_code == 404
+
+
+def test_metrics_need_the_admin_role_when_auth_is_on(storage, clock, tmp_path) -> None:
+    tokens_file = tmp_path / "tokens.json"
+    _, member = tokens.issue(tokens_file, "p", ["member"])
+    _, admin = tokens.issue(tokens_file, "p", ["admin"])
+    config = Config().with_overrides(auth={"strategy": "token",
+                                           "tokens_file": str(tokens_file)})
+    app = create_app(config, storage=storage, clock=clock)
+
+    def get(token: str | None) -> int:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return falcon.testing.simulate_get(app, "/metrics", headers=headers).status_code
+
+    assert get(None) == 401
+    assert get(member) == 403
+    assert get(admin) == 200
+
+
+def test_expiry_and_lapsed_claims_count_when_gc_removes_them(
+    api: Api, clock: ManualClock, storage: Storage
+) -> None:
+    p = api.project
+    api.post_messages("work", MESSAGE, {**MESSAGE, "ttl": 60}, {**MESSAGE, "ttl": 60})
+    api.claim("work", limit=1, ttl=60, grace=60)  # holds the first, alive for 600 s
+    clock.advance(200)
+    assert value(scrape(api, clock), "zq_messages_expired_total", project=p) is None
+    storage.gc()
+    samples = scrape(api, clock)
+    assert value(samples, "zq_messages_expired_total", project=p) == 2
+    assert value(samples, "zq_claims_lapsed_total", project=p) == 1
+    assert value(samples, "zq_queue_messages", project=p, queue="work", state="free") == 1
+
+
+def test_a_queue_deleted_while_empty_is_no_longer_reported(api: Api, clock: ManualClock) -> None:
+    p = api.project
+    [message_id] = api.post_messages("gone", MESSAGE)
+    api.post_messages("kept", MESSAGE)
+    assert value(scrape(api, clock), "zq_queue_messages", project=p, queue="gone",
+                 state="free") == 1
+    api.delete(f"/v2/queues/gone/messages/{message_id}")
+    assert api.delete("/v2/queues/gone").status_code == 204  # empty: no purged event
+    samples = scrape(api, clock)
+    assert value(samples, "zq_queue_messages", project=p, queue="gone", state="free") is None
+    assert value(samples, "zq_queue_messages", project=p, queue="kept", state="free") == 1

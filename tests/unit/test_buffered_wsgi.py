@@ -1,0 +1,167 @@
+"""zq.buffered_wsgi without granian: environ, body reception and its bounds, answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterable
+from types import SimpleNamespace
+from typing import Any
+
+import falcon
+import pytest
+
+from zq.buffered_wsgi import BufferedWSGI, environ_of
+
+
+class Headers:
+    """granian's RSGIHeaders as far as zq uses them: lower-case names, repeats kept."""
+
+    def __init__(self, *pairs: tuple[str, str]) -> None:
+        self.pairs = list(pairs)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return next((value for key, value in self.pairs if key == name), default)
+
+    def __contains__(self, name: str) -> bool:
+        return any(key == name for key, _ in self.pairs)
+
+    def items(self) -> list[tuple[str, str]]:
+        return self.pairs
+
+
+class Protocol:
+    """An RSGI protocol whose body arrives in ``chunks``, then stalls if ``stall``."""
+
+    def __init__(self, chunks: Iterable[bytes] = (), stall: bool = False) -> None:
+        self.chunks = list(chunks)
+        self.stall = stall
+        self.received = 0
+        self.answer: tuple[int, list[tuple[str, str]], bytes] | None = None
+
+    async def __call__(self) -> bytes:
+        return b"".join([chunk async for chunk in self])
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            self.received += len(chunk)
+            yield chunk
+        if self.stall:
+            await asyncio.Event().wait()
+
+    def response_bytes(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        self.answer = (status, headers, body)
+
+
+def scope(method: str = "GET", path: str = "/", *headers: tuple[str, str]) -> Any:
+    return SimpleNamespace(proto="http", http_version="1.1", server="127.0.0.1:8888",
+                           client="127.0.0.2:50000", scheme="http", method=method, path=path,
+                           query_string="a=%C3%A9", headers=Headers(*headers))
+
+
+def run(front: BufferedWSGI, request: Any, protocol: Protocol) -> tuple[int, dict, bytes]:
+    try:
+        asyncio.run(front.__rsgi__(request, protocol))
+    finally:
+        front.close()
+    assert protocol.answer is not None
+    status, headers, body = protocol.answer
+    return status, {k.lower(): v for k, v in headers}, body
+
+
+class Echo:
+    """A falcon resource answering what the app saw of the request."""
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response, **params: str) -> None:
+        resp.media = {"path": req.path, "body": req.stream.read().decode(),
+                      "length": req.content_length}
+
+    on_get = on_post
+
+
+def echo_app() -> falcon.App:
+    app = falcon.App()
+    app.add_route("/{anything}", Echo())
+    return app
+
+
+def test_the_environ_follows_pep_3333() -> None:
+    environ = environ_of(scope("POST", "/queues/\u00e9\u20ac", ("content-type", "application/json"),
+                               ("content-length", "2"), ("x-roles", "a"), ("x-roles", "b")),
+                         b"{}")
+    assert environ["PATH_INFO"] == "/queues/\u00e9\u20ac".encode().decode("latin-1")
+    assert environ["QUERY_STRING"] == "a=%C3%A9"
+    assert environ["CONTENT_TYPE"] == "application/json"
+    assert environ["CONTENT_LENGTH"] == "2"
+    assert environ["HTTP_X_ROLES"] == "a,b"  # a repeated header is one, comma separated
+    assert (environ["SERVER_NAME"], environ["SERVER_PORT"]) == ("127.0.0.1", "8888")
+    assert environ["REMOTE_ADDR"] == "127.0.0.2"
+    assert environ["wsgi.input"].read() == b"{}"
+
+
+def test_a_request_reaches_the_app_whole() -> None:
+    protocol = Protocol([b'{"a"', b": 1}"])
+    status, headers, body = run(
+        BufferedWSGI(echo_app(), threads=1, body_timeout=5, max_body=100),
+        scope("POST", "/\u00e9", ("content-length", "8")), protocol)
+    assert status == 200
+    assert headers["content-type"] == "application/json"
+    assert json.loads(body) == {"path": "/\u00e9", "body": '{"a": 1}', "length": 8}
+
+
+def test_a_body_announced_too_large_is_never_received() -> None:
+    protocol = Protocol([b"x" * 200])
+    status, _, body = run(BufferedWSGI(echo_app(), threads=1, body_timeout=5, max_body=100),
+                          scope("POST", "/x", ("content-length", "200")), protocol)
+    assert protocol.received == 0
+    assert status == 200 and json.loads(body)["body"] == ""  # zq's app refuses it (413)
+
+
+def test_a_chunked_body_is_received_to_one_byte_past_the_limit() -> None:
+    protocol = Protocol([b"x" * 60] * 10)
+    _, _, body = run(BufferedWSGI(echo_app(), threads=1, body_timeout=5, max_body=100),
+                     scope("POST", "/x", ("transfer-encoding", "chunked")), protocol)
+    assert protocol.received == 120  # two chunks: 101 bytes or more stops the reading
+    assert len(json.loads(body)["body"]) == 120
+
+
+def test_a_stalled_body_is_answered_408_at_the_timeout() -> None:
+    protocol = Protocol([b"["], stall=True)
+    status, headers, body = run(
+        BufferedWSGI(echo_app(), threads=1, body_timeout=0.05, max_body=100),
+        scope("POST", "/x", ("content-length", "100")), protocol)
+    assert status == 408
+    assert headers["connection"] == "close"
+    assert json.loads(body)["title"] == "Request Timeout"
+
+
+def test_an_app_that_raises_answers_500_in_json(caplog: pytest.LogCaptureFixture) -> None:
+    def broken(environ: dict, start_response: Any) -> list[bytes]:
+        raise RuntimeError("boom")
+
+    status, _, body = run(BufferedWSGI(broken, threads=1, body_timeout=5, max_body=100),
+                          scope("GET", "/x"), Protocol())
+    assert status == 500
+    assert set(json.loads(body)) == {"title", "description"}
+    assert "boom" not in body.decode()
+    assert "The app failed on GET /x" in caplog.text
+
+
+def test_an_app_answer_given_as_an_iterator_is_joined_and_closed() -> None:
+    closed = []
+
+    class Answer:
+        def __iter__(self):
+            yield b"a"
+            yield b"b"
+
+        def close(self) -> None:
+            closed.append(True)
+
+    def app(environ: dict, start_response: Any) -> Answer:
+        start_response("201 Created", [("X-A", "1")])
+        return Answer()
+
+    status, headers, body = run(BufferedWSGI(app, threads=1, body_timeout=5, max_body=100),
+                                scope("GET", "/x"), Protocol())
+    assert (status, headers, body, closed) == (201, {"x-a": "1"}, b"ab", [True])

@@ -1,0 +1,155 @@
+"""zq.metrics: the event tail, its stores, the per-queue gauges (no HTTP)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zq.clock import ManualClock
+from zq.config import Config, ConfigError, MetricsConfig
+from zq.metrics.gauges import QueueGauges
+from zq.metrics.registry import Metrics
+from zq.metrics.tail import SETTLE, EventTail, FileTailStore, MemoryTailStore, TailState
+from zq.storage.base import Event, QueueStats
+
+
+class FakeEvents:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.fail = False
+
+    def add(self, time: float, kind: str, queue: str = "q", **fields) -> None:
+        self.events.append(Event(str(len(self.events) + 1), time, "p", queue, kind, **fields))
+
+    def read(self, *, after: str | None = None, limit: int = 1000) -> list[Event]:
+        if self.fail:
+            raise ConnectionError("down")
+        start = int(after or 0)
+        return self.events[start:start + limit]
+
+
+class FakeQueues:
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def stats(self, project: str, queue: str) -> QueueStats:
+        self.reads += 1
+        return QueueStats(free=int(queue.removeprefix("q") or 1), claimed=0)
+
+    def get_metadata(self, project: str, queue: str) -> dict:
+        return {}
+
+
+class FakeStorage:
+    def __init__(self) -> None:
+        self.events = FakeEvents()
+        self.queues = FakeQueues()
+
+
+def value(metrics: Metrics, name: str, **labels: str) -> float | None:
+    return metrics.registry.get_sample_value(name, labels)
+
+
+def make_tail(clock: ManualClock, storages: dict, store=None, budget: float = 5.0):
+    metrics = Metrics(MetricsConfig())
+    store = store or MemoryTailStore(clock.now())
+    return metrics, EventTail(metrics, lambda: storages, clock, store, budget=budget), store
+
+
+def test_events_before_the_start_are_not_counted_but_name_queues() -> None:
+    clock = ManualClock(1000.0)
+    storage = FakeStorage()
+    storage.events.add(900.0, "posted", queue="old", message_id="a")
+    metrics, tail, store = make_tail(clock, {"": storage})
+    storage.events.add(1000.0, "posted", message_id="b")
+    clock.advance(SETTLE)
+    tail.run_once()
+    assert value(metrics, "zq_messages_posted_total") == 1
+    assert {key.split("\x1f")[2] for key in store.snapshot().queues} == {"old", "q"}
+
+
+def test_an_event_younger_than_the_settle_time_waits_for_the_next_scrape() -> None:
+    clock = ManualClock(1000.0)
+    storage = FakeStorage()
+    metrics, tail, _ = make_tail(clock, {"": storage})
+    storage.events.add(1000.0, "posted", message_id="a")
+    storage.events.add(1001.0, "posted", message_id="b")
+    clock.advance(SETTLE + 0.5)  # the first settled, the second not yet
+    tail.run_once()
+    assert value(metrics, "zq_messages_posted_total") == 1
+    clock.advance(1)
+    tail.run_once()
+    assert value(metrics, "zq_messages_posted_total") == 2  # each once
+
+
+def test_post_to_delete_latency_and_dead_letter_reasons() -> None:
+    clock = ManualClock(1000.0)
+    storage = FakeStorage()
+    metrics, tail, _ = make_tail(clock, {"": storage})
+    storage.events.add(1000.0, "posted", message_id="a")
+    storage.events.add(1030.0, "deleted", message_id="a")
+    storage.events.add(1031.0, "dead_lettered", message_id="b",
+                       detail={"to": "dlq", "reason": "max_claim_count"})
+    clock.advance(100)
+    tail.run_once()
+    assert value(metrics, "zq_message_post_to_delete_seconds_sum") == 30
+    assert value(metrics, "zq_messages_dead_lettered_total", reason="max_claim_count") == 1
+
+
+def test_a_failing_backend_does_not_stop_the_others() -> None:
+    clock = ManualClock(1000.0)
+    down, up = FakeStorage(), FakeStorage()
+    down.events.fail = True
+    metrics, tail, _ = make_tail(clock, {"a": down, "b": up})
+    up.events.add(1000.0, "claimed", message_id="x", client_id="c")
+    clock.advance(SETTLE)
+    assert tail.run_once()
+    assert value(metrics, "zq_messages_claimed_total") == 1
+
+
+def test_one_worker_tails_at_a_time(tmp_path) -> None:
+    FileTailStore.create(tmp_path, 1000.0)
+    first, second = FileTailStore(tmp_path), FileTailStore(tmp_path)
+    with first.locked() as state:
+        assert state is not None
+        with second.locked() as other:
+            assert other is None
+        state.cursors["pool"] = "42"
+    with second.locked() as state:
+        assert state is not None and state.cursors == {"pool": "42"}  # saved by the first
+
+
+def test_gauges_report_the_most_active_queues_up_to_the_cap_and_cache() -> None:
+    clock = ManualClock(1000.0)
+    storage = FakeStorage()
+    state = TailState(0.0, queues={
+        f"\x1fp\x1fq{n}": {"active": float(n), "consumers": {}} for n in range(1, 6)})
+    config = MetricsConfig(max_queues=2, cache_seconds=60)
+    gauges = QueueGauges(config, lambda: state, lambda: {"": storage}, clock)
+    families = {f.name: f for f in gauges.collect()}
+    reported = {s.labels["queue"] for s in families["zq_queue_messages"].samples}
+    assert reported == {"q5", "q4"}
+    counted = {s.labels["state"]: s.value for s in families["zq_metrics_queues"].samples}
+    assert counted == {"reported": 2, "omitted": 3}
+    reads = storage.queues.reads
+    gauges.collect()
+    assert storage.queues.reads == reads  # cached
+
+
+def test_same_named_queues_of_two_projects_add_up_without_project_labels() -> None:
+    clock = ManualClock(1000.0)
+    storage = FakeStorage()
+    state = TailState(0.0, queues={
+        "\x1fa\x1fq3": {"active": 1.0, "consumers": {"c1": 999.0}},
+        "\x1fb\x1fq3": {"active": 2.0, "consumers": {"c2": 999.0}}})
+    gauges = QueueGauges(MetricsConfig(cache_seconds=0), lambda: state,
+                         lambda: {"": storage}, clock)
+    families = {f.name: f for f in gauges.collect()}
+    free = [s.value for s in families["zq_queue_messages"].samples
+            if s.labels["state"] == "free"]
+    assert free == [6]
+    assert [s.value for s in families["zq_queue_consumers"].samples] == [2]
+
+
+def test_a_budget_of_zero_is_refused() -> None:
+    with pytest.raises(ConfigError, match="budget_seconds"):
+        Config().with_overrides(metrics={"budget_seconds": 0})

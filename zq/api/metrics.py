@@ -1,0 +1,51 @@
+"""``GET /metrics`` and the HTTP latency histogram (see docs/metrics.md)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import falcon
+
+from zq.auth.middleware import require_admin
+from zq.metrics.setup import Telemetry
+
+METRICS_PATH = "/metrics"
+# The text format 0.0.4 that every Prometheus reads (zq's names are all
+# plain ASCII, so generate_latest's output is exactly that format).
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class MetricsResource:
+    """The Prometheus text exposition; the admin role when auth is on."""
+
+    def __init__(self, telemetry: Telemetry, *, auth: bool) -> None:
+        self.telemetry = telemetry
+        self.auth = auth
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if self.auth:
+            require_admin(req, resp, self, {})
+        resp.content_type = CONTENT_TYPE
+        resp.data = self.telemetry.scrape()
+
+
+class RequestMetrics:
+    """falcon middleware: every request's latency by method, route template and status."""
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self.histogram = telemetry.metrics.http_latency
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.context.metrics_started = time.perf_counter()
+
+    def process_response(
+        self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool
+    ) -> None:
+        started = getattr(req.context, "metrics_started", None)
+        if started is None:
+            return
+        # The route template, never the path: queue names would make a series each.
+        route = req.uri_template or "unmatched"
+        status = falcon.code_to_http_status(resp.status)[:3]
+        self.histogram.labels(req.method, route, status).observe(time.perf_counter() - started)

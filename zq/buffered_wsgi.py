@@ -1,0 +1,191 @@
+"""Receive a request's body whole, within a deadline, before a thread runs the WSGI app.
+
+granian's WSGI interface calls the app on one of ``[server] threads``
+threads as soon as the request head has arrived, and the app's reads of
+``wsgi.input`` then wait for the client on that thread, without any time
+limit. A dozen clients that announce a body and send one byte of it took
+every thread of a two-worker server, and ``/v2/ping`` went unanswered for
+as long as they stayed connected.
+
+``BufferedWSGI`` is an RSGI app (granian's asyncio interface): the body
+is received on the worker's event loop, where a waiting client holds no
+thread, for at most ``body_timeout`` seconds (408 and the connection
+closed after that). Only a request that has fully arrived is handed to
+the WSGI app, on a pool of ``threads`` threads, with the body in memory.
+A body announced larger than ``max_body`` is not read at all, and one of
+unknown length (chunked) is read to one byte past it: the app refuses
+both with 413 (zq.api.middleware.RequestRules), without the rest of the
+body ever being received. The answer is handed to granian whole, so a
+client that does not read it holds no thread either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import queue
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from zq.api.errors import error_body
+
+log = logging.getLogger("zq.server")
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+Headers = list[tuple[str, str]]
+
+# Headers that PEP 3333 names without the HTTP_ prefix.
+UNPREFIXED = {"content-type": "CONTENT_TYPE", "content-length": "CONTENT_LENGTH"}
+JSON_HEADERS: Headers = [("content-type", "application/json")]
+
+
+class RSGIScope(Protocol):
+    """What granian's RSGI scope offers that this module reads."""
+
+    http_version: str
+    server: str
+    client: str
+    scheme: str
+    method: str
+    path: str
+    query_string: str
+    headers: Any
+
+
+async def receive_body(protocol: Any, length: int | None, max_body: int) -> bytes:
+    """The request body: all ``length`` bytes, or without one at most ``max_body`` + 1."""
+    if length is not None:
+        return await protocol()
+    chunks = []
+    size = 0
+    async for chunk in protocol:
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > max_body:
+            break
+    return b"".join(chunks)
+
+
+def environ_of(scope: RSGIScope, body: bytes) -> dict[str, Any]:
+    """The PEP 3333 environ of an RSGI request whose body has been received."""
+    server_name, _, server_port = scope.server.rpartition(":")
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": scope.method,
+        "SCRIPT_NAME": "",
+        # RSGI gives the path percent-decoded as UTF-8; WSGI wants the
+        # decoded bytes tunnelled as latin-1 (falcon decodes them back).
+        "PATH_INFO": scope.path.encode("utf-8").decode("latin-1"),
+        "QUERY_STRING": scope.query_string,
+        "SERVER_NAME": server_name,
+        "SERVER_PORT": server_port,
+        "SERVER_PROTOCOL": f"HTTP/{scope.http_version}",
+        "REMOTE_ADDR": scope.client.rpartition(":")[0],
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": scope.scheme,
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.input_terminated": True,
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+    }
+    for name, value in scope.headers.items():
+        key = UNPREFIXED.get(name) or "HTTP_" + name.upper().replace("-", "_")
+        # A repeated header is one value, comma separated (RFC 9110, 5.3).
+        environ[key] = f"{environ[key]},{value}" if key in environ else value
+    return environ
+
+
+def call_app(app: WSGIApp, environ: dict[str, Any]) -> tuple[int, Headers, bytes]:
+    """Run the WSGI app on one request; its status, headers and whole body."""
+    answer: dict[str, Any] = {}
+    written: list[bytes] = []
+
+    def start_response(status: str, headers: Headers, exc_info: Any = None) -> Callable:
+        if exc_info is not None and answer:
+            raise exc_info[1].with_traceback(exc_info[2])
+        answer["status"], answer["headers"] = status, headers
+        return written.append
+
+    result = app(environ, start_response)
+    try:
+        written.extend(result)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+    return int(answer["status"].split(" ", 1)[0]), answer["headers"], b"".join(written)
+
+
+class BufferedWSGI:
+    """An RSGI app running ``app`` once each request has fully arrived (module docstring)."""
+
+    def __init__(self, app: WSGIApp, *, threads: int, body_timeout: float, max_body: int) -> None:
+        self.app = app
+        self.body_timeout = body_timeout
+        self.max_body = max_body
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.threads = [threading.Thread(target=self.serve_jobs, name=f"zq-request-{number}",
+                                         daemon=True) for number in range(threads)]
+        for thread in self.threads:
+            thread.start()
+
+    async def __rsgi__(self, scope: RSGIScope, protocol: Any) -> None:
+        body = b""
+        length = announced_length(scope.headers)
+        if (length is not None and 0 < length <= self.max_body) or (
+                length is None and "transfer-encoding" in scope.headers):
+            try:
+                async with asyncio.timeout(self.body_timeout):
+                    body = await receive_body(protocol, length, self.max_body)
+            except TimeoutError:
+                protocol.response_bytes(408, [*JSON_HEADERS, ("connection", "close")], error_body(
+                    "Request Timeout",
+                    f"The request body did not arrive within {self.body_timeout:g} seconds."))
+                return
+        loop = asyncio.get_running_loop()
+        answered = loop.create_future()
+        self.jobs.put((environ_of(scope, body), protocol, loop, answered))
+        # granian answers 500 to a request whose coroutine ends unanswered.
+        await answered
+
+    def __rsgi_del__(self, loop: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Let the threads end once the jobs already queued are answered."""
+        for _ in self.threads:
+            self.jobs.put(None)
+
+    def serve_jobs(self) -> None:
+        """One of the threads running the app: answers each job, then wakes its coroutine."""
+        while job := self.jobs.get():
+            environ, protocol, loop, answered = job
+            try:
+                status, headers, content = call_app(self.app, environ)
+            except Exception:
+                log.exception("The app failed on %s %s", environ["REQUEST_METHOD"],
+                              environ["PATH_INFO"])
+                status, headers, content = 500, JSON_HEADERS, error_body(
+                    "Internal server error",
+                    "The server failed to handle the request; the error has been logged.")
+            protocol.response_bytes(status, headers, content)
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(settle, answered)
+
+
+def settle(answered: asyncio.Future) -> None:
+    if not answered.done():
+        answered.set_result(None)
+
+
+def announced_length(headers: Any) -> int | None:
+    """The Content-Length of a request, None without a valid one."""
+    try:
+        return int(headers.get("content-length"))
+    except (TypeError, ValueError):
+        return None
