@@ -170,4 +170,6 @@ def _message_history(rng: random.Random, shape: Shape, number: int) -> Iterator[
 
 
 def _consumer(rng: random.Random, shape: Shape) -> str:
-    return f"worker-{rng.randrange(shape.consumers)}"
+    # A Client-ID is a UUID (the API refuses anything else); consumer n is
+    # 00000000-0000-4000-8000-00000000000n, so tables stay readable.
+    return f"00000000-0000-4000-8000-{rng.randrange(shape.consumers):012d}"
