@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = [
     ["serve"], ["db"], ["db", "upgrade"], ["gc"], ["config"],
     ["events"], ["events", "export"], ["stats"],
+    ["token"], ["token", "add"], ["token", "list"], ["token", "revoke"],
 ]
 
 
@@ -51,7 +52,7 @@ def test_every_command_module_is_importable() -> None:
 def test_top_level_help_lists_commands_and_examples(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run_zq("--help", capsys=capsys)
     assert status == 0
-    for command in ("serve", "db", "gc", "config", "events", "stats"):
+    for command in ("serve", "db", "gc", "config", "token", "events", "stats"):
         assert f"    {command} " in out
     assert "dead letter queue" in out
     assert "examples:" in out and "zq serve --storage postgresql://" in out
@@ -68,6 +69,29 @@ def test_every_subcommand_explains_itself(
     description = rest.split("\n\n")[0]
     assert len(description) > 40, f"zq {' '.join(words)} --help has no description"
     assert "example" in out.lower(), f"zq {' '.join(words)} --help shows no example"
+
+
+def _leaf_commands(parser, words=()):
+    import argparse
+
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not actions:
+        yield words, parser
+    for action in actions:
+        for name, sub in action.choices.items():
+            yield from _leaf_commands(sub, (*words, name))
+
+
+def test_every_command_on_the_command_line_has_a_handler() -> None:
+    # zq.cli.main calls args.handler: a command that binds anything else
+    # parses fine and then crashes (zq token did, with an AttributeError).
+    leaves = list(_leaf_commands(cli.build_parser()))
+    assert {words[0] for words, _ in leaves} >= {"serve", "token", "events", "stats"}
+    for words, parser in leaves:
+        assert callable(parser.get_default("handler")), f"zq {' '.join(words)} has no handler"
+    assert sorted(" ".join(words) for words, _ in leaves) == sorted(
+        " ".join(words) for words in COMMANDS if not any(
+            " ".join(other[:-1]) == " ".join(words) for other in COMMANDS if len(other) > 1))
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,6 +183,25 @@ def test_flags_override_environment_and_file(
 def test_config_redacts_the_storage_password(capsys: pytest.CaptureFixture[str]) -> None:
     shown = effective(capsys, "--storage", "postgresql://zq:s3cret@db.example.com/zq")
     assert shown["storage"]["uri"] == "postgresql://zq:***@db.example.com/zq"
+
+
+def test_config_masks_every_secret(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ZQ_SIGNED_URLS_SECRET_KEY", "hmac-s3cret")
+    monkeypatch.setenv("ZQ_POOLING_MANAGEMENT", "postgresql://zq:m/gmt@s3cret@db/zq_management")
+    status, out, _ = run_zq("config", "--storage", "redis://:r3d:s3cret@cache/0", capsys=capsys)
+    assert status == 0
+    assert "s3cret" not in out
+    shown = tomllib.loads(out)
+    assert shown["signed_urls"]["secret_key"] == "***"
+    assert shown["pooling"]["management"] == "postgresql://zq:***@db/zq_management"
+    assert shown["storage"]["uri"] == "redis://:***@cache/0"
+
+
+def test_config_shows_an_unset_secret_as_unset(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run_zq("config", capsys=capsys)
+    assert status == 0 and tomllib.loads(out)["signed_urls"]["secret_key"] == ""
 
 
 def test_serve_runs_granian_rsgi_workers_from_the_config() -> None:
@@ -389,8 +432,8 @@ def test_gc_with_pooling_collects_every_pool_and_reports_a_failing_one(
     status, out, err = run_zq("gc", "--pooling", "--management", management, capsys=capsys)
     assert status == 1
     assert out.splitlines() == [
-        f"Removed 0 expired message(s) from pool 'one' ({one}).",
-        f"Removed 1 expired message(s) from pool 'two' ({two}).",
+        f"Removed 0 expired message(s) and 0 expired claim(s) from pool 'one' ({one}).",
+        f"Removed 1 expired message(s) and 0 expired claim(s) from pool 'two' ({two}).",
     ]
     (line,) = err.strip().splitlines()
     assert line.startswith("zq: error: pool 'down' (postgresql://zq:***@127.0.0.1:1/zq): ")
@@ -402,3 +445,90 @@ def test_gc_with_pooling_and_no_pools(tmp_path: Path, capsys: pytest.CaptureFixt
     assert status == 0
     assert out == "No pools are registered: nothing to collect.\n"
     assert (tmp_path / "data" / "zq" / "zq-management.sqlite3").is_file()
+
+
+@pytest.mark.parametrize(("storage", "shown"), [
+    ("sqlite://relative.db", "write sqlite:///relative.db"),
+    ("/var/tmp/zq.sqlite3", "write sqlite:////var/tmp/zq.sqlite3"),
+    ("zq.sqlite3", "write sqlite:///zq.sqlite3"),
+])
+def test_an_sqlite_path_written_wrong_shows_the_right_form(
+    storage: str, shown: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in (["serve", "--port", "0"], ["gc"], ["db", "upgrade"]):
+        status, _, err = run_zq(*command, "--storage", storage, capsys=capsys)
+        assert status == 1
+        assert shown in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_storage_in_a_missing_directory_is_refused_and_not_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing"
+    status, _, err = run_zq("db", "upgrade", "--storage", f"sqlite:///{missing}/zq.sqlite3",
+                            capsys=capsys)
+    assert status == 1 and "does not exist" in err
+    assert not missing.exists()
+
+
+def test_a_misspelled_variable_is_a_warning_naming_the_closest_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ZQ_SERVER_PROT", "9000")
+    monkeypatch.setenv("ZQ_STORGE", "sqlite:///x.db")
+    monkeypatch.setenv("ZQ_TEST_BACKENDS", "sqlite")  # the test suite's own: no warning
+    status, out, err = run_zq("config", capsys=capsys)
+    assert status == 0 and tomllib.loads(out)["server"]["port"] == 8888
+    warnings = err.strip().splitlines()
+    assert len(warnings) == 2, err
+    assert "ZQ_SERVER_PROT" in warnings[0] and "ZQ_SERVER_PORT" in warnings[0]
+    assert "ZQ_STORGE" in warnings[1] and "ZQ_STORAGE" in warnings[1]
+
+
+def test_every_documented_variable_is_read_without_a_warning() -> None:
+    import re
+
+    from zq.config import unknown_variables
+
+    documented = set(re.findall(r"`(ZQ_[A-Z_]+)`", (ROOT / "README.md").read_text()))
+    assert {"ZQ_CONFIG", "ZQ_STORAGE", "ZQ_LIMITS_MAX_MESSAGE_TTL"} <= documented
+    assert unknown_variables(dict.fromkeys(documented - {"ZQ_SECTION_NAME"}, "")) == []
+
+
+def test_serve_refuses_a_storage_flag_that_pooling_would_ignore(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, _, err = run_zq("serve", "--pooling", "--storage", "redis://127.0.0.1:6379",
+                            capsys=capsys)
+    assert status == 1
+    assert "--storage is not used with pooling" in err and "--no-pooling" in err
+
+
+def test_gc_reports_the_expired_claims_it_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    from zq.clock import ManualClock
+    from zq.events import fingerprint
+    from zq.storage import open_storage
+    from zq.storage.base import NewMessage
+    from zq.storage.sql import migrate
+
+    uri = f"sqlite:///{tmp_path / 'zq.sqlite3'}"
+    migrate.upgrade(uri)
+    # Two minutes ago: a message of ttl 3600 claimed for 60 s (the claim has
+    # lapsed, the message is alive) and one of ttl 60 (expired).
+    storage = open_storage(uri, clock=ManualClock(time.time() - 120))
+    try:
+        storage.messages.post("p", "q", [NewMessage("{}", 3600, 0, fingerprint("{}"))],
+                              client_id=None)
+        storage.claims.create("p", "q", ttl=60, grace=0, limit=1, client_id=None,
+                              dead_letter=None)
+        storage.messages.post("p", "q", [NewMessage("{}", 60, 0, fingerprint("{}"))],
+                              client_id=None)
+    finally:
+        storage.close()
+    status, out, _ = run_zq("gc", "--storage", uri, capsys=capsys)
+    assert status == 0
+    assert out.strip() == f"Removed 1 expired message(s) and 1 expired claim(s) from {uri}."

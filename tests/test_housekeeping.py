@@ -8,6 +8,7 @@ import random
 import pytest
 
 from zq.housekeeping import JITTER, GarbageCollector
+from zq.storage.base import Collected
 
 
 class ScriptedStop:
@@ -34,12 +35,12 @@ class CountingStorage:
         self.results = list(results)
         self.calls = 0
 
-    def gc(self) -> int:
+    def gc(self) -> Collected:
         self.calls += 1
         result = self.results.pop(0) if self.results else 0
         if isinstance(result, Exception):
             raise result
-        return result
+        return Collected(messages=result)
 
 
 def test_run_collects_once_per_wait_until_stopped() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from zq.commands.options import CommandError
 from zq.config import Config
+from zq.errors import InvalidRequest
 from zq.server import (
     announce,
     check_address_free,
@@ -136,6 +137,20 @@ def test_the_start_line_names_pooling_and_the_management_store_without_password(
     assert "s3cret" not in caplog.text
 
 
+def test_a_configured_storage_unused_under_pooling_is_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    config = pooled_config(tmp_path, f"sqlite:///{tmp_path / 'm.sqlite3'}").with_overrides(
+        storage={"uri": "redis://:s3cret@cache/0"})
+    with caplog.at_level(logging.INFO, logger="zq.server"):
+        announce(config, config.pooling.management, 8888)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == ["[storage] uri redis://:***@cache/0 is not used: with pooling on, "
+                        "queues live on the pools of the management store"]
+
+
 def test_gc_interval_zero_starts_no_collector(tmp_path: Path) -> None:
     config = sqlite_config(tmp_path, interval=0.0)
     prepare_storage(config)
@@ -170,3 +185,36 @@ def test_an_address_in_use_is_refused_in_one_line() -> None:
         with pytest.raises(CommandError, match=f"cannot listen on 127.0.0.1:{port}: "
                                                "Address already in use"):
             check_address_free("127.0.0.1", port)
+
+
+@pytest.mark.parametrize("uri", ["mongomock://demo", "sqlite://", "sqlite:///:memory:"])
+def test_a_backend_in_one_process_memory_is_refused_with_several_workers(uri: str) -> None:
+    # Each worker would hold its own queues: stats flipping between workers.
+    config = Config().with_overrides(storage={"uri": uri}, server={"workers": 2})
+    with pytest.raises(InvalidRequest, match="--workers 1"):
+        check_server_config(config)
+    check_server_config(config.with_overrides(server={"workers": 1}))
+
+
+def test_a_pooled_worker_refuses_a_pool_in_one_process_memory(tmp_path: Path) -> None:
+    from falcon import testing
+
+    config = pooled_config(tmp_path, f"sqlite:///{tmp_path / 'management.sqlite3'}")
+    headers = {"Client-ID": "3381af92-2b9e-11e3-b191-71861300734c",
+               "X-Project-ID": "p", "X-Roles": "admin"}
+    prepare(config)
+    answers = {}
+    for workers in (2, 1):
+        worker = open_worker(config.with_overrides(server={"workers": workers}))
+        try:
+            answers[workers] = testing.TestClient(worker.app).simulate_put(
+                "/v2/pools/memory", headers=headers,
+                json={"uri": "mongomock://pool-demo", "weight": 1})
+        finally:
+            worker.close()
+    assert answers[2].status_code == 400
+    assert "2 worker processes" in answers[2].json["description"]
+    assert answers[1].status_code == 201, answers[1].text
+    # Registered under one worker, it stops a start with two.
+    with pytest.raises(InvalidRequest, match="mongomock://pool-demo"):
+        prepare(config.with_overrides(server={"workers": 2}))

@@ -69,7 +69,8 @@ DESCRIPTIONS = {
                               "empty disables sharing",
     "signed_urls.max_expires": "longest validity of a pre-signed URL, seconds",
     "log.level": "zq's log level (libraries log warnings only)",
-    "log.format": "`json` (one object per line) or `text` (key=value)",
+    "log.format": "`auto` (`console` when stderr is a terminal, else `json`), `json` "
+                  "(one object per line), `text` (key=value) or `console` (for people)",
     "pooling.enabled": "spread queues over pools and flavors (see docs/pools.md)",
     "pooling.management": "management store URI (pools, flavors, catalog); "
                           "empty: SQLite file `zq-management.sqlite3` in the data directory",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from zq import __version__
 from zq.commands.options import CommandError
-from zq.config import ConfigError
+from zq.config import ConfigError, unknown_variables
 from zq.errors import ZqError
 
 # The modules that add subcommands, in the order `zq --help` lists them.
@@ -83,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``zq`` with ``argv`` (default: the process arguments); returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)  # exits with 2 on a bad command line
+    for warning in unknown_variables():
+        print(f"zq: warning: {warning}", file=sys.stderr)
     try:
         result = args.handler(args)
     except (ConfigError, CommandError, ZqError) as exc:

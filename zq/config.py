@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import difflib
 import os
 import re
 import tomllib
@@ -85,9 +86,19 @@ class ServerConfig:
     metadata_cache: float = 0.0  # seconds a worker keeps unversioned metadata it read; 0: off
 
 
+# Field metadata of settings that hold secrets, which ``zq config`` and
+# messages show masked: the whole value, a URI's password, or the keys of an
+# "id:key,..." list (the ids stay).
+MASK_VALUE, MASK_URI_PASSWORD, MASK_KEYS = "value", "uri_password", "keys"
+SECRET = {"secret": MASK_VALUE}
+SECRET_URI = {"secret": MASK_URI_PASSWORD}
+SECRET_KEYS = {"secret": MASK_KEYS}
+
+
 @dataclass(frozen=True)
 class StorageConfig:
-    uri: str = ""  # empty: SQLite file in the default data directory
+    # empty: SQLite file in the default data directory
+    uri: str = field(default="", metadata=SECRET_URI)
 
     def resolved_uri(self) -> str:
         """The URI to open: the configured one, or the embedded default."""
@@ -102,7 +113,7 @@ class GcConfig:
 
 
 AUTH_STRATEGIES = ("none", "token", "keystone")
-LOG_FORMATS = ("json", "text")
+LOG_FORMATS = ("auto", "json", "text", "console")
 
 
 @dataclass(frozen=True)
@@ -122,14 +133,16 @@ class AuthConfig:
 @dataclass(frozen=True)
 class SignedUrlsConfig:
     # HMAC-SHA256 key of pre-signed URLs; empty disables POST .../share.
-    secret_key: str = ""
+    secret_key: str = field(default="", metadata=SECRET)
     max_expires: int = 7 * 86400  # seconds a signature may be valid for, at most
 
 
 @dataclass(frozen=True)
 class LogConfig:
     level: str = "INFO"
-    format: str = "json"  # one JSON object per line, or "text" (key=value)
+    # auto: console on a terminal, json otherwise; json: one object per line;
+    # text: key=value; console: time, level and message for people to read.
+    format: str = "auto"
 
     def __post_init__(self) -> None:
         _choice(self.format, LOG_FORMATS, "log.format")
@@ -140,7 +153,8 @@ class PoolingConfig:
     """Pools and flavors: queues spread over several storage backends."""
 
     enabled: bool = False
-    management: str = ""  # management store URI; empty: SQLite in the data directory
+    # management store URI; empty: SQLite in the data directory
+    management: str = field(default="", metadata=SECRET_URI)
 
     def resolved_management(self) -> str:
         """The management store URI to open: the configured one, or the embedded default."""
@@ -165,10 +179,10 @@ class EncryptionConfig:
 
     # "id:BASE64,id2:BASE64": AES-256 keys (32 bytes each) by key id; empty: none,
     # and no queue may enable encryption.
-    keys: str = ""
+    keys: str = field(default="", metadata=SECRET_KEYS)
     active_key: str = ""  # id of the key new messages use; empty: the only key
     # base64, at least 32 bytes: HMAC key of the body fingerprints of encrypted queues.
-    fingerprint_key: str = ""
+    fingerprint_key: str = field(default="", metadata=SECRET)
 
     def check(self) -> None:
         """ConfigError for any unusable setting."""
@@ -301,15 +315,51 @@ def load_config(path: str | os.PathLike[str] | None = None,
     return config
 
 
+# ZQ_* variables that are not settings: the file, the storage URI's short
+# name, and the test suite's own (ZQ_TEST_*, ZQ_FUZZ_*), which zq never reads.
+OTHER_VARIABLES = ("ZQ_CONFIG", "ZQ_STORAGE")
+TEST_PREFIXES = ("ZQ_TEST_", "ZQ_FUZZ_")
+
+
+def _setting_variables(config: Config) -> dict[str, tuple[str, str]]:
+    """``ZQ_SECTION_NAME`` -> (section, name) for every setting."""
+    return {
+        f"ZQ_{section.name}_{item.name}".upper(): (section.name, item.name)
+        for section in dataclasses.fields(config)
+        for item in dataclasses.fields(getattr(config, section.name))
+    }
+
+
+def setting_variables() -> list[str]:
+    """Every environment variable zq reads."""
+    return [*OTHER_VARIABLES, *_setting_variables(Config())]
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One warning per ``ZQ_*`` variable that names no setting, with the closest one.
+
+    A misspelled variable would otherwise be ignored without a word, and the
+    operator would believe the setting took effect.
+    """
+    environ = os.environ if environ is None else environ
+    known = setting_variables()
+    warnings = []
+    for name in sorted(environ):
+        if not name.startswith("ZQ_") or name in known or name.startswith(TEST_PREFIXES):
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else "; `zq config --help` lists them."
+        warnings.append(f"{name} is not a zq setting and is ignored{hint}")
+    return warnings
+
+
 def _from_environ(config: Config, environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
     if "ZQ_STORAGE" in environ:
         found.setdefault("storage", {})["uri"] = environ["ZQ_STORAGE"]
-    for section in dataclasses.fields(config):
-        for item in dataclasses.fields(getattr(config, section.name)):
-            key = f"ZQ_{section.name}_{item.name}".upper()
-            if key in environ:
-                found.setdefault(section.name, {})[item.name] = environ[key]
+    for variable, (section, name) in _setting_variables(config).items():
+        if variable in environ:
+            found.setdefault(section, {})[name] = environ[variable]
     return found
 
 

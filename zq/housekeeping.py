@@ -84,14 +84,15 @@ class GarbageCollector:
         for pool, storage in storages.items():
             where = f" (pool {pool!r})" if pool else ""
             try:
-                count = storage.gc()
+                collected = storage.gc()
             except Exception as exc:  # never fatal: the next round tries again
                 log.warning("garbage collection failed: %s: %s%s", type(exc).__name__, exc, where)
                 failed += 1
                 continue
-            if count:
-                log.info("garbage collection removed %d expired message(s)%s", count, where)
-            removed += count
+            if collected.messages or collected.claims:
+                log.info("garbage collection removed %d expired message(s) and %d expired "
+                         "claim(s)%s", collected.messages, collected.claims, where)
+            removed += collected.messages
         if storages and failed == len(storages):
             return None
         return removed

@@ -1,4 +1,4 @@
-"""Structured logs: one JSON object (or key=value line) per record, with the request id.
+"""Logs: one JSON object (key=value, or a line for people) per record, with the request id.
 
 The request id middleware stores the id in ``REQUEST_ID`` (a context
 variable, so each thread or task sees its own), and ``RequestIdFilter``
@@ -67,6 +67,26 @@ class KeyValueFormatter(logging.Formatter):
         return " ".join(f"{k}={_kv(v)}" for k, v in _fields(record).items())
 
 
+class ConsoleFormatter(logging.Formatter):
+    """For a person at a terminal: local time, level, message, then the other fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = _fields(record)
+        when = datetime.datetime.fromtimestamp(record.created).strftime("%H:%M:%S")
+        head = f"{when} {fields.pop('level'):<7} {fields.pop('message')}"
+        fields.pop("time")
+        exception = fields.pop("exception", None)
+        extra = " ".join(f"{k}={_kv(v)}" for k, v in fields.items()
+                         if v is not None and k != "logger")
+        line = f"{head}  [{extra}]" if extra else head
+        return f"{line}\n{exception}" if exception else line
+
+
+FORMATTERS: dict[str, type[logging.Formatter]] = {
+    "json": JsonFormatter, "text": KeyValueFormatter, "console": ConsoleFormatter,
+}
+
+
 def _kv(value: Any) -> str:
     text = "-" if value is None else str(value)
     if not text or any(c in text for c in ' "=\n'):
@@ -74,10 +94,23 @@ def _kv(value: Any) -> str:
     return text
 
 
+def resolved_format(name: str, stream: TextIO) -> str:
+    """The format ``auto`` stands for on ``stream``; any other name as is."""
+    if name != "auto":
+        return name
+    isatty = getattr(stream, "isatty", None)
+    return "console" if isatty is not None and isatty() else "json"
+
+
 def configure(config: LogConfig, stream: TextIO | None = None) -> logging.Handler:
-    """Send every log record to ``stream`` (stderr) in the configured format."""
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter() if config.format == "json" else KeyValueFormatter())
+    """Send every log record to ``stream`` (stderr) in the configured format.
+
+    ``auto`` picks ``console`` when the stream is a terminal (a person runs
+    ``zq serve``) and ``json`` otherwise (systemd, a container, a file).
+    """
+    stream = stream or sys.stderr
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(FORMATTERS[resolved_format(config.format, stream)]())
     handler.addFilter(RequestIdFilter())
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -48,7 +48,7 @@ from zq.housekeeping import GarbageCollector
 from zq.metrics.multiprocess import metrics_directory
 from zq.pooling.base import Pools
 from zq.pooling.migrate import upgrade_management
-from zq.storage import scheme_of
+from zq.storage import check_shareable, scheme_of
 from zq.storage.uri import redact
 
 log = logging.getLogger("zq.server")
@@ -112,6 +112,8 @@ def check_server_config(config: Config) -> None:
         raise CommandError(f"threads must be at least 1, got {server.threads}.")
     if not server.body_timeout > 0:
         raise CommandError(f"body_timeout must be above 0 seconds, got {server.body_timeout}.")
+    if not config.pooling.enabled:
+        check_shareable(config.storage.resolved_uri(), server.workers)
 
 
 def check_address_free(host: str, port: int) -> int:
@@ -156,8 +158,9 @@ def prepare_management(config: Config) -> str:
 
     The default SQLite file gets its directory created and an SQLite store
     is migrated here, once; a PostgreSQL or MariaDB store must already be
-    current (``zq db upgrade --management``). Pools are not checked: an
-    unreachable one shows in ``/v2/health`` and does not stop the others.
+    current (``zq db upgrade --management``). Pools are not probed: an
+    unreachable one shows in ``/v2/health`` and does not stop the others; a
+    pool in one process's memory (mongomock) is refused with several workers.
     """
     uri = config.pooling.resolved_management()
     ensure_management_dir(config)
@@ -166,7 +169,12 @@ def prepare_management(config: Config) -> str:
             upgrade_management(uri)
         except Exception as exc:  # e.g. a directory that cannot hold the file
             raise CommandError(f"management store {redact(uri)}: {first_line(exc)}") from exc
-    open_reachable_management(uri).close()  # fail now, not in every worker
+    store = open_reachable_management(uri)  # fail now, not in every worker
+    try:
+        for pool in store.registry.list_pools():
+            check_shareable(pool.uri, config.server.workers)
+    finally:
+        store.close()
     return uri
 
 
@@ -200,7 +208,7 @@ def open_worker(config: Config, metrics_dir: str | None = None) -> Worker:
     from zq.pooling.setup import open_pools
 
     clock = SystemClock()
-    pools, admin = open_pools(config, clock=clock)
+    pools, admin = open_pools(config, clock=clock, processes=config.server.workers)
     collector = None
     if config.gc.interval > 0:
         # A callable, not a snapshot: pools registered later are collected too.
@@ -234,6 +242,9 @@ def announce(config: Config, served_uri: str, port: int) -> None:
         bind_address(server.host, port), where, redact(served_uri),
         server.workers, server.threads,
     )
+    if config.pooling.enabled and config.storage.uri:
+        log.warning("[storage] uri %s is not used: with pooling on, queues live on the "
+                    "pools of the management store", redact(config.storage.uri))
 
 
 def serve(config: Config) -> None:

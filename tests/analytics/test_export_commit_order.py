@@ -43,6 +43,11 @@ def run_export(storage: Storage, root, clock: ManualClock, *, trim: bool = True
     return result
 
 
+def family(backend_name: str) -> str:
+    """The server behind a test backend: postgresql-general is PostgreSQL too."""
+    return "postgresql" if backend_name.startswith("postgresql") else backend_name
+
+
 @contextmanager
 def late_event(storage: Storage, backend: str, project: str, clock: ManualClock
                ) -> Iterator[Any]:
@@ -51,7 +56,7 @@ def late_event(storage: Storage, backend: str, project: str, clock: ManualClock
     Yields a callable that writes an event in another unit of work: one
     that, on this backend, commits before the late one.
     """
-    if backend in ("sqlite", "postgresql", "mariadb"):
+    if family(backend) in ("sqlite", "postgresql", "mariadb"):
         from zq.storage.sql.events import event_row, record
 
         with storage.engine.connect() as conn:
@@ -93,7 +98,8 @@ def test_a_late_commit_is_never_skipped(storage, backend_name, project, clock, t
             # below the transaction in flight (PostgreSQL) or the settle
             # window (MariaDB, MongoDB without transactions).
             assert first.held_back == 1
-            assert first.settle == (None if backend_name == "postgresql" else DEFAULT_SETTLE)
+            assert first.settle == (
+                None if family(backend_name) == "postgresql" else DEFAULT_SETTLE)
     if later is None:
         [later] = post(storage, project, "q", 1)
     clock.advance(DEFAULT_SETTLE + 1)
@@ -107,7 +113,8 @@ def test_a_final_order_log_exports_fresh_events_at_once(storage, backend_name, p
                                                        tmp_path):
     """No timer where the backend's order is final: events of this instant are exported."""
     final = {"sqlite": True, "postgresql": True, "redis": True, "mariadb": False,
-             "mongo": storage.transactions if backend_name == "mongo" else None}[backend_name]
+             "mongo": storage.transactions if backend_name == "mongo" else None
+             }[family(backend_name)]
     assert storage.events.final_order is final
     posted = post(storage, project, "q", 3)
     result = run_export(storage, tmp_path, clock)
@@ -131,7 +138,7 @@ def zq_export(uri: str, root, *extra: str) -> None:
 def test_the_command_says_what_it_held_back_and_why(storage_factory, backend_name, tmp_path,
                                                     capsys):
     """Right after traffic: the events it waits for are counted on stdout, with the reason."""
-    if backend_name not in ("postgresql", "mariadb"):
+    if family(backend_name) not in ("postgresql", "mariadb"):
         pytest.skip("a SQL server backend, named by its URI")
     from zq.clock import SystemClock
 
@@ -145,7 +152,7 @@ def test_the_command_says_what_it_held_back_and_why(storage_factory, backend_nam
             out = capsys.readouterr().out
         held = [line for line in out.splitlines() if "held back" in line]
         assert len(held) == 1, out
-        if backend_name == "postgresql":
+        if family(backend_name) == "postgresql":
             assert (": 1 newer event held back: written behind a transaction still in "
                     "flight") in held[0]
             zq_export(uri, tmp_path)

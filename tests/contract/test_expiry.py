@@ -47,7 +47,7 @@ def test_gc_removes_expired_messages_with_events(storage, project, clock):
     clock.advance(90)
     removed = storage.gc()
     # At least ours; other tests' leftovers in a shared backend may go too.
-    assert removed >= 1
+    assert removed.messages >= 1 and removed.claims >= 1
     events = events_of(storage, project, kinds.EXPIRED)
     assert [(e.message_id, e.queue, e.claim_count) for e in events if e.message_id] == [
         (expiring[1], "q", 0)]
@@ -69,7 +69,9 @@ def test_gc_records_expired_claims_that_still_held_messages(storage, project, cl
     storage.messages.delete(project, "q", finished.messages[0].id,
                             claim_id=finished.id, client_id=None)
     clock.advance(60)
-    storage.gc()
+    # Both claims went (the finished one held nothing any more); at least
+    # ours: other tests' leftovers in a shared backend may go too.
+    assert storage.gc().claims >= 2
     claim_events = [e for e in events_of(storage, project, kinds.EXPIRED)
                     if e.message_id is None]
     assert [(e.claim_id, e.client_id, e.queue, e.detail) for e in claim_events] == [

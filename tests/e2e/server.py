@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -28,6 +29,9 @@ START_LINE = re.compile(
     r"with (\d+) worker"
 )
 START_TIMEOUT = 60.0  # seconds; a 2-core machine shared with other test runs
+# How the tests run zq: this checkout's package. tests/installed passes the
+# console script of a virtualenv instead (and a cwd outside the checkout).
+CHECKOUT_ZQ = (sys.executable, "-m", "zq")
 
 
 def clean_environment(data_home: Path) -> dict[str, str]:
@@ -38,21 +42,28 @@ def clean_environment(data_home: Path) -> dict[str, str]:
     return env
 
 
-def run_zq(*argv: str, env: dict[str, str], timeout: float = 120.0) -> subprocess.CompletedProcess:
-    """Run ``python -m zq ARGV`` from this checkout and wait for it."""
+def run_zq(*argv: str, env: dict[str, str], timeout: float = 120.0,
+           command: Sequence[str] = CHECKOUT_ZQ, cwd: Path = ROOT
+           ) -> subprocess.CompletedProcess:
+    """Run ``zq ARGV`` (by default ``python -m zq`` from this checkout) and wait for it."""
     return subprocess.run(
-        [sys.executable, "-m", "zq", *argv], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+        [*command, *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
         capture_output=True, text=True, timeout=timeout,
     )
 
 
 class ServerProcess:
-    """``python -m zq serve`` in the background, logging to a file."""
+    """``zq serve`` in the background (``python -m zq`` by default), logging to a file."""
 
-    def __init__(self, log_path: Path, env: dict[str, str], *args: str) -> None:
+    def __init__(self, log_path: Path, env: dict[str, str], *args: str,
+                 command: Sequence[str] = CHECKOUT_ZQ, cwd: Path = ROOT,
+                 ping_headers: dict[str, str] | None = None) -> None:
         self.log_path = log_path
         self.env = env
         self.args = ["--port", "0", *args]
+        self.command = list(command)
+        self.cwd = cwd
+        self.ping_headers = ping_headers or {}  # e.g. a token, when auth is on
         self.process: subprocess.Popen | None = None
         self.url = ""
 
@@ -60,8 +71,8 @@ class ServerProcess:
         """Start and wait until ``/v2/ping`` answers 204."""
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "zq", "serve", *self.args],
-                cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL,
+                [*self.command, "serve", *self.args],
+                cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
         deadline = time.monotonic() + START_TIMEOUT
@@ -82,7 +93,8 @@ class ServerProcess:
         return self
 
     def ping(self) -> bool:
-        headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": "e2e-ping"}
+        headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": "e2e-ping",
+                   **self.ping_headers}
         try:
             response = httpx.get(f"{self.url}/v2/ping", headers=headers, timeout=2,
                                  trust_env=False)

@@ -30,7 +30,7 @@ def test_default_sqlite_in_the_data_directory_and_graceful_sigterm(tmp_path) -> 
     # The same data directory serves `zq gc` without any flag.
     collected = run_zq("gc", env=env)
     assert collected.returncode == 0, collected.stderr
-    assert collected.stdout.strip() == f"Removed 0 expired message(s) from sqlite:///{database}."
+    assert collected.stdout.strip() == f"Removed 0 expired message(s) and 0 expired claim(s) from sqlite:///{database}."
 
 
 def test_unreachable_storage_stops_serve_with_one_line(tmp_path) -> None:

@@ -261,6 +261,26 @@ def test_without_pooling_the_admin_routes_say_so(clock, tmp_path, project):
     assert_error(admin.get("/v2/pools"), 404, "--pooling")
 
 
+def test_a_pool_in_a_missing_directory_is_400_and_no_directory_is_made(pools, tmp_path):
+    missing = tmp_path / "nonexistent-dir"
+    uri = f"sqlite:///{missing}/z.sqlite3"
+    assert_error(pools.put("/v2/pools/p", json={"uri": uri, "weight": 1}), 400, str(missing))
+    assert_error(pools.patch("/v2/pools/one", json={"uri": uri}), 400, "does not exist")
+    assert not missing.exists()
+    assert_error(pools.get("/v2/pools/p"), 404)
+
+
+@pytest.mark.parametrize(("uri", "named"), [
+    ("redis://127.0.0.1:6379/0?foo=1", "'foo'"),
+    ("redis://127.0.0.1:6379/0?prefix=zq&socket_timeout=1&bogus_option=2", "'bogus_option'"),
+    ("sqlite://relative.db", "sqlite:///relative.db"),
+])
+def test_a_malformed_pool_uri_is_400_saying_what_is_wrong(admin, uri, named):
+    result = admin.put("/v2/pools/p", json={"uri": uri, "weight": 1})
+    assert_error(result, 400, named)
+    assert "unreachable" not in result.json["description"]
+
+
 @pytest.mark.parametrize("name", [".", "..", "one%0A", "o%00ne"])
 def test_pool_and_flavor_names_that_are_path_segments_or_hold_controls_are_400(
     pools, pool_uris, name

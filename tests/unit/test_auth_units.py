@@ -7,9 +7,9 @@ import stat
 
 import pytest
 
+from zq import cli
 from zq.auth import signed_urls, tokens
 from zq.auth.identity import Grant
-from zq.cli import build_parser
 from zq.config import Config, ConfigError, load_config
 from zq.errors import InvalidRequest
 
@@ -17,7 +17,7 @@ from zq.errors import InvalidRequest
 def test_auth_config_defaults_and_sources(tmp_path):
     config = Config()
     assert (config.auth.strategy, config.signed_urls.secret_key, config.log.format) == (
-        "none", "", "json")
+        "none", "", "auto")
     path = tmp_path / "zq.toml"
     path.write_text('[auth]\nstrategy = "token"\ntokens_file = "/etc/zq/tokens.json"\n'
                     '[signed_urls]\nsecret_key = "k"\n')
@@ -70,9 +70,8 @@ def test_malformed_tokens_files_are_refused(tmp_path, content):
 
 
 def run_token_command(*argv: str) -> int:
-    """``zq token ...`` as zq.cli dispatches it (errors raised, not printed)."""
-    args = build_parser().parse_args(argv)
-    return args.handler(args)
+    """Run ``zq token ...`` through the real command line (zq.cli.main)."""
+    return cli.main(list(argv))
 
 
 def test_zq_token_add_list_revoke(tmp_path, capsys):
@@ -88,20 +87,21 @@ def test_zq_token_add_list_revoke(tmp_path, capsys):
     assert token_id in listed and "admin" in listed and token not in listed
     assert run_token_command("token", "revoke", token_id, "--file", path) == 0
     assert tokens.TokenStore(path).lookup(token) is None
-    with pytest.raises(ConfigError, match="No token"):
-        run_token_command("token", "revoke", token_id, "--file", path)
+    assert run_token_command("token", "revoke", token_id, "--file", path) == 1
+    assert f"No token with id '{token_id}'" in capsys.readouterr().err
 
 
-def test_zq_token_file_from_configuration(tmp_path, monkeypatch):
+def test_zq_token_file_from_configuration(tmp_path, monkeypatch, capsys):
     path = tmp_path / "tokens.json"
     config = tmp_path / "zq.toml"
     config.write_text(f'[auth]\ntokens_file = "{path}"\n')
-    run_token_command("token", "add", "--project", "P", "--config", str(config))
+    assert run_token_command("token", "add", "--project", "P", "--config", str(config)) == 0
     assert path.exists()
     monkeypatch.delenv("ZQ_CONFIG", raising=False)
     monkeypatch.delenv("ZQ_AUTH_TOKENS_FILE", raising=False)
-    with pytest.raises(ConfigError, match="--file"):
-        run_token_command("token", "add", "--project", "P")
+    capsys.readouterr()
+    assert run_token_command("token", "add", "--project", "P") == 1
+    assert "pass --file" in capsys.readouterr().err
 
 
 NOW = 1_700_000_000.0

@@ -56,6 +56,7 @@ import pyarrow.parquet as pq
 from zq.analytics.schema import PARTITION_KEY, event_date, event_row, rows_table
 from zq.analytics.sink import Sink, open_sink
 from zq.storage.base import Event, Storage
+from zq.storage.uri import without_password
 
 STATE_FILE = "_zq_export_state.json"
 STATE_VERSION = 1
@@ -96,13 +97,11 @@ def backend_id(uri: str) -> str:
 
     The password is left out of the hash, so rotating it keeps the id.
     """
-    parts = urlsplit(uri)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        netloc = f"{userinfo.split(':', 1)[0]}@{host}"
-    redacted = urlunsplit(parts._replace(netloc=netloc))
-    scheme = "".join(c for c in parts.scheme.split("+", 1)[0] if c.isalnum()) or "backend"
+    # Re-joined by urllib as the first releases did, so the ids (the names of
+    # existing datasets' cursors) do not change.
+    redacted = urlunsplit(urlsplit(without_password(uri)))
+    scheme = urlsplit(uri).scheme
+    scheme = "".join(c for c in scheme.split("+", 1)[0] if c.isalnum()) or "backend"
     return f"{scheme}-{hashlib.sha256(redacted.encode()).hexdigest()[:12]}"
 
 

@@ -171,10 +171,13 @@ def _message_history(rng: random.Random, shape: Shape, number: int) -> Iterator[
 
 
 def _consumer(rng: random.Random, shape: Shape) -> str:
-    return f"worker-{rng.randrange(shape.consumers)}"
+    # A Client-ID is a UUID (the API refuses anything else); consumer n is
+    # 00000000-0000-4000-8000-00000000000n, so tables stay readable.
+    return f"00000000-0000-4000-8000-{rng.randrange(shape.consumers):012d}"
 
 
 ADVISOR_PROJECT = "advisor"
+ADVISOR_WORKER = "00000000-0000-4000-8000-0000000000a0"
 
 
 def advisor_events(start: float = 1_700_200_000.0) -> list[Event]:
@@ -217,15 +220,15 @@ def advisor_events(start: float = 1_700_200_000.0) -> list[Event]:
         for attempt in range(1, claims + 1):
             claim_id = f"{message_id}-{attempt}"
             at = 10.0 * attempt
-            event(at, ev.CLAIMED, claim_id=claim_id, client_id="worker", claim_count=attempt)
+            event(at, ev.CLAIMED, claim_id=claim_id, client_id=ADVISOR_WORKER, claim_count=attempt)
             if attempt == claims and ends == "deleted":
-                event(at + 1, ev.DELETED, claim_id=claim_id, client_id="worker",
+                event(at + 1, ev.DELETED, claim_id=claim_id, client_id=ADVISOR_WORKER,
                       claim_count=attempt)
             elif description is not None and attempt == claims:
-                event(at + 1, ev.REJECTED, claim_id=claim_id, client_id="worker",
+                event(at + 1, ev.REJECTED, claim_id=claim_id, client_id=ADVISOR_WORKER,
                       claim_count=attempt, detail={"description": description})
             else:
-                event(at + 1, ev.RELEASED, claim_id=claim_id, client_id="worker",
+                event(at + 1, ev.RELEASED, claim_id=claim_id, client_id=ADVISOR_WORKER,
                       claim_count=attempt)
         if ends == "dead_lettered":
             detail = {"to": f"{queue}-dlq", "reason": "max_claim_count",

@@ -7,15 +7,17 @@ import dataclasses
 import json
 
 from zq.commands.options import add_config_arguments, config_from_args
-from zq.config import Config
-from zq.storage.uri import redact
+from zq.config import MASK_KEYS, MASK_URI_PASSWORD, MASK_VALUE, Config, EncryptionConfig
+from zq.storage.uri import REDACTED, redact
 
 DESCRIPTION = """\
 Print the configuration zq would run with, as a TOML file: built-in
 defaults, overridden by the file (--config or $ZQ_CONFIG), overridden by
 ZQ_* environment variables, overridden by flags. Every setting is shown,
-so the output is also a complete template for a configuration file. A
-password in the storage URI and the encryption keys are shown as ***."""
+so the output is also a complete template for a configuration file.
+Secrets are never shown: the passwords of the storage and management store
+URIs, [signed_urls] secret_key, [encryption] fingerprint_key and the keys of
+[encryption] keys (their ids stay) are shown as ***."""
 
 EPILOG = """\
 examples:
@@ -50,14 +52,22 @@ def to_toml(config: Config) -> str:
         for item in dataclasses.fields(values):
             value = getattr(values, item.name)
             comment = ""
-            if section.name == "storage" and item.name == "uri":
-                comment = "" if value else f"  # empty: {config.storage.resolved_uri()}"
-                value = redact(value)
-            elif section.name == "encryption" and item.name == "keys":
-                value = ",".join(f"{key_id}:***" for key_id in config.encryption.parsed_keys())
-            elif section.name == "encryption" and item.name == "fingerprint_key" and value:
-                value = "***"
+            if section.name == "storage" and item.name == "uri" and not value:
+                comment = f"  # empty: {config.storage.resolved_uri()}"
+            value = masked(value, item.metadata.get("secret"))
             # JSON strings and numbers are valid TOML basic strings and numbers.
             lines.append(f"{item.name} = {json.dumps(value)}{comment}")
         lines.append("")
     return "\n".join(lines)
+
+
+def masked(value: object, secret: str | None) -> object:
+    """A setting as it may be shown: secrets masked, everything else as is."""
+    if secret == MASK_VALUE and value:
+        return REDACTED
+    if secret == MASK_URI_PASSWORD and isinstance(value, str):
+        return redact(value)
+    if secret == MASK_KEYS and isinstance(value, str):
+        keys = EncryptionConfig(keys=value).parsed_keys()
+        return ",".join(f"{key_id}:{REDACTED}" for key_id in keys)
+    return value

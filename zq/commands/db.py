@@ -14,7 +14,7 @@ from zq.commands.options import (
 )
 from zq.commands.pooling import ensure_management_dir
 from zq.config import Config
-from zq.storage import scheme_of
+from zq.storage import check_uri, scheme_of
 from zq.storage.uri import redact
 
 SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
@@ -88,6 +88,7 @@ def upgrade_storage(config: Config) -> None:
     from zq.storage.sql import migrate
 
     uri = config.storage.resolved_uri()
+    check_uri(uri)
     scheme = scheme_of(uri)
     if scheme in REDIS_SCHEMES:
         upgrade_redis(uri)
@@ -123,6 +124,7 @@ def upgrade_management_store(config: Config, uri: str) -> None:
     if not uri:
         uri = config.pooling.resolved_management()
         ensure_management_dir(config)
+    check_uri(uri)
     scheme = scheme_of(uri)
     if scheme not in SQL_SCHEMES:
         raise CommandError(f"the management store must be an SQL database, "

@@ -16,7 +16,8 @@ from zq.commands.pooling import StorageTarget, backends
 
 DESCRIPTION = """\
 Remove expired messages and claims from the storage once, recording an
-`expired` event for each, and print how many messages were removed.
+`expired` event for each message and for each claim that still held
+messages, and print how many messages and claims were removed.
 
 Expired messages are already invisible to clients; collection reclaims their
 space. `zq serve` collects periodically by itself ([gc] interval), so this
@@ -67,11 +68,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def collect(target: StorageTarget) -> None:
-    """Collect one backend and say how many messages went."""
+    """Collect one backend and say how many messages and claims went."""
     storage = open_reachable_storage(target.uri)
     try:
-        removed = storage.gc()
+        collected = storage.gc()
     finally:
         storage.close()
-    print(f"Removed {removed} expired message(s) from {target.label}.")
+    print(f"Removed {collected.messages} expired message(s) and {collected.claims} expired "
+          f"claim(s) from {target.label}.")
 

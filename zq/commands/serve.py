@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from zq.commands.options import add_config_arguments, add_pooling_arguments, config_from_args
+from zq.commands.options import (
+    CommandError,
+    add_config_arguments,
+    add_pooling_arguments,
+    config_from_args,
+)
 from zq.config import Config
 
 DESCRIPTION = """\
@@ -59,6 +64,13 @@ def run(args: argparse.Namespace) -> None:
 
 def config_for(args: argparse.Namespace) -> Config:
     """The configuration with this command's flags applied on top."""
-    return config_from_args(
+    config = config_from_args(
         args, server={"host": args.host, "port": args.port, "workers": args.workers}
     )
+    if args.storage is not None and config.pooling.enabled:
+        # Serving would ignore it: queues live on the registered pools.
+        raise CommandError(
+            "--storage is not used with pooling: queues live on the pools registered "
+            "through /v2/pools. Leave out --storage, or add --no-pooling."
+        )
+    return config

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from zq import validation
 from zq.clock import Clock, SystemClock
@@ -17,22 +16,14 @@ from zq.config import Limits
 from zq.errors import InvalidRequest
 from zq.pooling.registry import FlavorDef, PoolDef, Registry
 from zq.pooling.schema import URI
-from zq.storage import open_storage
+from zq.storage import check_shareable, check_uri, open_storage
+from zq.storage.uri import redact
 
 POOL_FIELDS = ("uri", "weight", "flavor", "options")
 FLAVOR_FIELDS = ("pool_list", "capabilities")
 MAX_WEIGHT = 2**31 - 1
 
 Probe = Callable[[str], str | None]  # uri -> None when reachable, else why not
-
-
-def redact(uri: str) -> str:
-    """The URI without its password, for messages."""
-    parts = urlsplit(uri)
-    if parts.password is None:
-        return uri
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def ping_probe(clock: Clock | None = None) -> Probe:
@@ -54,10 +45,13 @@ def ping_probe(clock: Clock | None = None) -> Probe:
 class PoolAdmin:
     """Register, change, list and remove pools and flavors."""
 
-    def __init__(self, registry: Registry, limits: Limits, probe: Probe) -> None:
+    def __init__(
+        self, registry: Registry, limits: Limits, probe: Probe, *, processes: int = 1
+    ) -> None:
         self.registry = registry
         self.limits = limits
         self._probe = probe
+        self._processes = processes  # server worker processes sharing the pools
 
     # -- pools ----------------------------------------------------------
 
@@ -139,6 +133,7 @@ class PoolAdmin:
         )
 
     def _check_reachable(self, uri: str) -> None:
+        check_shareable(uri, self._processes)
         problem = self._probe(uri)
         if problem is not None:
             raise InvalidRequest(f"Pool URI {redact(uri)} is unreachable: {problem}")
@@ -166,6 +161,7 @@ def _pool_fields(fields: dict[str, Any]) -> dict[str, Any]:
             raise InvalidRequest(
                 f"The pool uri must be a storage URI (scheme://...) of at most {URI} characters."
             )
+        check_uri(uri)  # a malformed URI is the request's fault: 400, before any probe
     if "weight" in fields:
         checked["weight"] = validation.integer(fields["weight"], "The pool weight", 0, MAX_WEIGHT)
     if fields.get("flavor") == "":

@@ -22,16 +22,19 @@ def open_pools(
     storage: Storage | None = None,
     probe: Probe | None = None,
     rng: random.Random | None = None,
+    processes: int = 1,
 ) -> tuple[Pools, PoolAdmin | None]:
     """The resolver the configuration asks for, and the pool admin when pooling.
 
     ``[pooling] enabled``: queues live on the pools of the management store
     (``storage`` is not used). Otherwise one backend, ``storage`` or the
-    configured one, serves everything.
+    configured one, serves everything. ``processes``: how many server
+    workers share the pools (a pool in one process's memory is refused).
     """
     if not config.pooling.enabled:
         backend = storage or open_storage(config.storage.resolved_uri(), clock=clock)
         return SingleBackend(backend), None
     store = open_management(config.pooling.resolved_management(), rng=rng)
-    admin = PoolAdmin(store.registry, config.limits, probe or ping_probe(clock))
+    admin = PoolAdmin(store.registry, config.limits, probe or ping_probe(clock),
+                      processes=processes)
     return CatalogPools(store, clock=clock), admin

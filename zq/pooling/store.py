@@ -13,6 +13,7 @@ from zq.pooling.catalog import Catalog
 from zq.pooling.registry import Registry
 from zq.storage.sql import dialects
 from zq.storage.sql.database import Database
+from zq.storage.uri import redact
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,8 @@ def open_management(uri: str, *, rng: random.Random | None = None) -> Management
             migrate.require_current(engine)
     except exc.DBAPIError as error:
         engine.dispose()
-        where = engine.url.render_as_string(hide_password=True)
         raise StorageUnavailable(
-            "Cannot use the management store.", detail=f"{where}: {error.orig}"
+            "Cannot use the management store.", detail=f"{redact(uri)}: {error.orig}"
         ) from error
     except BaseException:
         engine.dispose()

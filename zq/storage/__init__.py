@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from zq.clock import Clock, SystemClock
 from zq.errors import InvalidRequest
 from zq.storage.base import Storage
+from zq.storage.uri import redact
 
 # scheme -> "module:factory"; drivers are imported only when used, so a
 # deployment on SQL never needs the Redis or MongoDB client libraries.
@@ -33,14 +35,83 @@ def scheme_of(uri: str) -> str:
     return scheme.split("+", 1)[0]
 
 
-def open_storage(uri: str, *, clock: Clock | None = None) -> Storage:
-    """Connect to the backend named by ``uri``."""
+def check_uri(uri: str) -> None:
+    """Refuse a storage URI zq cannot use, saying what to write (InvalidRequest).
+
+    Opens nothing and creates nothing: an SQLite file's directory must exist
+    (zq creates only its own data directory), so registering a pool or
+    starting a server never makes directories as a side effect.
+    """
+    if "://" not in uri:
+        raise InvalidRequest(f"Storage URI {uri!r} has no scheme; {_write_instead(uri)}")
     scheme = scheme_of(uri)
-    target = DRIVERS.get(scheme)
-    if target is None:
+    if scheme not in DRIVERS:
         raise InvalidRequest(
             f"Unsupported storage URI scheme {scheme!r}; use one of {sorted(set(DRIVERS))}."
         )
-    module_name, factory = target.split(":")
+    if scheme == "sqlite":
+        _check_sqlite(uri)
+    elif scheme in ("redis", "rediss"):
+        from zq.storage.redis.uri import parse_uri
+
+        parse_uri(uri)
+
+
+def _write_instead(path: str) -> str:
+    """What to write for a path given where a URI was expected."""
+    if "/" not in path and "." not in path:
+        return f"write scheme://..., the scheme one of {sorted(set(DRIVERS))}."
+    if path.startswith(("/", "~")):
+        return (f"for an SQLite file write sqlite:///{Path(path).expanduser()} "
+                "(three slashes, then the path).")
+    absolute = Path(path).resolve()
+    return (f"for an SQLite file write sqlite:///{path} (relative to the working directory) "
+            f"or sqlite:///{absolute}.")
+
+
+def _check_sqlite(uri: str) -> None:
+    rest = uri.split("://", 1)[1].split("?", 1)[0]
+    if not rest:  # sqlite:// is an in-memory database
+        return
+    if not rest.startswith("/"):
+        raise InvalidRequest(f"{uri!r} names a host, which SQLite has not; {_write_instead(rest)}")
+    path = rest[1:]
+    if path in ("", ":memory:"):
+        return
+    directory = Path(path).parent
+    if not directory.is_dir():
+        raise InvalidRequest(
+            f"The directory {directory} of the SQLite database {uri!r} does not exist; "
+            "zq does not create it: create it first, or name a file in an existing directory."
+        )
+
+
+def check_shareable(uri: str, processes: int) -> None:
+    """Refuse a backend in one process's memory when ``processes`` server workers use it.
+
+    ``mongomock://`` and an in-memory SQLite live inside the process that
+    opens them: each worker would hold queues of its own, and a client would
+    see its messages come and go with the worker that answers.
+    """
+    if processes > 1 and _in_process_memory(uri):
+        raise InvalidRequest(
+            f"{redact(uri)} keeps its data in the memory of one process, and the server "
+            f"runs {processes} worker processes, each of which would hold its own queues; "
+            "run zq serve --workers 1, or use a backend the workers share."
+        )
+
+
+def _in_process_memory(uri: str) -> bool:
+    scheme = scheme_of(uri)
+    if scheme == "mongomock":
+        return True
+    path = uri.split("://", 1)[-1].split("?", 1)[0]
+    return scheme == "sqlite" and path in ("", "/", "/:memory:")
+
+
+def open_storage(uri: str, *, clock: Clock | None = None) -> Storage:
+    """Connect to the backend named by ``uri`` (checked by ``check_uri`` first)."""
+    check_uri(uri)
+    module_name, factory = DRIVERS[scheme_of(uri)].split(":")
     module = importlib.import_module(module_name)
     return getattr(module, factory)(uri, clock=clock or SystemClock())

@@ -145,6 +145,17 @@ class MetadataRead:
         return self.version != MISSING_VERSION
 
 
+@dataclass(frozen=True)
+class Collected:
+    """What one garbage collection removed."""
+
+    messages: int = 0  # expired messages, each with its ``expired`` event
+    claims: int = 0  # expired claims
+
+    def __add__(self, other: Collected) -> Collected:
+        return Collected(self.messages + other.messages, self.claims + other.claims)
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One entry of a backend's event log.
@@ -577,8 +588,8 @@ class Storage(ABC):
         """Whether the backend answers; never raises."""
 
     @abstractmethod
-    def gc(self) -> int:
-        """Remove expired messages and claims; returns messages removed.
+    def gc(self) -> Collected:
+        """Remove expired messages and claims; returns how many of each went.
 
         Records an ``expired`` event per removed message (its claim count),
         and one ``expired`` event per removed claim that still held messages

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 
 import orjson
 import pytest
@@ -84,3 +85,28 @@ def test_key_value_format_and_no_id_outside_requests(api, captured):
     assert "request_id=- " in first and 'message="outside a request"' in first
     assert f"request_id={result.headers[REQUEST_ID_HEADER]} " in second
     assert "method=GET path=/v2/queues status=200" in second
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("stream", "expected"), [(Terminal(), "console"), (io.StringIO(), "json")])
+def test_auto_format_is_for_people_on_a_terminal_and_json_elsewhere(stream, expected):
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        logs.configure(LogConfig(), stream=stream)  # the default: auto
+        logging.getLogger("zq.server").info("zq serving %s", "http://127.0.0.1:8888/v2")
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in saved[0]:
+            root.addHandler(handler)
+        root.setLevel(saved[1])
+    line = stream.getvalue().strip()
+    if expected == "json":
+        assert orjson.loads(line)["message"] == "zq serving http://127.0.0.1:8888/v2"
+    else:
+        assert re.fullmatch(r"\d\d:\d\d:\d\d INFO +zq serving http://127\.0\.0\.1:8888/v2", line)

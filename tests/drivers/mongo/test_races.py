@@ -88,4 +88,4 @@ def test_concurrent_gc_records_each_expiry_once(mongo_factory, clock, project):
     expired = [e.message_id for e in stores[0].events.read(limit=100_000)
                if e.kind == "expired" and e.project == project]
     assert sorted(expired) == sorted(ids)
-    assert sum(removed) >= 30  # other tests' leftovers may be collected too
+    assert sum(r.messages for r in removed) >= 30  # other tests' leftovers may go too

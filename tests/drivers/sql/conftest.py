@@ -39,7 +39,7 @@ def sql_storage(sql_factory: StorageFactory, clock: ManualClock) -> Iterator[Sql
 def empty_uri(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
     """The URI of an empty database on one SQL backend (nothing migrated)."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/nested/dir/zq.sqlite3"
+        yield f"sqlite:///{tmp_path}/zq.sqlite3"
         return
     with empty_database(request.param) as uri:
         yield uri

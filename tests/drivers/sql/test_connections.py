@@ -26,11 +26,11 @@ def test_uris_map_to_the_drivers_zq_uses(uri, expected):
 
 
 def test_sqlite_is_set_up_for_concurrent_workers(tmp_path):
-    uri = f"sqlite:///{tmp_path}/a/b/zq.db"
+    uri = f"sqlite:///{tmp_path}/zq.db"
     storage = open_storage(uri, clock=ManualClock())
     try:
         assert isinstance(storage, SqlStorage)
-        assert (tmp_path / "a" / "b" / "zq.db").is_file()
+        assert (tmp_path / "zq.db").is_file()
         with storage.engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
             assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1

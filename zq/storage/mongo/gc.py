@@ -11,22 +11,26 @@ from typing import Any
 
 from zq import events
 from zq.events import event_fields
+from zq.storage.base import Collected
 from zq.storage.mongo.context import MongoContext
 
 BATCH = 500
 
 
-def collect(b: MongoContext) -> int:
-    """Remove expired messages and claims; returns how many messages went."""
-    removed = 0
+def collect(b: MongoContext) -> Collected:
+    """Remove expired messages and claims; says how many of each went."""
+    messages = 0
     while True:
         batch = b.units.run(lambda session: _messages_batch(b, session))
-        removed += batch
+        messages += batch
         if batch < BATCH:
             break
-    while b.units.run(lambda session: _claims_batch(b, session)) == BATCH:
-        pass
-    return removed
+    claims = 0
+    while True:
+        found, removed = b.units.run(lambda session: _claims_batch(b, session))
+        claims += removed
+        if found < BATCH:
+            return Collected(messages, claims)
 
 
 def _messages_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, Any]]]:
@@ -48,16 +52,20 @@ def _messages_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, 
     return len(recorded), recorded
 
 
-def _claims_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, Any]]]:
+def _claims_batch(
+    b: MongoContext, session: Any
+) -> tuple[tuple[int, int], list[dict[str, Any]]]:
+    """(claims looked at, claims removed by this collector) and their events."""
     now = b.clock.now()
     expired = {"expires": {"$lte": now}}
     found = list(b.claims.find(expired, {"_id": 1}, limit=BATCH, session=session))
     recorded = []
+    removed = 0
     for doc in found:
-        claim = b.claims.find_one_and_delete({"_id": doc["_id"], **expired},
-                                                   session=session)
+        claim = b.claims.find_one_and_delete({"_id": doc["_id"], **expired}, session=session)
         if claim is None:
             continue
+        removed += 1
         claim_id = str(claim["_id"])
         # Messages it held until it expired and that nothing took since.
         still_held = b.messages.count_documents(
@@ -69,4 +77,4 @@ def _claims_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, An
                 claim_id=claim_id, client_id=claim.get("client_id"),
                 detail=events.claim_expired_detail(still_held),
             ))
-    return len(found), recorded
+    return (len(found), removed), recorded

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zq.clock import Clock
-from zq.storage.base import Storage
+from zq.storage.base import Collected, Storage
 from zq.storage.mongo import gc
 from zq.storage.mongo.claims import MongoClaims
 from zq.storage.mongo.connection import Connection
@@ -40,7 +40,7 @@ class MongoStorage(Storage):
             return False
         return True
 
-    def gc(self) -> int:
+    def gc(self) -> Collected:
         return gc.collect(self._b)
 
     def close(self) -> None:

@@ -8,7 +8,7 @@ from redis.retry import Retry
 
 from zq.clock import Clock
 from zq.errors import StorageUnavailable
-from zq.storage.base import Storage
+from zq.storage.base import Collected, Storage
 from zq.storage.redis.claims import RedisClaims
 from zq.storage.redis.eventlog import RedisEventLog
 from zq.storage.redis.layout import check_layout
@@ -44,13 +44,14 @@ class RedisStorage(Storage):
         except redis.RedisError:
             return False
 
-    def gc(self) -> int:
-        removed = 0
+    def gc(self) -> Collected:
+        collected = Collected()
         while True:
+            # gc.lua removes every expired claim it looks at.
             gone, claims_seen, more = self._scripts.run("gc", self._clock.now(), GC_BATCH)
-            removed += int(gone)
+            collected += Collected(int(gone), int(claims_seen))
             if claims_seen < GC_BATCH and not more:
-                return removed
+                return collected
 
     def close(self) -> None:
         self.client.close()

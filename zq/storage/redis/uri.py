@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from redis.connection import URL_QUERY_ARGUMENT_PARSERS, SSLConnection
 
 from zq.errors import InvalidRequest
 
@@ -27,6 +30,14 @@ def parse_uri(uri: str) -> RedisTarget:
     if parts.scheme not in ("redis", "rediss"):
         raise InvalidRequest(f"Not a Redis URI: {uri!r}.")
     query = parse_qsl(parts.query, keep_blank_values=True)
+    known = known_options(parts.scheme)
+    unknown = sorted({key for key, _ in query} - known)
+    if unknown:
+        # redis-py would pass it on as a keyword and fail with a TypeError
+        # at the first command.
+        raise InvalidRequest(
+            f"Redis URI option {unknown[0]!r} is unknown; known: {', '.join(sorted(known))}."
+        )
     prefixes = [value for key, value in query if key == "prefix"]
     prefix = prefixes[-1] if prefixes else DEFAULT_PREFIX
     if not _PREFIX.fullmatch(prefix):
@@ -35,3 +46,12 @@ def parse_uri(uri: str) -> RedisTarget:
         )
     rest = urlencode([(key, value) for key, value in query if key != "prefix"])
     return RedisTarget(url=urlunsplit(parts._replace(query=rest)), prefix=prefix + ":")
+
+
+def known_options(scheme: str) -> set[str]:
+    """The ``?name=`` options a Redis URI may carry: zq's and redis-py's."""
+    known = {"prefix", "client_name", *URL_QUERY_ARGUMENT_PARSERS}
+    if scheme == "rediss":
+        known |= {name for name in inspect.signature(SSLConnection.__init__).parameters
+                  if name.startswith("ssl_")}
+    return known

@@ -12,7 +12,6 @@ zq.storage.sql.postgresql.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -54,7 +53,10 @@ def to_sqlalchemy_url(uri: str) -> URL:
 
 
 def create_engine(uri: str) -> Engine:
-    """An engine for ``uri``, pooled for a multi-threaded server."""
+    """An engine for ``uri``, pooled for a multi-threaded server (InvalidRequest if unusable)."""
+    from zq.storage import check_uri
+
+    check_uri(uri)  # a clear refusal, before the driver's own error
     url = to_sqlalchemy_url(uri)
     backend = url.get_backend_name()
     if backend == "sqlite":
@@ -79,7 +81,7 @@ def _sqlite_engine(url: URL) -> Engine:
             url, poolclass=StaticPool, connect_args={"check_same_thread": False}
         )
     else:
-        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        # No mkdir: zq creates only its data directory (zq.storage.check_uri).
         engine = sa.create_engine(
             url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
         )

@@ -7,13 +7,14 @@ from sqlalchemy import exc
 
 from zq.clock import Clock
 from zq.errors import StorageUnavailable
-from zq.storage.base import Storage
+from zq.storage.base import Collected, Storage
 from zq.storage.sql import dialects, gc, migrate, postgresql
 from zq.storage.sql.claims import SqlClaims
 from zq.storage.sql.database import Database
 from zq.storage.sql.events import SqlEventLog
 from zq.storage.sql.messages import SqlMessages
 from zq.storage.sql.queues import SqlQueues
+from zq.storage.uri import redact
 
 
 class SqlStorage(Storage):
@@ -42,7 +43,7 @@ class SqlStorage(Storage):
             return False
         return True
 
-    def gc(self) -> int:
+    def gc(self) -> Collected:
         return gc.collect(self._db, self._clock)
 
     def close(self) -> None:
@@ -61,14 +62,10 @@ def open_sql(uri: str, *, clock: Clock, one_statement: bool | None = None) -> St
         engine.dispose()
         raise StorageUnavailable(
             "Cannot use the storage backend.",
-            detail=f"{engine.dialect.name} at {_safe(uri)}: {error.orig}",
+            detail=f"{engine.dialect.name} at {redact(uri)}: {error.orig}",
         ) from error
     except BaseException:
         engine.dispose()
         raise
     return SqlStorage(engine, clock, one_statement=one_statement)
 
-
-def _safe(uri: str) -> str:
-    """The URI without its password, for messages."""
-    return dialects.to_sqlalchemy_url(uri).render_as_string(hide_password=True)

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from zq import events
 from zq.clock import Clock
+from zq.storage.base import Collected
 from zq.storage.sql import predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.events import event_row, record
@@ -21,16 +22,20 @@ from zq.storage.sql.schema import messages as m
 BATCH = 500
 
 
-def collect(db: Database, clock: Clock) -> int:
-    """Remove expired claims and messages; returns how many messages went."""
-    while db.write(lambda conn: _claims_batch(conn, clock.now())) == BATCH:
-        pass
-    removed = 0
+def collect(db: Database, clock: Clock) -> Collected:
+    """Remove expired claims and messages; returns how many of each went."""
+    claims = 0
+    while True:
+        count = db.write(lambda conn: _claims_batch(conn, clock.now()))
+        claims += count
+        if count < BATCH:
+            break
+    messages = 0
     while True:
         count = db.write(lambda conn: _messages_batch(conn, clock.now()))
-        removed += count
+        messages += count
         if count < BATCH:
-            return removed
+            return Collected(messages, claims)
 
 
 def _claims_batch(conn: sa.Connection, now: float) -> int:

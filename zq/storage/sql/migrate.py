@@ -2,7 +2,8 @@
 
 The scripts live in the top-level ``migrations/`` directory of a source
 checkout; an installed wheel ships them as data files under
-``<prefix>/share/zq/migrations`` (see setup.cfg). Two schemas use them: the
+``<prefix>/share/zq/migrations`` (see setup.cfg), found through the
+distribution's RECORD. Two schemas use them: the
 storage (``migrations/``, Alembic's default version table) and the pooling
 management store (``migrations/management/``, its own version table); each
 is one ``SchemaMigrations``.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -22,20 +24,42 @@ from alembic.script import ScriptDirectory
 
 from zq.errors import StorageUnavailable
 from zq.storage.sql import dialects
+from zq.storage.uri import redact
+
+# The storage schema's env.py as a wheel installs it (setup.cfg [options.data_files]).
+MIGRATIONS_ENV = "share/zq/migrations/env.py"
 
 
 def migrations_dir() -> Path:
     """The directory holding the storage schema's env.py and versions/."""
-    candidates = [
-        Path(__file__).resolve().parents[3] / "migrations",
-        Path(sys.prefix) / "share" / "zq" / "migrations",
-    ]
+    candidates = [Path(__file__).resolve().parents[3] / "migrations"]
+    installed = _installed_migrations()
+    if installed is not None:
+        candidates.append(installed)
+    candidates.append(Path(sys.prefix) / "share" / "zq" / "migrations")
     for candidate in candidates:
         if (candidate / "env.py").is_file():
             return candidate
     raise FileNotFoundError(
         "zq's migration scripts were not found in " + " or ".join(map(str, candidates))
     )
+
+
+def _installed_migrations() -> Path | None:
+    """Where the installed distribution's RECORD put the migrations' env.py.
+
+    Data files go below the install scheme's data directory, which is
+    ``sys.prefix`` in a virtualenv but not under ``pip install --user`` or
+    ``--prefix``; the RECORD knows either way.
+    """
+    try:
+        files = metadata.distribution("zq").files or []
+    except metadata.PackageNotFoundError:  # a source checkout that is not installed
+        return None
+    for file in files:
+        if file.as_posix().endswith(MIGRATIONS_ENV):
+            return Path(str(file.locate())).resolve().parent
+    return None
 
 
 @dataclass(frozen=True)
@@ -132,7 +156,7 @@ class SchemaMigrations:
 
 
 def _where(engine: sa.Engine) -> str:
-    return engine.url.render_as_string(hide_password=True)
+    return redact(engine.url.render_as_string(hide_password=False))
 
 
 STORAGE = SchemaMigrations("", "alembic_version", "database", "zq db upgrade")
