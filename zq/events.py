@@ -21,6 +21,10 @@ DEAD_LETTERED = "dead_lettered"
 EXPIRED = "expired"
 PURGED = "purged"
 
+# Emitted by the poison workflow's reject (not yet by any driver); the
+# analytics already group its descriptions (zq stats poison_signatures).
+REJECTED = "rejected"
+
 KINDS = (POSTED, CLAIMED, RENEWED, RELEASED, DELETED, DEAD_LETTERED, EXPIRED, PURGED)
 
 # How much of a dead lettered message's body its event keeps as a sample.
@@ -38,6 +42,7 @@ POP = "pop"  # deleted: taken by a pop
 TARGET = "target"  # expired: "claim" for a claim's expiry
 MESSAGES = "messages"  # expired claim / purged: how many messages
 QUEUE_DELETED = "queue_deleted"  # purged: by deleting the queue
+DESCRIPTION = "description"  # dead_lettered / rejected: why, in words (poison workflow)
 
 CLAIM_TARGET = "claim"
 

@@ -9,7 +9,7 @@ import pytest
 from tests.analytics.memlog import LogOnlyStorage, MemoryEventLog
 from zq.analytics.cli import register
 from zq.analytics.export import export
-from zq.analytics.synthetic import synthetic_events
+from zq.analytics.synthetic import advisor_events, synthetic_events
 from zq.storage.base import Event
 
 
@@ -74,9 +74,10 @@ def edge_events() -> list[Event]:
 
 @pytest.fixture(scope="session")
 def dataset(tmp_path_factory):
-    """(dataset dir, events in log order) for the synthetic workload plus edge cases."""
+    """(dataset dir, events in log order): the synthetic workload, edge cases, advisor cases."""
     log = MemoryEventLog(synthetic_events(3000, seed=21))
     log.append(edge_events())
+    log.append(advisor_events())
     events = list(log.events)
     root = tmp_path_factory.mktemp("events")
     export({"a": LogOnlyStorage(log)}, str(root), batch_size=1000)

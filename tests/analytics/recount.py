@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import UTC, datetime
 
+from tests.analytics.recount_advice import signatures
 from zq.storage.base import Event
 
 STEP_KINDS = {"posted", "claimed", "released", "deleted", "dead_lettered", "expired"}
@@ -194,7 +195,8 @@ def recount(log: list[Event], top: int = 20, backend: str = "a") -> dict[str, li
 
     return {"queue_totals": totals, "queue_daily": daily,
             "claims_distribution": claims_distribution, "latency": latency,
-            "failing_fingerprints": fingerprints, "consumers": consumers,
+            "failing_fingerprints": fingerprints,
+            "poison_signatures": signatures(log, top, backend), "consumers": consumers,
             "dead_letter_rate": dead_letter_rate}
 
 

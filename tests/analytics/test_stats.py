@@ -107,7 +107,7 @@ def test_out_writes_tables_charts_and_one_html_report(spark, dataset, tmp_path):
     code, out, _ = stats(spark, "--events", root, "--out", str(tmp_path), "--top", "5")
     assert code == 0 and "== queue_totals" in out
     for name in ("queue_totals", "queue_daily", "claims_distribution", "latency",
-                 "failing_fingerprints", "consumers", "dead_letter_rate"):
+                 "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate"):
         assert (tmp_path / f"{name}.csv").read_text().count("\n") >= 2
         assert pq.read_table(tmp_path / f"{name}.parquet").num_rows >= 1
     page = (tmp_path / "report.html").read_text()
@@ -126,7 +126,7 @@ def test_table_format_prints_every_table(spark, dataset):
     _, out, _ = stats(spark, "--events", root, "--since", str(T0), "--until", str(T0 + 1000))
     assert re.findall(r"^== (\w+)", out, re.M) == [
         "queue_totals", "queue_daily", "claims_distribution", "latency",
-        "failing_fingerprints", "consumers", "dead_letter_rate"]
+        "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate"]
 
 
 def test_missing_dataset_is_a_clear_error(spark, tmp_path, capsys):

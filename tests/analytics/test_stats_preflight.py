@@ -111,6 +111,13 @@ def test_json_without_matches_is_still_json(no_spark, small_dataset, capsys):
     assert json.loads(out) == {"sql": []}
 
 
+def test_advise_without_matches_is_json_of_the_advice_tables(no_spark, small_dataset):
+    code, out, _ = stats("advise", "--events", small_dataset, "--queue", "nosuch",
+                         "--format", "json")
+    assert code == 0
+    assert json.loads(out) == {"advice": [], "advice_claims": [], "advice_backoff": []}
+
+
 def test_a_selection_with_events_goes_on_to_spark(no_spark, small_dataset):
     events = edge_events()
     code, _, said = stats("--events", small_dataset, "--queue", "edge")

@@ -55,8 +55,21 @@ def seconds(text: str) -> float:
     return value
 
 
+def share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction from 0 to below 1, got {text}")
+    return value
+
+
 def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``zq stats`` (shared with ``spark-submit zq/analytics/job.py``)."""
+    parser.add_argument("action", nargs="?", choices=("advise",),
+                        help="advise: recommend _max_claim_count and a backoff per queue "
+                             "from the observed attempts (see --tolerance, --min-failing)")
     parser.add_argument("--events", required=True, metavar="DIR",
                         help="the exported dataset (local path, hdfs://, s3a://)")
     parser.add_argument("--queue", help="only this queue")
@@ -76,8 +89,27 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
                              "every table, and print its result instead")
     parser.add_argument("--top", type=positive, default=DEFAULT_TOP,
                         help=f"rows kept in the top-N tables (default {DEFAULT_TOP})")
+    parser.add_argument("--tolerance", type=share, metavar="SHARE",
+                        help="advise: the share of succeeded messages a recommendation may "
+                             "dead letter (default 0.01)")
+    parser.add_argument("--min-failing", type=positive, metavar="N",
+                        help="advise: failing messages a queue needs before it gets a "
+                             "recommendation (default 20)")
     parser.add_argument("--conf", type=_spark_conf, action="append", default=[],
                         metavar="KEY=VALUE", help="extra Spark setting (repeatable)")
     parser.add_argument("--verbose", action="store_true",
                         help="show Spark's own output (log4j warnings, JVM messages) on "
                              "stderr; by default it goes to a log file named in the progress")
+
+
+def stats_arguments_problem(args: argparse.Namespace) -> str | None:
+    """Options that cannot take effect together, as a one-line message."""
+    if args.action != "advise":
+        given = [flag for flag, value in (("--tolerance", args.tolerance),
+                                          ("--min-failing", args.min_failing))
+                 if value is not None]
+        if given:
+            return f"{' and '.join(given)} only apply to 'zq stats advise'"
+    elif args.sql:
+        return "--sql does not apply to 'zq stats advise' (the views are in plain 'zq stats')"
+    return None

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 # The object-oriented Figure API draws with Agg without touching pyplot's
 # global state, so no GUI backend is ever loaded.
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import PercentFormatter
 
 from zq.analytics.results import Result
@@ -88,6 +90,49 @@ def latency_percentiles(latency: Result, metric: str = "post_to_delete") -> byte
     return _png(figure)
 
 
+def retry_advice(claims: Result, advice: Result) -> bytes:
+    """Per queue: what each candidate _max_claim_count would have done, and the pick."""
+    picked = {(r["project"], r["queue"]): r for r in advice.records()}
+    by_queue: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in claims.records():
+        by_queue[(row["project"], row["queue"])].append(row)
+    # The queues with the most failing messages, where the setting matters most.
+    shown = sorted(by_queue, key=lambda q: (-by_queue[q][0]["failed"], q))[:TOP_QUEUES]
+    columns = 2 if len(shown) > 1 else 1
+    rows = max(1, -(-len(shown) // columns))
+    figure = Figure(figsize=(5.5 * columns, 3.4 * rows))
+    axes = figure.subplots(rows, columns, squeeze=False).flatten()
+    series = (("false_dead_letters", "false dead letters (messages)", "#d1495b", None),
+              ("deliveries_saved", "poison deliveries saved", "#4c9f70", None),
+              ("unknown", "unknown: failed before attempt M (messages)", "#bbbbbb", "//"))
+    width = 0.27
+    for axis, queue in zip(axes, shown, strict=False):
+        candidates = by_queue[queue]
+        xs = [r["max_claim_count"] for r in candidates]
+        for offset, (key, label, colour, hatch) in enumerate(series):
+            axis.bar([x + (offset - 1) * width for x in xs], [r[key] for r in candidates],
+                     width, label=label, color=colour, hatch=hatch, edgecolor="white")
+        pick = picked.get(queue, {}).get("max_claim_count")
+        if pick is not None:
+            axis.axvline(pick, color="black", linestyle="--", linewidth=1.2)
+        verdict = f"recommend {pick}" if pick is not None else "not enough data"
+        axis.set_title(f"{queue[0]}/{queue[1]} ({verdict})", fontsize=10)
+        axis.set_xticks(xs)
+        axis.set_xlabel("_max_claim_count")
+        axis.set_ylabel("messages / deliveries")
+    for axis in axes[len(shown):]:
+        axis.set_visible(False)
+    handles = [Patch(facecolor=colour, hatch=hatch, edgecolor="white", label=label)
+               for _, label, colour, hatch in series]
+    handles.append(Line2D([], [], color="black", linestyle="--", label="recommended"))
+    figure.legend(handles=handles, loc="lower center", ncol=4, fontsize=9, frameon=False)
+    figure.suptitle("What each _max_claim_count would have done (dashed: recommendation)")
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110)
+    return buffer.getvalue()
+
+
 def draw_all(results: Mapping[str, Result]) -> dict[str, bytes]:
     """Every chart whose tables are present, by file name (without .png)."""
     images = {}
@@ -96,6 +141,8 @@ def draw_all(results: Mapping[str, Result]) -> dict[str, bytes]:
     if "dead_letter_rate" in results and "queue_daily" in results:
         images["dead_letter_rate"] = dead_letter_rate(results["dead_letter_rate"],
                                                       results["queue_daily"])
+    if "advice_claims" in results and "advice" in results and results["advice_claims"].rows:
+        images["retry_advice"] = retry_advice(results["advice_claims"], results["advice"])
     if "latency" in results:
         images["latency_percentiles"] = latency_percentiles(results["latency"])
     return images

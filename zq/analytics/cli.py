@@ -66,12 +66,18 @@ def register(subparsers: Any) -> None:
     stats = subparsers.add_parser(
         "stats", help="claim statistics with Spark over an exported dataset",
         description="Compute per-queue counts, claims per message, latencies, failing "
-                    "fingerprints and consumers from exported events, with PySpark.",
+                    "fingerprints, poison signatures and consumers from exported events, "
+                    "with PySpark. 'zq stats advise' instead recommends _max_claim_count and "
+                    "a backoff per queue, with the evidence (docs/analytics.md).",
         epilog="examples:\n  zq stats --events /data/zq-events\n"
                "  zq stats --events /data/zq-events --queue orders --format json\n"
                "  zq stats --events /data/zq-events --out /tmp/report  # CSV, Parquet, PNG, HTML\n"
                "  zq stats --events /data/zq-events --sql \"SELECT queue, count(*) FROM events "
-               "GROUP BY queue\"",
+               "GROUP BY queue\"\n"
+               "  zq stats advise --events /data/zq-events               # retry-policy advice\n"
+               "  zq stats advise --events /data/zq-events --queue orders --tolerance 0 "
+               "--format json\n"
+               "  zq stats advise --events /data/zq-events --out /tmp/advice  # CSV, PNG, HTML",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_stats_arguments(stats)
     stats.set_defaults(handler=run_stats)
@@ -140,3 +146,4 @@ def run_stats(args: argparse.Namespace) -> int:
               "(and a Java 17+ runtime).", file=sys.stderr)
         return 1
     return run(args)
+

@@ -23,12 +23,12 @@ if __name__ == "__main__" and not __package__:
     # zq importable, ahead of any installed copy.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from zq.analytics.arguments import add_stats_arguments
+from zq.analytics.arguments import add_stats_arguments, stats_arguments_problem
 from zq.analytics.selection import DatasetMissing, EventFilter, Selection, select
 from zq.analytics.spark import SparkMissing, spark_session
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 class Progress:
@@ -57,6 +57,10 @@ def run(
     """
     out = out if out is not None else sys.stdout
     say = progress or Progress()
+    problem = stats_arguments_problem(args)
+    if problem:
+        print(f"zq: error: {problem}", file=sys.stderr)
+        return 2
     where = EventFilter(project=args.project, queue=args.queue,
                         since=args.since, until=args.until)
     try:
@@ -102,9 +106,11 @@ def _no_events(args: argparse.Namespace, where: EventFilter, selection: Selectio
         return
     print(f"zq stats: {message}", file=sys.stderr)
     if args.format == "json":
+        from zq.analytics.advice import columns
         from zq.analytics.report import TABLE_NAMES
 
-        names = ["sql"] if args.sql else list(TABLE_NAMES)
+        names = (["sql"] if args.sql else list(columns()) if args.action == "advise"
+                 else list(TABLE_NAMES))
         out.write(json.dumps({name: [] for name in names}, indent=2) + "\n")
 
 
@@ -130,6 +136,8 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
     say(f"{total:,} events selected")
     say("reconstructing message lifecycles (window functions)")
     steps = lc.message_events(events).cache()
+    if args.action == "advise":
+        return _advise(args, where, steps, out, say, total)
     holds = lc.claim_holds(steps)
     lifecycles = lc.lifecycles(steps)
     computed = tables.compute(events, steps, holds, top=args.top)
@@ -158,6 +166,40 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
     if args.out:
         say(f"writing tables, charts and report.html to {args.out}")
         report.write_out(results, args.out, subtitle=_describe(args, where, total))
+    say("done")
+    return 0
+
+
+def _advise(args: argparse.Namespace, where: EventFilter, steps: DataFrame, out: IO[str],
+            say: Callable[[str], None], total: int) -> int:
+    """``zq stats advise``: Spark reduces, zq.analytics.advice decides."""
+    from zq.analytics import advice, attempts, report
+    from zq.analytics.results import Result, collect
+
+    messages = attempts.per_message(steps)
+    reduced = {}
+    for name, frame in (("attempt_counts", attempts.attempt_counts(messages)),
+                        ("attempt_gaps", attempts.attempt_gaps(steps)),
+                        ("recoveries", attempts.recoveries(messages))):
+        say(f"computing {name}")
+        reduced[name] = collect(name, frame).records()
+    options = {"tolerance": args.tolerance, "min_failing": args.min_failing}
+    tables = advice.advise(advice.queues_from(*reduced.values()),
+                           **{k: v for k, v in options.items() if v is not None})
+    columns = advice.columns()
+    results = {name: Result(name, columns[name],
+                                   [tuple(row[c] for c in columns[name]) for row in rows])
+               for name, rows in tables.items()}
+    text = report.render(list(results.values()), args.format)
+    if args.format == "table":
+        # The advice sentences are longer than a table cell shows.
+        text += "\n== recommendations\n" + "".join(
+            f"{row['project']}/{row['queue']}: {row['advice']}\n" for row in tables["advice"])
+    out.write(text)
+    if args.out:
+        say(f"writing the advice tables, chart and report.html to {args.out}")
+        report.write_out(results, args.out, title="zq retry-policy advice",
+                         subtitle=_describe(args, where, total))
     say("done")
     return 0
 

@@ -27,7 +27,7 @@ FORMATS = ("table", "json", "csv")
 # The tables zq stats prints, in order (computed by zq.analytics.tables).
 TABLE_NAMES = (
     "queue_totals", "queue_daily", "claims_distribution", "latency",
-    "failing_fingerprints", "consumers", "dead_letter_rate",
+    "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate",
 )
 
 

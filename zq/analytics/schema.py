@@ -15,6 +15,7 @@ import orjson
 import pyarrow as pa
 
 from zq import events
+from zq.analytics.shapes import body_shape
 from zq.encryption import is_sealed
 from zq.storage.base import Event
 
@@ -44,6 +45,10 @@ SCHEMA = pa.schema(
         ("pop", pa.bool_()),
         ("target", pa.string()),  # expired: "claim" for a claim expiry
         ("messages", pa.int64()),  # expired claim / purged: how many messages
+        ("description", pa.string()),  # dead_lettered / rejected: why, in words
+        # The shape of the body sample (zq.analytics.shapes), computed at
+        # export; null when there is no sample or it is not whole JSON.
+        ("shape", pa.string()),
         ("detail", pa.string()),  # the whole detail as JSON text
     ]
 )
@@ -60,6 +65,7 @@ _LIFTED = {
     events.POP: "pop",
     events.TARGET: "target",
     events.MESSAGES: "messages",
+    events.DESCRIPTION: "description",
 }
 _INT_COLUMNS = {"ttl", "delay", "size", "messages"}
 
@@ -74,6 +80,8 @@ def event_row(backend: str, seq: int, event: Event) -> dict[str, Any]:
 
     A dead lettered message's sample is left out when its body is stored
     encrypted: it is the start of the ciphertext, which no analysis can use.
+    Its ``shape`` is computed here from the plaintext sample, so Spark needs
+    no Python code; an encrypted body has neither sample nor shape.
     """
     detail = event.detail
     if detail and is_sealed(str(detail.get("sample") or "")):
@@ -103,6 +111,7 @@ def event_row(backend: str, seq: int, event: Event) -> dict[str, Any]:
         elif value is not None:
             value = str(value)
         row[column] = value
+    row["shape"] = body_shape(row["sample"])
     return row
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from zq import events as ev
 from zq.events import (
     CLAIMED,
     DEAD_LETTERED,
@@ -173,3 +174,87 @@ def _consumer(rng: random.Random, shape: Shape) -> str:
     # A Client-ID is a UUID (the API refuses anything else); consumer n is
     # 00000000-0000-4000-8000-00000000000n, so tables stay readable.
     return f"00000000-0000-4000-8000-{rng.randrange(shape.consumers):012d}"
+
+
+ADVISOR_PROJECT = "advisor"
+ADVISOR_WORKER = "00000000-0000-4000-8000-0000000000a0"
+
+
+def advisor_events(start: float = 1_700_200_000.0) -> list[Event]:
+    """Hand-made histories whose retry advice and poison signatures are known.
+
+    Queue ``retry-a`` (dead letters after 5 claims; a claim every 10 s):
+    30 messages succeed at attempt 1, 10 at attempt 2 (recovered after
+    10 s), 5 at attempt 4 (after 30 s); 25 poison messages are dead
+    lettered after 5 claims. With no false dead letter allowed the advice is
+    ``_max_claim_count`` 4 (3 would dead letter the 5 late successes), and
+    the cheapest backoff whose three waits reach 30 s is fixed 10 s (ties
+    with linear 5 s: 5 + 10 + 15; fixed comes first). Queue ``retry-b``
+    (dead letters after 3): 20 succeed at 1, 4 at 3, 22 are dead lettered
+    at 3: at a candidate of 4 those 22 are unknown (censored), never
+    counted as saved or failed.
+
+    Poison bodies come in two shapes (with and without ``order_id``); some
+    failures carry a description (``rejected`` events of the poison
+    workflow, and dead letter moves); one dead letter has an encrypted
+    sample and one a sample cut at the sample limit: neither has a shape.
+    """
+    events: list[Event] = []
+    number = 0
+
+    def history(queue: str, claims: int, ends: str, body: dict, *,
+                description: str | None = None, sample: str | None = None) -> None:
+        nonlocal number
+        number += 1
+        message_id = f"adv{number:05d}"
+        text = orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
+        t = start + number * 1000.0
+
+        def event(offset: float, kind: str, **fields) -> None:
+            events.append(Event(cursor="", time=t + offset, project=ADVISOR_PROJECT,
+                                queue=fields.pop("queue", queue), kind=kind,
+                                message_id=message_id, **fields))
+
+        event(0, ev.POSTED, client_id="producer",
+              detail={"ttl": 3600, "delay": 0, "fingerprint": fingerprint(text)})
+        for attempt in range(1, claims + 1):
+            claim_id = f"{message_id}-{attempt}"
+            at = 10.0 * attempt
+            event(at, ev.CLAIMED, claim_id=claim_id, client_id=ADVISOR_WORKER, claim_count=attempt)
+            if attempt == claims and ends == "deleted":
+                event(at + 1, ev.DELETED, claim_id=claim_id, client_id=ADVISOR_WORKER,
+                      claim_count=attempt)
+            elif description is not None and attempt == claims:
+                event(at + 1, ev.REJECTED, claim_id=claim_id, client_id=ADVISOR_WORKER,
+                      claim_count=attempt, detail={"description": description})
+            else:
+                event(at + 1, ev.RELEASED, claim_id=claim_id, client_id=ADVISOR_WORKER,
+                      claim_count=attempt)
+        if ends == "dead_lettered":
+            detail = {"to": f"{queue}-dlq", "reason": "max_claim_count",
+                      "fingerprint": fingerprint(text),
+                      "sample": text[: ev.SAMPLE_CHARS] if sample is None else sample}
+            if description is not None:
+                detail["description"] = description
+            event(10.0 * claims + 5, ev.DEAD_LETTERED, claim_count=claims, detail=detail)
+
+    good = {"order_id": 1, "items": [{"sku": "a", "qty": 1}]}
+    for _ in range(30):
+        history("retry-a", 1, "deleted", good)
+    for _ in range(10):
+        history("retry-a", 2, "deleted", good)
+    for _ in range(5):
+        history("retry-a", 4, "deleted", good)
+    for index in range(25):
+        no_order = {"items": [{"sku": f"s{index}", "qty": index}]}
+        history("retry-a", 5, "dead_lettered", no_order,
+                description="order_id is missing" if index < 10 else None)
+    for _ in range(20):
+        history("retry-b", 1, "deleted", good)
+    for _ in range(4):
+        history("retry-b", 3, "deleted", good)
+    for index in range(20):
+        history("retry-b", 3, "dead_lettered", {"order_id": str(index), "items": []})
+    history("retry-b", 3, "dead_lettered", good, sample="zqe1:k1:AAAA")
+    history("retry-b", 3, "dead_lettered", {"blob": "x" * ev.SAMPLE_CHARS})
+    return events

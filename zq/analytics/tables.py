@@ -22,6 +22,8 @@ Definitions (the tests recount every one of them in plain Python):
   interpolation) and max. Messages posted before ``--since`` are left out.
 - ``failing_fingerprints``: body fingerprints by dead letter moves, with the
   earliest sample body.
+- ``poison_signatures``: messages that failed (dead lettered or rejected)
+  grouped by body shape and by description (``zq.analytics.attempts``).
 - ``consumers``: per Client-ID, deliveries and how they ended (see
   ``lifecycles.claim_holds``), and ``expired_claims``: distinct claims that
   ran out, inferred or reported by the garbage collector.
@@ -33,6 +35,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from zq.analytics.attempts import poison_signatures
 from zq.analytics.lifecycles import MESSAGE, ORDER, explicit_claim_expiries, is_kind
 from zq.events import CLAIMED, DEAD_LETTERED, DELETED, EXPIRED, POSTED, PURGED, RELEASED
 
@@ -231,6 +234,7 @@ def compute(events: DataFrame, steps: DataFrame, holds: DataFrame, *, top: int =
         "claims_distribution": claims_distribution(steps),
         "latency": latency(steps),
         "failing_fingerprints": failing_fingerprints(steps, top),
+        "poison_signatures": poison_signatures(events, top),
         "consumers": consumers(holds, events, top),
         "dead_letter_rate": dead_letter_rate(events),
     }
