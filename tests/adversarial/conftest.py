@@ -12,16 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import falcon
 import pytest
 
-from tests.api.helpers import Api
+from tests.api.fixtures import api, app, config
 from tests.backends import backend_name, clock, project, storage, storage_factory
 from tests.e2e.server import ServerProcess, clean_environment
-from zq.api import create_app
-from zq.clock import ManualClock
-from zq.config import Config
-from zq.storage.base import Storage
 
 __all__ = [
     "api", "app", "backend_name", "clock", "config", "project", "storage", "storage_factory",
@@ -29,21 +24,6 @@ __all__ = [
 
 BODY_TIMEOUT = 2.0  # [server] body_timeout of the server under attack, seconds
 HEAD_TIMEOUT = 3  # [server] timeout: the request line and headers, seconds
-
-
-@pytest.fixture
-def config() -> Config:
-    return Config()
-
-
-@pytest.fixture
-def app(config: Config, storage: Storage, clock: ManualClock) -> falcon.App:
-    return create_app(config, storage=storage, clock=clock)
-
-
-@pytest.fixture
-def api(app: falcon.App, project: str) -> Api:
-    return Api(app, project)
 
 
 @pytest.fixture(scope="session")
