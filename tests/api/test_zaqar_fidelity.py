@@ -7,27 +7,14 @@ says why.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.api.helpers import Api, assert_error
-from tests.backends import StorageFactory, backend_name, storage_factory
-from zq.clock import ManualClock
+from tests.backends import backend_name, storage, storage_factory
 from zq.config import Config
-from zq.storage.base import Storage
 
-__all__ = ["backend_name", "storage_factory"]
-
-
-@pytest.fixture
-def storage(storage_factory: StorageFactory, clock: ManualClock) -> Iterator[Storage]:
-    """This module's API runs on every selected backend, not only SQLite."""
-    store = storage_factory(clock)
-    try:
-        yield store
-    finally:
-        store.close()
+# This module's API runs on every selected backend, not only SQLite.
+__all__ = ["backend_name", "storage", "storage_factory"]
 
 
 # -- claimed messages keep their claim in the href --------------------------
