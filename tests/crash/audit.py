@@ -28,15 +28,29 @@ class Fate:
 
 
 def project_events(storage: Storage, project: str) -> list[Event]:
-    """Every event of ``project``, in log order."""
+    """Every event of ``project``, in the order the changes happened."""
     found: list[Event] = []
     cursor: str | None = None
     while True:
         page = storage.events.read(after=cursor, limit=1000)
         if not page:
-            return found
+            postgresql = bool(found) and ":" in found[0].cursor
+            return sorted(found, key=insertion_order) if postgresql else found
         found.extend(event for event in page if event.project == project)
         cursor = page[-1].cursor
+
+
+def insertion_order(event: Event) -> int:
+    """The seq of a PostgreSQL cursor ``"<xid>:<seq>"``.
+
+    PostgreSQL's log is read in (xid, seq) order, so that an export never
+    skips a late commit; but an xid is taken when a transaction first
+    writes, not when it commits, so two claims of one message can come back
+    in the other order. The seq is drawn when the event is inserted, after
+    the message's row lock, so it orders the changes of one message as they
+    happened.
+    """
+    return int(event.cursor.partition(":")[2])
 
 
 def replay(log: list[Event]) -> dict[str, Fate]:
