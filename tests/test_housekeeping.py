@@ -8,6 +8,7 @@ import random
 import pytest
 
 from zq.housekeeping import JITTER, GarbageCollector
+from zq.pooling.base import PoolDown
 from zq.storage.base import Collected
 
 
@@ -101,10 +102,8 @@ def test_every_backend_is_collected_each_round_and_new_ones_join() -> None:
 def test_a_failing_backend_is_logged_and_the_others_are_still_collected(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from zq.pooling.resolver import UnreachablePool
-
     backends = {
-        "down": UnreachablePool("connection refused"),
+        "down": PoolDown("connection refused"),
         "broken": CountingStorage(RuntimeError("disk full")),
         "up": CountingStorage(5),
     }
@@ -112,14 +111,12 @@ def test_a_failing_backend_is_logged_and_the_others_are_still_collected(
     with caplog.at_level(logging.WARNING, logger="zq.housekeeping"):
         assert collector.collect_once() == 5
     assert backends["up"].calls == 1  # type: ignore[union-attr]
-    assert "StorageUnavailable: connection refused (pool 'down')" in caplog.text
+    assert "the pool is unreachable: connection refused (pool 'down')" in caplog.text
     assert "RuntimeError: disk full (pool 'broken')" in caplog.text
 
 
 def test_a_round_where_every_backend_fails_reports_none() -> None:
-    from zq.pooling.resolver import UnreachablePool
-
-    collector = GarbageCollector(lambda: {"down": UnreachablePool("refused")}, 1.0)
+    collector = GarbageCollector(lambda: {"down": PoolDown("refused")}, 1.0)
     assert collector.collect_once() is None
 
 

@@ -3,10 +3,12 @@
 A queue whose metadata sets both ``_max_claim_count`` and
 ``_dead_letter_queue`` hands a message out at most ``_max_claim_count``
 times; the next claim attempt moves it into the dead letter queue instead
-of delivering it. The drivers perform the move atomically, but every
-decision about it (when a message is exhausted, what ttl it gets, what its
-history entry says) is made here. How history is shown to clients is
-zq.history's job; refusing dead letter cycles is zq.dead_letter_chain's.
+of delivering it. With ``_dead_letter_expired: true`` a message whose ttl
+runs out moves there too (reason ``expired``) instead of being deleted.
+The drivers perform the moves atomically; when a message is exhausted is
+decided here, what a moved message looks like in zq.moves. How history is
+shown to clients is zq.history's job; refusing dead letter cycles is
+zq.dead_letter_chain's.
 """
 
 from __future__ import annotations
@@ -15,51 +17,68 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from zq import moves
+
 MAX_CLAIM_COUNT = "_max_claim_count"
 DEAD_LETTER_QUEUE = "_dead_letter_queue"
 DEAD_LETTER_TTL = "_dead_letter_queue_messages_ttl"
-
-REASON_MAX_CLAIM_COUNT = "max_claim_count"
+DEAD_LETTER_EXPIRED = "_dead_letter_expired"
 
 
 @dataclass(frozen=True, slots=True)
 class DeadLetterPolicy:
-    """Where and when a queue's exhausted messages go."""
+    """Where a queue's exhausted (and, with ``expired``, expired) messages go."""
 
-    max_claim_count: int
+    max_claim_count: int | None  # None: delivered without limit
     queue: str
     ttl: int | None = None  # None: a moved message keeps its own ttl
-    reason: str = REASON_MAX_CLAIM_COUNT
+    expired: bool = False  # _dead_letter_expired: expired messages move too
 
     def is_exhausted(self, claim_count: int) -> bool:
-        """Whether a message with this many claims must not be delivered again."""
-        return claim_count >= self.max_claim_count
+        """Whether a message with this many claims must not be delivered again.
 
-    def moved(self, message_ttl: int, now: float) -> MovedValues:
-        """The ttl, created and expires a message gets when moved at ``now``."""
-        ttl = self.ttl if self.ttl is not None else message_ttl
-        return MovedValues(ttl=ttl, created=now, expires=now + ttl)
+        The Redis scripts make the same comparison (``claim_count >=
+        max_claim_count``, lua/_lib.lua ``take_batch``): pinned by
+        tests/contract/test_moves.py.
+        """
+        return self.max_claim_count is not None and claim_count >= self.max_claim_count
 
-    def history_entry(self, source_queue: str, now: float) -> dict[str, Any]:
-        """The raw history entry a move appends to the message."""
-        return {"queue": source_queue, "reason": self.reason, "time": now}
+    @property
+    def move(self) -> moves.Move:
+        """What an exhausted message's move looks like."""
+        return moves.dead_lettered(self.queue, self.ttl)
 
-
-@dataclass(frozen=True, slots=True)
-class MovedValues:
-    ttl: int
-    created: float
-    expires: float
+    @property
+    def expiry_move(self) -> moves.Move | None:
+        """What an expired message's move looks like; None: expired messages are deleted."""
+        return moves.expired(self.queue, self.ttl) if self.expired else None
 
 
 def policy_from_metadata(metadata: Mapping[str, Any]) -> DeadLetterPolicy | None:
-    """The queue's policy, or None when the mechanism is not switched on."""
+    """The queue's policy, or None when the mechanism is not switched on.
+
+    It is on with a ``_dead_letter_queue`` and ``_max_claim_count``,
+    ``_dead_letter_expired: true`` or both (zq.metadata refuses either
+    without a dead letter queue).
+    """
     max_count = metadata.get(MAX_CLAIM_COUNT)
     target = metadata.get(DEAD_LETTER_QUEUE)
-    if max_count is None or not target:
+    expired = metadata.get(DEAD_LETTER_EXPIRED) is True
+    if not target or (max_count is None and not expired):
         return None
     return DeadLetterPolicy(
-        max_claim_count=int(max_count),
+        max_claim_count=None if max_count is None else int(max_count),
         queue=str(target),
         ttl=metadata.get(DEAD_LETTER_TTL),
+        expired=expired,
     )
+
+
+def expiry_move_from_metadata(metadata: Mapping[str, Any]) -> moves.Move | None:
+    """The move of the queue's expired messages (``_dead_letter_expired``), or None.
+
+    Drivers read it from the stored metadata when they collect expired
+    messages (gc), where no caller passes a policy down.
+    """
+    policy = policy_from_metadata(metadata)
+    return None if policy is None else policy.expiry_move

@@ -47,6 +47,11 @@ class QueueNotFound(NotFound):
 class MessageNotFound(NotFound):
     title = "Message not found"
 
+    @classmethod
+    def gone(cls, message_id: str) -> MessageNotFound:
+        """The one text for a message id that names no alive message, on every driver."""
+        return cls(f"Message {message_id!r} does not exist.")
+
 
 class ClaimNotFound(NotFound):
     title = "Claim not found"

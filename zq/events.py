@@ -2,9 +2,11 @@
 
 Shared by every driver and by the analytics that read events back
 (zq.analytics.schema lifts the detail keys named here into columns). The
-Python drivers build each detail with the functions below; the Redis Lua
-scripts (post.lua, pop.lua, purge.lua, queue_delete.lua, gc.lua, _lib.lua's
-dead letter move) write the same keys, pinned by tests/contract/test_events.py.
+Python drivers build each detail with the functions below. The Redis Lua
+scripts never spell a kind or a detail key: they read them from the tables
+``KIND`` and ``DETAIL`` that zq.storage.redis.scripts generates from
+KIND_NAMES and DETAIL_NAMES below, and a move's detail is built here
+(zq.moves.Move.detail); tests/drivers/redis/test_scripts.py pins both.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ DELETED = "deleted"
 DEAD_LETTERED = "dead_lettered"
 EXPIRED = "expired"
 PURGED = "purged"
+REDRIVEN = "redriven"  # a dead letter moved back (zq.moves.redriven)
 
-# Emitted by the poison workflow's reject (not yet by any driver); the
-# analytics already group its descriptions (zq stats poison_signatures).
+# A retry reject by the claim's holder (MessageController.reject); a
+# terminal reject is a move (dead_lettered, reason "rejected").
 REJECTED = "rejected"
 
-KINDS = (POSTED, CLAIMED, RENEWED, RELEASED, DELETED, DEAD_LETTERED, EXPIRED, PURGED)
+KINDS = (POSTED, CLAIMED, RENEWED, RELEASED, DELETED, DEAD_LETTERED, EXPIRED, PURGED,
+         REDRIVEN, REJECTED)
 
 # How much of a dead lettered message's body its event keeps as a sample.
 SAMPLE_CHARS = 1024
@@ -35,16 +39,27 @@ TTL = "ttl"  # posted: the message ttl
 DELAY = "delay"  # posted: the message delay
 SIZE = "size"  # posted: body bytes
 FINGERPRINT = "fingerprint"  # posted, dead_lettered
-TO = "to"  # dead_lettered: the dead letter queue
-REASON = "reason"  # dead_lettered: why it moved
-SAMPLE = "sample"  # dead_lettered: the body's first SAMPLE_CHARS characters
+TO = "to"  # dead_lettered, redriven: the destination queue
+REASON = "reason"  # dead_lettered, redriven: why it moved (zq.moves.REASON_*)
+SAMPLE = "sample"  # dead_lettered, redriven: the body's first SAMPLE_CHARS characters
 POP = "pop"  # deleted: taken by a pop
 TARGET = "target"  # expired: "claim" for a claim's expiry
 MESSAGES = "messages"  # expired claim / purged: how many messages
 QUEUE_DELETED = "queue_deleted"  # purged: by deleting the queue
 DESCRIPTION = "description"  # dead_lettered / rejected: why, in words (poison workflow)
+RETRY_AFTER = "retry_after"  # rejected: seconds asked for, null: the queue's backoff
 
 CLAIM_TARGET = "claim"
+
+# The names above by constant, as the Redis scripts read them (zq.storage.
+# redis.scripts writes them into each script: ``KIND.POSTED``,
+# ``DETAIL.TTL``), so that no script spells a kind or a detail key.
+KIND_NAMES = {name: globals()[name] for name in (
+    "POSTED", "CLAIMED", "RENEWED", "RELEASED", "DELETED", "DEAD_LETTERED", "EXPIRED",
+    "PURGED", "REDRIVEN", "REJECTED")}
+DETAIL_NAMES = {name: globals()[name] for name in (
+    "TTL", "DELAY", "SIZE", "FINGERPRINT", "TO", "REASON", "SAMPLE", "POP", "TARGET",
+    "MESSAGES", "QUEUE_DELETED", "DESCRIPTION", "RETRY_AFTER", "CLAIM_TARGET", "SAMPLE_CHARS")}
 
 
 def fingerprint(body_json: str) -> str:
@@ -83,9 +98,17 @@ def posted_detail(ttl: int, delay: int, fingerprint: str, body: str) -> dict[str
     return {TTL: ttl, DELAY: delay, FINGERPRINT: fingerprint, SIZE: len(body.encode())}
 
 
-def dead_lettered_detail(to: str, reason: str, fingerprint: str, body: str) -> dict[str, Any]:
-    """The detail of a ``dead_lettered`` event: where, why, and a body sample."""
-    return {TO: to, REASON: reason, FINGERPRINT: fingerprint, SAMPLE: body[:SAMPLE_CHARS]}
+def moved_detail(to: str, reason: str, description: str | None = None) -> dict[str, Any]:
+    """The part of a move's event detail (dead_lettered, redriven) all its messages share."""
+    detail: dict[str, Any] = {TO: to, REASON: reason}
+    if description is not None:
+        detail[DESCRIPTION] = description
+    return detail
+
+
+def with_message_sample(detail: dict[str, Any], fingerprint: str, body: str) -> dict[str, Any]:
+    """A move's event ``detail`` plus one message's fingerprint and body sample."""
+    return {**detail, FINGERPRINT: fingerprint, SAMPLE: body[:SAMPLE_CHARS]}
 
 
 def popped_detail() -> dict[str, Any]:
@@ -104,3 +127,8 @@ def purged_detail(messages: int, *, queue_deleted: bool = False) -> dict[str, An
     if queue_deleted:
         detail[QUEUE_DELETED] = True
     return detail
+
+
+def rejected_detail(description: str | None, retry_after: int | None) -> dict[str, Any]:
+    """The detail of a ``rejected`` event (a retry reject): why, and the delay asked for."""
+    return {DESCRIPTION: description, RETRY_AFTER: retry_after}

@@ -1,8 +1,7 @@
 """How a message's dead letter history is shown: compacted, times as ISO 8601.
 
-Drivers store one raw entry per move (zq.dead_letter.DeadLetterPolicy.
-history_entry); the API shows them compacted here, and the analytics use
-the same time format.
+Drivers store one raw entry per move (zq.moves.Move.history_entry); the
+API shows them compacted here, and the analytics use the same time format.
 """
 
 from __future__ import annotations
@@ -11,36 +10,46 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from zq import moves
+
 
 def compact_history(entries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Raw move entries -> one entry per (queue, reason), most recent first.
 
     Like RabbitMQ's x-death header: ``count`` moves, ``first_time`` and
-    ``last_time`` as ISO 8601 UTC.
+    ``last_time`` as ISO 8601 UTC; ``description`` (a reject's text) is the
+    one of the most recent of those moves that had one, absent when none had.
     """
     merged: dict[tuple[str, str], dict[str, Any]] = {}
     for entry in entries:
-        key = (entry["queue"], entry["reason"])
-        time = float(entry["time"])
+        key = (entry[moves.QUEUE], entry[moves.REASON])
+        time = float(entry[moves.TIME])
+        described = entry.get(moves.DESCRIPTION)
         seen = merged.get(key)
         if seen is None:
-            merged[key] = {"queue": key[0], "reason": key[1], "count": 1,
-                           "first": time, "last": time}
-        else:
-            seen["count"] += 1
-            seen["first"] = min(seen["first"], time)
-            seen["last"] = max(seen["last"], time)
+            seen = merged[key] = {"queue": key[0], "reason": key[1], "count": 0,
+                                  "first": time, "last": time, "described": None}
+        seen["count"] += 1
+        seen["first"] = min(seen["first"], time)
+        seen["last"] = max(seen["last"], time)
+        if described is not None and (seen["described"] is None
+                                      or time >= seen["described"][0]):
+            seen["described"] = (time, described)
     ordered = sorted(merged.values(), key=lambda e: e["last"], reverse=True)
-    return [
-        {
-            "queue": e["queue"],
-            "reason": e["reason"],
-            "count": e["count"],
-            "first_time": iso8601(e["first"]),
-            "last_time": iso8601(e["last"]),
-        }
-        for e in ordered
-    ]
+    return [_shown(e) for e in ordered]
+
+
+def _shown(merged: dict[str, Any]) -> dict[str, Any]:
+    shown = {
+        "queue": merged["queue"],
+        "reason": merged["reason"],
+        "count": merged["count"],
+        "first_time": iso8601(merged["first"]),
+        "last_time": iso8601(merged["last"]),
+    }
+    if merged["described"] is not None:
+        shown["description"] = merged["described"][1]
+    return shown
 
 
 def iso8601(timestamp: float) -> str:

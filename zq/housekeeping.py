@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from zq.pooling.base import PoolDown, StorageSource
 from zq.storage.base import Storage
 
 log = logging.getLogger(__name__)
@@ -32,16 +32,12 @@ class StopEvent(Protocol):
     def set(self) -> None: ...
 
 
-# The backends to collect, by pool name, asked for again on every round
-# (e.g. ``pools.storages`` of a zq.pooling resolver).
-StorageSource = Callable[[], Mapping[str, Storage]]
-
-
 class GarbageCollector:
     """Calls ``gc()`` on every backend every ``interval`` seconds until stopped.
 
     ``storages`` is one Storage, or a callable returning the current
-    backends by pool name.
+    backends by pool name, asked for again on every round (e.g.
+    ``pools.storages`` of a zq.pooling resolver).
     """
 
     def __init__(
@@ -83,15 +79,21 @@ class GarbageCollector:
         removed, failed = 0, 0
         for pool, storage in storages.items():
             where = f" (pool {pool!r})" if pool else ""
+            if isinstance(storage, PoolDown):
+                log.warning("garbage collection failed: the pool is unreachable: %s%s",
+                            storage.reason, where)
+                failed += 1
+                continue
             try:
                 collected = storage.gc()
             except Exception as exc:  # never fatal: the next round tries again
                 log.warning("garbage collection failed: %s: %s%s", type(exc).__name__, exc, where)
                 failed += 1
                 continue
-            if collected.messages or collected.claims:
+            if collected.messages or collected.claims or collected.moved:
                 log.info("garbage collection removed %d expired message(s) and %d expired "
-                         "claim(s)%s", collected.messages, collected.claims, where)
+                         "claim(s), moved %d expired message(s) to dead letter queues%s",
+                         collected.messages, collected.claims, collected.moved, where)
             removed += collected.messages
         if storages and failed == len(storages):
             return None

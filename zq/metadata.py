@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from zq import dead_letter, validation
+from zq import backoff, dead_letter, validation
 from zq.config import Limits
 from zq.errors import InvalidRequest
 
@@ -24,8 +24,12 @@ MAX_MESSAGES_POST_SIZE = "_max_messages_post_size"
 MAX_CLAIM_COUNT = dead_letter.MAX_CLAIM_COUNT
 DEAD_LETTER_QUEUE = dead_letter.DEAD_LETTER_QUEUE
 DEAD_LETTER_TTL = dead_letter.DEAD_LETTER_TTL
+DEAD_LETTER_EXPIRED = dead_letter.DEAD_LETTER_EXPIRED
 FLAVOR = "_flavor"
 ENCRYPT_MESSAGES = "_enable_encrypt_messages"
+RETRY_DELAY = backoff.RETRY_DELAY
+RETRY_MAX_DELAY = backoff.RETRY_MAX_DELAY
+RETRY_BACKOFF = backoff.RETRY_BACKOFF
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,11 @@ RESERVED: dict[str, ReservedKey] = {
         lambda v, lim: validation.message_ttl(v, lim, DEAD_LETTER_TTL),
         _no_default,
     ),
+    # Needs a _dead_letter_queue too (_check_together).
+    DEAD_LETTER_EXPIRED: ReservedKey(
+        lambda v, lim: validation.boolean(v, DEAD_LETTER_EXPIRED),
+        _no_default,
+    ),
     FLAVOR: ReservedKey(
         lambda v, lim: validation.name(v, field=FLAVOR),
         _no_default,
@@ -80,6 +89,20 @@ RESERVED: dict[str, ReservedKey] = {
     ENCRYPT_MESSAGES: ReservedKey(
         lambda v, lim: validation.boolean(v, ENCRYPT_MESSAGES),
         lambda lim: False,
+    ),
+    # Backoff between deliveries (zq.backoff); shown only when set, as the
+    # dead letter keys: a default shown would be sent back by clients.
+    RETRY_DELAY: ReservedKey(
+        lambda v, lim: validation.message_delay(v, lim, RETRY_DELAY),
+        _no_default,
+    ),
+    RETRY_MAX_DELAY: ReservedKey(
+        lambda v, lim: validation.message_delay(v, lim, RETRY_MAX_DELAY),
+        _no_default,
+    ),
+    RETRY_BACKOFF: ReservedKey(
+        lambda v, lim: validation.choice(v, RETRY_BACKOFF, backoff.KINDS),
+        _no_default,
     ),
 }
 
@@ -105,6 +128,10 @@ def validate(metadata: Any, limits: Limits) -> dict[str, Any]:
             checked[key] = value
         elif value is not None:
             checked[key] = reserved.check(value, limits)
+    _check_together(checked)
+    together = backoff.check_settings(checked)
+    if together is not None:
+        raise InvalidRequest(together)
     size = len(orjson.dumps(checked))
     if size > limits.max_queue_metadata:
         raise InvalidRequest(
@@ -112,6 +139,16 @@ def validate(metadata: Any, limits: Limits) -> dict[str, Any]:
             f"{limits.max_queue_metadata} allowed."
         )
     return checked
+
+
+def _check_together(checked: Mapping[str, Any]) -> None:
+    """Refuse reserved keys that cannot take effect without another one."""
+    if checked.get(DEAD_LETTER_EXPIRED) and not checked.get(DEAD_LETTER_QUEUE):
+        raise InvalidRequest(
+            f"{DEAD_LETTER_EXPIRED} is true but the queue has no {DEAD_LETTER_QUEUE}: "
+            "expired messages would have nowhere to go. Set both, or unset "
+            f"{DEAD_LETTER_EXPIRED}."
+        )
 
 
 def with_defaults(metadata: Mapping[str, Any], limits: Limits) -> dict[str, Any]:

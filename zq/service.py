@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from zq import dead_letter, dead_letter_chain, events, validation
+from zq import backoff, dead_letter, dead_letter_chain, events, moves, validation
 from zq import metadata as meta
 from zq.config import Limits
 from zq.encryption import BodyCipher, is_sealed, open_body
@@ -30,6 +30,7 @@ from zq.errors import (
     EncryptionFailure,
     EncryptionNotConfigured,
     InvalidRequest,
+    MessageIsClaimed,
     MessageNotFound,
     MetadataChanged,
     MetadataConflict,
@@ -37,6 +38,7 @@ from zq.errors import (
 )
 from zq.metadata_cache import MetadataCache
 from zq.pooling import Pools
+from zq.pooling.base import PoolDown
 from zq.storage.base import (
     ClaimRecord,
     MessageRecord,
@@ -94,9 +96,7 @@ class QueueService:
         queue = self._queue_name(queue)
         checked = meta.validate({} if metadata is None else metadata, self.limits)
         self._check_encryption(checked, {})
-        if self.pools.pool_of(project, queue) is not None and self._storage(
-            project, queue
-        ).queues.exists(project, queue):
+        if self._storage(project, queue).queues.exists(project, queue):
             return False
         flavor = checked.get(meta.FLAVOR)
         if flavor is not None:
@@ -107,17 +107,13 @@ class QueueService:
         self._check_dead_letter_chain(project, queue, target)
         self._metadata_cache.forget(project, queue)
         storage = self.pools.place(project, queue, flavor=flavor, dead_letter_queue=target)
-        if target is not None:
-            # A queue registered earlier (e.g. lazily as a dead letter queue)
-            # gets its link here; a new one got it when placed.
-            self.pools.link_dead_letter(project, queue, target)
 
         def create() -> bool:
             links = self._checked_links(storage, project, queue, target)
             return storage.queues.create(project, queue, checked, links_version=links)
 
         created = self._write_metadata(queue, create)
-        self._create_dead_letter_queue(project, queue, target)
+        self._create_dead_letter_queue(storage, project, target)
         return created
 
     def queue_metadata(self, project: str, queue: str) -> dict[str, Any]:
@@ -161,7 +157,7 @@ class QueueService:
 
         checked, target = self._write_metadata(queue, patch)
         self._metadata_cache.forget(project, queue)
-        self._create_dead_letter_queue(project, queue, target)
+        self._create_dead_letter_queue(storage, project, target)
         return meta.with_defaults(checked, self.limits)
 
     def delete_queue(self, project: str, queue: str) -> None:
@@ -238,13 +234,14 @@ class QueueService:
         def post(stored: dict[str, Any], version: str | None) -> list[str]:
             new = self._new_messages(project, stored, document, body_size)
             # Posting creates a queue implicitly: a new one is placed (no
-            # flavor). The version was read where the queue was looked up;
-            # a first post under pooling may land elsewhere.
+            # flavor). A version read where the queue was not registered is
+            # None; one read from a pool the queue has since left is refused
+            # by the driver (versions are random), and the post is retried.
             placed = self.pools.place(project, queue)
-            return placed.messages.post(
-                project, queue, new, client_id=client_id,
-                metadata_version=version if placed is storage else None,
-            )
+            if version is not None and placed.versioned is not None:
+                return placed.versioned.post(project, queue, new, client_id=client_id,
+                                             metadata_version=version)
+            return placed.messages.post(project, queue, new, client_id=client_id)
 
         return self._with_metadata(project, queue, storage, post)
 
@@ -378,6 +375,62 @@ class QueueService:
             project, queue, ids, claim_ids=claims, client_id=client_id
         )
 
+    def reject_message(
+        self,
+        project: str,
+        queue: str,
+        message_id: str,
+        document: Any | None,
+        *,
+        claim_id: str | None,
+        client_id: str | None,
+    ) -> None:
+        """The claim's holder gives a message up: terminal, or retry (``retry_after``).
+
+        Terminal (no ``retry_after``): moved to the queue's dead letter
+        queue now, history reason ``rejected`` with the description, in one
+        atomic step (zq.moves.rejected); Conflict when the queue has no
+        ``_dead_letter_queue``, nothing moved. Retry: the message leaves the
+        claim and is claimable again after ``retry_after`` seconds (0: at
+        once; null: once the backoff its claim gave it has passed, as after
+        a release). MessageNotFound for a missing message; without
+        ``claim_id`` MessageIsClaimed (held) or ClaimMismatch (free);
+        ClaimMismatch for a claim not holding it.
+        """
+        queue = self._queue_name(queue)
+        rejection = validation.reject_document(document, self.limits)
+        if not validation.is_id_shaped(message_id):
+            raise MessageNotFound("No message has this id.")
+        storage = self._storage(project, queue)
+        if not claim_id or not validation.is_id_shaped(claim_id):
+            held = storage.messages.get(project, queue, message_id).claim_id is not None
+            if not claim_id and held:
+                raise MessageIsClaimed(
+                    f"Message {message_id!r} is claimed; give its claim id to reject it.")
+            raise ClaimMismatch(
+                "Only the holder of the live claim on a message may reject it: "
+                "give that claim's id as claim_id.")
+        if rejection.retry:
+            storage.messages.reject(
+                project, queue, message_id, claim_id=claim_id, client_id=client_id,
+                description=rejection.description, retry_after=rejection.retry_after)
+            return
+        stored = self._stored_metadata(project, queue)
+        target = stored.get(meta.DEAD_LETTER_QUEUE)
+        if not target:
+            raise Conflict(
+                f"Queue {queue!r} has no {meta.DEAD_LETTER_QUEUE}: a terminal reject has "
+                "nowhere to move the message, and it stays where it is. Set "
+                f"{meta.DEAD_LETTER_QUEUE}, or give retry_after to reject for a retry.")
+        # The move is one step inside the queue's backend: the pool rule
+        # (checked when _dead_letter_queue was written) keeps the dead
+        # letter queue on the queue's pool, as for a claim's move.
+        move = moves.rejected(target, stored.get(meta.DEAD_LETTER_TTL), rejection.description)
+        moved = storage.messages.move(project, queue, [message_id], move,
+                                      claim_id=claim_id, client_id=client_id)
+        if not moved:
+            raise MessageNotFound(f"Message {message_id!r} does not exist.")
+
     def pop_messages(
         self, project: str, queue: str, count: int, *, client_id: str | None
     ) -> list[MessageRecord]:
@@ -391,11 +444,12 @@ class QueueService:
         self._opened(project, storage.messages.list(project, queue, limit=count, echo=True))
 
         def pop(stored: dict[str, Any], version: str | None) -> list[MessageRecord]:
-            return storage.messages.pop(
-                project, queue, limit=count, client_id=client_id,
-                dead_letter=self._dead_letter_policy(project, queue, stored),
-                metadata_version=version,
-            )
+            policy = dead_letter.policy_from_metadata(stored)
+            if version is not None and storage.versioned is not None:
+                return storage.versioned.pop(project, queue, limit=count, client_id=client_id,
+                                             dead_letter=policy, metadata_version=version)
+            return storage.messages.pop(project, queue, limit=count, client_id=client_id,
+                                        dead_letter=policy)
 
         return self._opened(project, self._with_metadata(project, queue, storage, pop))
 
@@ -420,11 +474,15 @@ class QueueService:
         storage = self._storage(project, queue)
 
         def claim(stored: dict[str, Any], version: str | None) -> ClaimRecord | None:
-            return storage.claims.create(
-                project, queue, ttl=ttl, grace=grace, limit=size, client_id=client_id,
-                dead_letter=self._dead_letter_policy(project, queue, stored),
-                metadata_version=version,
-            )
+            policy = dead_letter.policy_from_metadata(stored)
+            delay = backoff.policy_from_metadata(stored, self.limits.max_message_delay)
+            if version is not None and storage.versioned is not None:
+                return storage.versioned.claim(
+                    project, queue, ttl=ttl, grace=grace, limit=size, client_id=client_id,
+                    dead_letter=policy, metadata_version=version, backoff=delay)
+            return storage.claims.create(project, queue, ttl=ttl, grace=grace, limit=size,
+                                         client_id=client_id, dead_letter=policy,
+                                         backoff=delay)
 
         claimed = self._with_metadata(project, queue, storage, claim)
         return None if claimed is None else self._opened_claim(project, claimed)
@@ -468,7 +526,9 @@ class QueueService:
 
     def ping(self) -> bool:
         """Whether every backend answers."""
-        return all(s.ping() for s in self.pools.storages().values())
+        return all(
+            not isinstance(s, PoolDown) and s.ping() for s in self.pools.storages().values()
+        )
 
     def health(self) -> dict[str, Any]:
         """Reachability and read-only probe results, per pool when pooling."""
@@ -530,9 +590,10 @@ class QueueService:
     ) -> T:
         """``act(metadata, version)`` with the queue's metadata, cached where safe.
 
-        A driver whose deliveries check versions refuses a stale one
-        (MetadataChanged): read again and act again; the last attempt
-        passes no version, as for the other drivers. A refusal
+        ``version`` is given only where the driver checks it
+        (``Storage.versioned``), which refuses a stale one (MetadataChanged):
+        read again and act again; the last attempt passes no version, as
+        for the other drivers. A refusal
         (InvalidRequest) made on cached metadata is checked against a fresh
         read too: a stale post size cap must not refuse a post.
         """
@@ -540,7 +601,7 @@ class QueueService:
         while True:
             attempts -= 1
             cached = self._metadata_cache.get(storage, project, queue)
-            checked = attempts > 0 and storage.queues.checks_delivery_versions
+            checked = attempts > 0 and storage.versioned is not None
             try:
                 return act(cached.read.metadata, cached.read.version if checked else None)
             except MetadataChanged:
@@ -585,19 +646,6 @@ class QueueService:
         self._check_dead_letter_chain(project, queue, target)
         return links
 
-    def _dead_letter_policy(
-        self, project: str, queue: str, stored: dict[str, Any]
-    ) -> dead_letter.DeadLetterPolicy | None:
-        """The queue's policy, its dead letter queue registered on the queue's pool.
-
-        The driver's move is one step inside one backend, and it creates a
-        missing dead letter queue there: the catalog must say so first.
-        """
-        policy = dead_letter.policy_from_metadata(stored)
-        if policy is not None:
-            self.pools.dead_letter_storage(project, queue, policy.queue)
-        return policy
-
     def _check_dead_letter_chain(self, project: str, queue: str, target: str | None) -> None:
         if target is None:
             return
@@ -607,10 +655,12 @@ class QueueService:
 
         dead_letter_chain.check_chain(queue, target, next_in_chain)
 
-    def _create_dead_letter_queue(self, project: str, queue: str, target: str | None) -> None:
+    def _create_dead_letter_queue(
+        self, storage: Storage, project: str, target: str | None
+    ) -> None:
+        """Create the dead letter queue, on its source's storage (the pool rule's promise)."""
         if target is not None:
-            self.pools.dead_letter_storage(project, queue, target).queues.create(
-                project, target, {})
+            storage.queues.create(project, target, {})
 
 
 def _id_shaped(ids: list[str]) -> list[str]:
@@ -643,12 +693,14 @@ def apply_patch(
     return updated
 
 
-def _probe(storage: Storage) -> dict[str, Any]:
+def _probe(storage: Storage | PoolDown) -> dict[str, Any]:
     """Ping a backend, time a few read-only operations on it, count its messages.
 
     ``message_volume`` (free, claimed, total alive messages of the backend)
     is Zaqar's (its MongoDB and SQL drivers' ``_health``).
     """
+    if isinstance(storage, PoolDown):
+        return {"storage_reachable": False, "operation_status": {}}
     reachable = storage.ping()
     status: dict[str, Any] = {}
     if reachable:

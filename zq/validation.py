@@ -128,6 +128,15 @@ def boolean(value: Any, field: str) -> bool:
     return value
 
 
+def choice(value: Any, field: str, allowed: tuple[str, ...]) -> str:
+    """One of the ``allowed`` strings."""
+    if not isinstance(value, str) or value not in allowed:
+        raise InvalidRequest(
+            f"{field} must be one of {', '.join(repr(a) for a in allowed)}, got {value!r}."
+        )
+    return value
+
+
 def message_ttl(value: Any, limits: Limits, field: str = "Message ttl") -> int:
     return integer(value, field, limits.min_message_ttl, limits.max_message_ttl)
 
@@ -263,6 +272,49 @@ def claim_options(document: Any, limits: Limits) -> tuple[int, int]:
         limits.default_claim_ttl if ttl is None else claim_ttl(ttl, limits),
         limits.default_claim_grace if grace is None else claim_grace(grace, limits),
     )
+
+
+# The longest description a reject may give (characters).
+MAX_REJECT_DESCRIPTION = 1024
+REJECT_FIELDS = frozenset({"description", "retry_after"})
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A reject's body: why, and whether and when to retry."""
+
+    description: str | None
+    retry: bool  # False: terminal
+    retry_after: int | None  # seconds; None with retry: the queue's backoff decides
+
+
+def reject_document(document: Any, limits: Limits) -> Rejection:
+    """``{"description"?, "retry_after"?}`` of a reject; no body: a terminal reject.
+
+    ``description`` is text of at most MAX_REJECT_DESCRIPTION characters (a
+    null one counts as absent). ``retry_after`` absent: terminal; seconds,
+    0..max message delay: a retry after them; ``null``: a retry once the
+    queue's backoff has passed. Any other field is refused (it would be
+    silently ignored).
+    """
+    document = {} if document is None else object_document(document, "The reject body")
+    unknown = sorted(set(document) - REJECT_FIELDS)
+    if unknown:
+        raise InvalidRequest(
+            f"The reject body may only hold \"description\" and \"retry_after\", "
+            f"not {', '.join(repr(k) for k in unknown)}.")
+    description = document.get("description")
+    if description is not None:
+        if not isinstance(description, str):
+            raise InvalidRequest("description must be a string.")
+        if len(description) > MAX_REJECT_DESCRIPTION:
+            raise InvalidRequest(
+                f"description may not be more than {MAX_REJECT_DESCRIPTION} characters long, "
+                f"got {len(description)}.")
+    retry_after = document.get("retry_after")
+    if retry_after is not None:
+        retry_after = integer(retry_after, "retry_after", 0, limits.max_message_delay)
+    return Rejection(description, "retry_after" in document, retry_after)
 
 
 def purge_document(document: Any) -> set[str]:

@@ -39,6 +39,7 @@ def test_exhausted_message_moves_to_the_dead_letter_queue(api, clock):
     assert moved.json == {
         "id": poison, "href": f"/v2/queues/dlq/messages/{poison}",
         "ttl": 7200, "age": 0, "body": {"job": "poison"}, "claim_count": 2,
+        "redrive_count": 0,
         "history": [{
             "queue": "src", "reason": "max_claim_count", "count": 1,
             "first_time": "2023-11-14T22:13:40Z", "last_time": "2023-11-14T22:13:40Z",
@@ -72,7 +73,7 @@ def test_history_is_opt_in_so_zaqar_clients_keep_working(api):
         api.claim("dlq").json["messages"][0],
     ]
     for message in shown:
-        assert "history" not in message
+        assert "history" not in message and "redrive_count" not in message
         # python-zaqarclient builds its Message from exactly these keys.
         assert Message(None, **message).claim_count >= 1
 
@@ -134,3 +135,33 @@ def test_bad_dead_letter_values_are_400(api):
                  "_dead_letter_queue")
     assert_error(api.put("/v2/queues/q", json={"_dead_letter_queue_messages_ttl": 10}), 400,
                  "_dead_letter_queue_messages_ttl must be between 60 and 1209600")
+
+
+def test_dead_letter_expired_needs_a_dead_letter_queue(api):
+    assert_error(api.put("/v2/queues/q", json={"_dead_letter_expired": True}), 400,
+                 "_dead_letter_expired is true but the queue has no _dead_letter_queue")
+    assert_error(api.put("/v2/queues/q", json={"_dead_letter_expired": "yes"}), 400,
+                 "_dead_letter_expired must be true or false")
+    assert api.put("/v2/queues/q", json={"_dead_letter_expired": True,
+                                         "_dead_letter_queue": "dlq"}).status_code == 201
+    # Removing the dead letter queue alone would leave the setting without effect.
+    ops = [{"op": "remove", "path": "/metadata/_dead_letter_queue"}]
+    assert_error(api.patch_metadata("q", ops), 400, "_dead_letter_expired")
+    assert api.get("/v2/queues/q").json["_dead_letter_queue"] == "dlq"
+    ops.append({"op": "remove", "path": "/metadata/_dead_letter_expired"})
+    assert api.patch_metadata("q", ops).status_code == 200
+
+
+def test_an_expired_message_moves_to_the_dead_letter_queue(api, storage, clock):
+    api.put("/v2/queues/src", json={"_dead_letter_expired": True, "_dead_letter_queue": "dlq"})
+    assert api.get("/v2/queues/src").json["_dead_letter_expired"] is True
+    [mid] = api.post_messages("src", {"body": {"job": 1}, "ttl": 60})
+    clock.advance(60)
+    assert_error(api.get(f"/v2/queues/src/messages/{mid}"), 404)
+    # The next claim on the source moves it (gc would too).
+    assert api.claim("src").status_code == 204
+    moved = api.get(f"/v2/queues/dlq/messages/{mid}", params={"include_history": "true"})
+    assert moved.json["history"] == [{
+        "queue": "src", "reason": "expired", "count": 1,
+        "first_time": "2023-11-14T22:14:20Z", "last_time": "2023-11-14T22:14:20Z"}]
+    assert (moved.json["claim_count"], moved.json["redrive_count"]) == (0, 0)

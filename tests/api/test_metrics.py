@@ -101,6 +101,32 @@ def test_gauges_per_queue(api: Api, clock: ManualClock) -> None:
     assert value(samples, "zq_queue_consumers", project=p, queue="src") == 0
 
 
+def test_delayed_gauge_counts_messages_backing_off(api: Api, clock: ManualClock) -> None:
+    p = api.project
+    api.put("/v2/queues/work", json={"_retry_delay": 600})
+    api.post_messages("work", MESSAGE, MESSAGE, {**MESSAGE, "delay": 300})
+    claimed = api.claim("work", limit=1)
+    assert api.delete(claimed.headers["Location"]).status_code == 204  # released: backs off
+    samples = scrape(api, clock)
+    assert value(samples, "zq_queue_delayed_messages", project=p, queue="work") == 2
+    assert value(samples, "zq_queue_messages", project=p, queue="work", state="free") == 3
+
+
+def test_rejects_count_whether_retry_or_terminal(api: Api, clock: ManualClock) -> None:
+    p = api.project
+    api.put("/v2/queues/src", json={"_dead_letter_queue": "dlq"})
+    first, second = api.post_messages("src", MESSAGE, MESSAGE)
+    claim_id = api.claim("src", limit=2).headers["Location"].rsplit("/", 1)[1]
+    reject = "/v2/queues/src/messages/{}/reject"
+    assert api.post(reject.format(first), params={"claim_id": claim_id},
+                    json={"retry_after": 5}).status_code == 204
+    assert api.post(reject.format(second), params={"claim_id": claim_id},
+                    json={"description": "boom"}).status_code == 204
+    samples = scrape(api, clock)
+    assert value(samples, "zq_messages_rejected_total", project=p) == 2
+    assert value(samples, "zq_messages_dead_lettered_total", project=p, reason="rejected") == 1
+
+
 def test_dead_letter_depth_follows_moves(api: Api, clock: ManualClock) -> None:
     p = api.project
     api.put("/v2/queues/src", json={"_max_claim_count": 1, "_dead_letter_queue": "dlq"})

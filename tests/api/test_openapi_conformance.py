@@ -386,6 +386,47 @@ def test_dead_lettered_message_carries_history(client: CheckedClient) -> None:
     assert reclaimed.json["messages"][0]["history"][0]["count"] == 1
 
 
+def test_terminal_reject(client: CheckedClient) -> None:
+    client.put("/v2/queues/src", json={"_dead_letter_queue": "dlq"})
+    (message_id,) = post(client, "src", {"poison": True})
+    claim_id = claim_id_of(claim(client, "src"))
+    path = f"/v2/queues/src/messages/{message_id}/reject"
+    result = client.post(path, params={"claim_id": claim_id},
+                         json={"description": "KeyError: 'order_id'"})
+    assert result.status_code == 204
+    moved = client.get(f"/v2/queues/dlq/messages/{message_id}",
+                       params={"include_history": "true"}).json
+    assert moved["history"][0]["reason"] == "rejected"
+
+
+def test_retry_reject_and_stats_delayed(client: CheckedClient) -> None:
+    (message_id,) = post(client, "m", 1)
+    claim_id = claim_id_of(claim(client, "m"))
+    result = client.post(f"/v2/queues/m/messages/{message_id}/reject",
+                         params={"claim_id": claim_id}, json={"retry_after": 30})
+    assert result.status_code == 204
+    stats = client.get("/v2/queues/m/stats").json["messages"]
+    assert (stats["free"], stats["claimed"], stats["delayed"]) == (1, 0, 1)
+
+
+def test_reject_errors(client: CheckedClient) -> None:
+    (message_id,) = post(client, "m", 1)
+    path = f"/v2/queues/m/messages/{message_id}/reject"
+    claim_id = claim_id_of(claim(client, "m"))
+    assert client.post(path, json={"retry_after": 1}).status_code == 403
+    assert client.post(path, params={"claim_id": "f" * 32},
+                       json={"retry_after": 1}).status_code == 400
+    assert client.post(path, params={"claim_id": claim_id}, json={"retry_after": 901},
+                       request_valid=False).status_code == 400
+    assert client.post(path, params={"claim_id": claim_id}, json={"description": "x" * 1025},
+                       request_valid=False).status_code == 400
+    assert client.post(path, params={"claim_id": claim_id}, json={"reason": "x"},
+                       request_valid=False).status_code == 400
+    assert client.post(path, params={"claim_id": claim_id}).status_code == 409
+    assert client.post("/v2/queues/m/messages/" + "0" * 32 + "/reject",
+                       params={"claim_id": claim_id}, json={"retry_after": 1}).status_code == 404
+
+
 # -- operations and common errors ---------------------------------------------
 
 

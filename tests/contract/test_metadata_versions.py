@@ -2,13 +2,15 @@
 
 Every driver versions metadata: the version changes with every metadata
 change, queue creation and deletion. A driver whose deliveries check it
-(``checks_delivery_versions``) changes nothing on a post, claim or pop given
-a stale one; the others refuse to be given one. Metadata writes checked
-against it: test_metadata_writes.py.
+offers the capability ``Storage.versioned`` (VersionedDeliveries), which
+changes nothing on a post, claim or pop given a stale one; the others'
+deliveries take no version at all. Metadata writes checked against it:
+test_metadata_writes.py.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import pytest
@@ -20,14 +22,33 @@ from zq.storage.base import MISSING_VERSION
 from .helpers import CLAIM_TTL, GRACE, claim, events_of, new_message, post
 
 STALE_ACTIONS: dict[str, Callable] = {
-    "post": lambda storage, project, version: storage.messages.post(
+    "post": lambda storage, project, version: storage.versioned.post(
         project, "q", [new_message()], client_id="c", metadata_version=version),
-    "claim": lambda storage, project, version: storage.claims.create(
+    "claim": lambda storage, project, version: storage.versioned.claim(
         project, "q", ttl=CLAIM_TTL, grace=GRACE, limit=10, client_id="c",
         dead_letter=None, metadata_version=version),
-    "pop": lambda storage, project, version: storage.messages.pop(
+    "pop": lambda storage, project, version: storage.versioned.pop(
         project, "q", limit=10, client_id="c", dead_letter=None, metadata_version=version),
 }
+
+# The drivers with the capability (a driver gaining it joins this list).
+VERSIONED = ("redis",)
+
+
+def needs_capability(storage) -> None:
+    if storage.versioned is None:
+        pytest.skip("this driver's deliveries do not check metadata versions")
+
+
+def test_the_capability_is_where_the_driver_has_it(storage, backend_name):
+    assert (storage.versioned is not None) == backend_name.startswith(VERSIONED)
+
+
+def test_plain_deliveries_take_no_version(storage):
+    """No driver carries a version parameter it could only refuse."""
+    for method in (storage.messages.post, storage.messages.pop, storage.claims.create):
+        if storage.versioned is None:
+            assert "metadata_version" not in inspect.signature(method).parameters
 
 
 def test_read_metadata_of_a_missing_queue_is_empty(storage, project):
@@ -74,12 +95,9 @@ def test_a_stale_version_changes_nothing(storage, project, action):
     stale = storage.queues.read_metadata(project, "q").version
     storage.queues.set_metadata(project, "q", {"_default_message_ttl": 60})
     before = events_of(storage, project)
-    if not storage.queues.checks_delivery_versions:  # refuses to be given one
-        with pytest.raises(ValueError):
-            STALE_ACTIONS[action](storage, project, "anything")
-    else:
-        with pytest.raises(MetadataChanged):
-            STALE_ACTIONS[action](storage, project, stale)
+    needs_capability(storage)
+    with pytest.raises(MetadataChanged):
+        STALE_ACTIONS[action](storage, project, stale)
     assert events_of(storage, project) == before
     [message] = storage.messages.list(project, "q", include_claimed=True, echo=True)
     assert (message.id, message.claim_id, message.claim_count) == (posted, None, 0)
@@ -87,8 +105,7 @@ def test_a_stale_version_changes_nothing(storage, project, action):
 
 @pytest.mark.parametrize("action", sorted(STALE_ACTIONS))
 def test_the_current_version_acts(storage, project, action):
-    if not storage.queues.checks_delivery_versions:
-        return  # covered by test_a_stale_version_changes_nothing
+    needs_capability(storage)
     storage.queues.create(project, "q", {})
     post(storage, project, "q", 1)
     storage.queues.set_metadata(project, "q", {"a": 1})
@@ -100,8 +117,7 @@ def test_the_current_version_acts(storage, project, action):
 
 def test_a_version_read_before_the_queue_existed_is_stale_once_it_does(storage, project):
     missing = storage.queues.read_metadata(project, "q").version
-    if not storage.queues.checks_delivery_versions:
-        return  # covered by test_a_stale_version_changes_nothing
+    needs_capability(storage)
     storage.queues.create(project, "q", {"_default_message_ttl": 60})
     with pytest.raises(MetadataChanged):
         STALE_ACTIONS["post"](storage, project, missing)

@@ -34,7 +34,7 @@ def transactions(two_pools: Pooled) -> Counter[str]:
 
 @pytest.mark.parametrize(("metadata", "per_claim"), [
     ({}, 1),
-    ({"_max_claim_count": 5, "_dead_letter_queue": "dead"}, 2),
+    ({"_max_claim_count": 5, "_dead_letter_queue": "dead"}, 1),
 ])
 def test_management_store_transactions_per_claim(
     two_pools: Pooled, transactions: Counter[str], project: str,

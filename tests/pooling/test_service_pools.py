@@ -145,7 +145,7 @@ def test_two_sources_on_different_pools_cannot_share_a_dead_letter_queue(two_poo
     two_pools.service.patch_metadata(
         project, on_one, [{"op": "add", "path": "/metadata/_dead_letter_queue", "value": "d"}]
     )
-    two_pools.service.delete_queue(project, "d")  # unregistered, still named by on_one
+    two_pools.service.delete_queue(project, "d")  # still registered: on_one names it
     with pytest.raises(DeadLetterConflict, match="'one'"):
         two_pools.service.patch_metadata(
             project, on_two, [{"op": "add", "path": "/metadata/_dead_letter_queue", "value": "d"}]
@@ -155,14 +155,17 @@ def test_two_sources_on_different_pools_cannot_share_a_dead_letter_queue(two_poo
     assert placed(two_pools, project, "d") == "one"
 
 
-def test_claim_re_registers_a_deleted_dead_letter_queue_on_the_source_pool(
+def test_a_deleted_dead_letter_queue_stays_registered_on_its_source_pool(
     two_pools, project
 ):
+    # A claim's dead letter move recreates it in the source's backend, and
+    # claims no longer check the catalog: the registration must outlive it.
     service = two_pools.service
     service.create_queue(project, "src", {"_dead_letter_queue": "dlq", "_max_claim_count": 1})
     pool = placed(two_pools, project, "src")
     service.delete_queue(project, "dlq")
-    assert placed(two_pools, project, "dlq") is None
+    assert placed(two_pools, project, "dlq") == pool
+    assert not two_pools.pools.storages()[pool].queues.exists(project, "dlq")
     [message_id] = service.post_messages(
         project, "src", {"messages": [{"body": "poison"}]}, client_id=None, body_size=20
     )
@@ -174,6 +177,25 @@ def test_claim_re_registers_a_deleted_dead_letter_queue_on_the_source_pool(
     moved = service.get_message(project, "dlq", message_id)
     assert moved.claim_count == 1
     assert two_pools.pools.storages()[pool].queues.stats(project, "dlq").total == 1
+
+
+def test_a_terminal_reject_lands_in_the_dead_letter_queue_on_the_source_pool(
+    two_pools, project
+):
+    service = two_pools.service
+    for i in range(4):
+        service.create_queue(project, f"src{i}", {"_dead_letter_queue": f"dlq{i}"})
+        [message_id] = service.post_messages(
+            project, f"src{i}", {"messages": [{"body": "poison"}]}, client_id=None,
+            body_size=20)
+        held = service.claim(project, f"src{i}", None, limit=1, client_id=None)
+        service.reject_message(project, f"src{i}", message_id, {"description": "bad"},
+                               claim_id=held.id, client_id=None)
+        pool = placed(two_pools, project, f"src{i}")
+        assert placed(two_pools, project, f"dlq{i}") == pool
+        moved = service.get_message(project, f"dlq{i}", message_id)
+        assert moved.history[0]["reason"] == "rejected"
+        assert two_pools.pools.storages()[pool].queues.stats(project, f"dlq{i}").total == 1
 
 
 def test_listing_pages_across_pools_through_the_catalog(two_pools, project):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from zq import dead_letter
+from zq import moves
 from zq.clock import ManualClock
 from zq.config import Limits
 from zq.errors import Conflict, DeadLetterConflict, InvalidRequest, QueueNotFound
@@ -90,7 +90,7 @@ def test_claim_past_max_claim_count_moves_to_dead_letter_queue(
     [moved] = service.list_messages(project, "dead", include_claimed=True)
     assert moved.id == mid
     [entry] = compact_history(moved.history)
-    assert entry["queue"] == "work" and entry["reason"] == dead_letter.REASON_MAX_CLAIM_COUNT
+    assert entry["queue"] == "work" and entry["reason"] == moves.REASON_MAX_CLAIM_COUNT
 
 
 def test_pop_applies_the_dead_letter_rule(service: QueueService, project: str) -> None:

@@ -28,6 +28,7 @@ def test_validate_accepts_every_reserved_key_at_its_edges():
         "_dead_letter_queue_messages_ttl": 1209600,
         "_flavor": "gold",
         "_enable_encrypt_messages": True,
+        "_dead_letter_expired": True,
     }
     assert metadata.validate(document, LIMITS) == document
 
@@ -49,6 +50,10 @@ def test_validate_accepts_every_reserved_key_at_its_edges():
         ("_flavor", "", "_flavor must be a non-empty string"),
         ("_enable_encrypt_messages", 1, "_enable_encrypt_messages must be true or false"),
         ("_enable_encrypt_messages", "true", "_enable_encrypt_messages must be true or false"),
+        ("_dead_letter_expired", 1, "_dead_letter_expired must be true or false"),
+        ("_dead_letter_expired", "yes", "_dead_letter_expired must be true or false"),
+        ("_dead_letter_expired", True, "_dead_letter_expired is true but the queue has no "
+                                       "_dead_letter_queue"),
     ],
 )
 def test_validate_refuses_bad_reserved_values(key, value, fragment):
@@ -89,3 +94,46 @@ def test_effective():
     assert metadata.effective(
         {"_default_message_ttl": 120}, metadata.DEFAULT_MESSAGE_TTL, LIMITS
     ) == 120
+
+
+def test_dead_letter_expired_false_needs_no_dead_letter_queue():
+    assert metadata.validate({"_dead_letter_expired": False}, LIMITS) == {
+        "_dead_letter_expired": False}
+    with pytest.raises(InvalidRequest, match="nowhere to go"):
+        metadata.validate({"_dead_letter_expired": True, "_dead_letter_queue": None}, LIMITS)
+
+
+def test_backoff_keys_are_validated_together():
+    document = {"_retry_delay": 1, "_retry_max_delay": 900, "_retry_backoff": "linear"}
+    assert metadata.validate(document, LIMITS) == document
+    assert metadata.validate({"_retry_delay": 0}, LIMITS) == {"_retry_delay": 0}
+    assert metadata.validate({"_retry_delay": 5, "_retry_max_delay": 5}, LIMITS)
+
+
+@pytest.mark.parametrize(
+    ("document", "fragment"),
+    [
+        ({"_retry_delay": -1}, "_retry_delay must be between 0 and 900"),
+        ({"_retry_delay": 901}, "_retry_delay must be between 0 and 900"),
+        ({"_retry_delay": 1.5}, "_retry_delay must be an integer"),
+        ({"_retry_delay": True}, "_retry_delay must be an integer"),
+        ({"_retry_delay": 1, "_retry_max_delay": 901},
+         "_retry_max_delay must be between 0 and 900"),
+        ({"_retry_delay": 10, "_retry_max_delay": 9},
+         "_retry_max_delay (9) must be at least _retry_delay (10)"),
+        ({"_retry_delay": 1, "_retry_backoff": "random"},
+         "_retry_backoff must be one of 'fixed', 'linear', 'exponential'"),
+        ({"_retry_delay": 1, "_retry_backoff": 2}, "_retry_backoff must be one of"),
+        ({"_retry_max_delay": 60}, "_retry_max_delay cannot take effect without _retry_delay"),
+        ({"_retry_backoff": "fixed"}, "_retry_backoff cannot take effect without _retry_delay"),
+    ],
+)
+def test_bad_backoff_settings_are_refused(document, fragment):
+    with pytest.raises(InvalidRequest) as refused:
+        metadata.validate(document, LIMITS)
+    assert fragment in str(refused.value)
+
+
+def test_backoff_keys_show_only_when_set():
+    shown = metadata.with_defaults({}, LIMITS)
+    assert not {"_retry_delay", "_retry_max_delay", "_retry_backoff"} & set(shown)

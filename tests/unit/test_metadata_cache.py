@@ -20,8 +20,9 @@ class FakeStorage:
         self.calls = 0
         self.value: dict[str, Any] = {"_max_claim_count": 3}
         self.version = version or "v"
-        self.queues = SimpleNamespace(read_metadata=self._read,
-                                      checks_delivery_versions=version is not None)
+        self.queues = SimpleNamespace(read_metadata=self._read)
+        # Storage.versioned: present on a driver whose deliveries check versions.
+        self.versioned = object() if version is not None else None
 
     def _read(self, project: str, queue: str) -> MetadataRead:
         self.calls += 1

@@ -10,7 +10,7 @@ from zq.api import errors
 from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.health import Health, Ping
 from zq.api.home import Home, Versions
-from zq.api.messages import MessageCollection, MessageItem
+from zq.api.messages import MessageCollection, MessageItem, MessageReject
 from zq.api.metrics import METRICS_PATH, MetricsResource, RequestMetrics
 from zq.api.middleware import AccessLog, RequestId, RequestRules
 from zq.api.pools import ADMIN_ROUTES, PoolingOff
@@ -38,6 +38,7 @@ ROUTES: list[tuple[str, type[Resource]]] = [
     ("/v2/queues/{queue_name}/purge", QueuePurge),
     ("/v2/queues/{queue_name}/messages", MessageCollection),
     ("/v2/queues/{queue_name}/messages/{message_id}", MessageItem),
+    ("/v2/queues/{queue_name}/messages/{message_id}/reject", MessageReject),
     ("/v2/queues/{queue_name}/claims", ClaimCollection),
     ("/v2/queues/{queue_name}/claims/{claim_id}", ClaimItem),
 ]

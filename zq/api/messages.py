@@ -100,3 +100,17 @@ class MessageItem(Resource):
             claim_id=req.get_param("claim_id"), client_id=req.context.client_id,
         )
         resp.status = falcon.HTTP_204
+
+
+class MessageReject(Resource):
+    """``POST /v2/queues/{q}/messages/{id}/reject?claim_id=C`` (zq's poison workflow)."""
+
+    def on_post(
+        self, req: falcon.Request, resp: falcon.Response, queue_name: str, message_id: str
+    ) -> None:
+        body = read_json(req, self.limits, "The reject body")
+        self.service.reject_message(
+            req.context.project, queue_name, message_id, body.document,
+            claim_id=req.get_param("claim_id"), client_id=req.context.client_id,
+        )
+        resp.status = falcon.HTTP_204

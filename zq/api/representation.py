@@ -58,7 +58,10 @@ def age(created: float, now: float) -> int:
 def message(
     record: MessageRecord, now: float, *, claim_id: str | None = None, history: bool = False
 ) -> dict[str, Any]:
-    """A message as every response shows it (zq adds claim_count, and history if asked).
+    """A message as every response shows it.
+
+    zq adds claim_count, and when asked (``include_history``) redrive_count
+    and the compacted history of a message that moved.
 
     The href of a claimed message carries its live claim id, as Zaqar's does:
     python-zaqarclient reads the claim id from it to delete the message.
@@ -71,8 +74,11 @@ def message(
         "body": orjson.Fragment(record.body),
         "claim_count": record.claim_count,
     }
-    if history and record.history:
-        shown["history"] = compact_history(record.history)
+    if history:
+        # Only on request, as history: zaqarclient refuses unknown keys.
+        shown["redrive_count"] = record.redrive_count
+        if record.history:
+            shown["history"] = compact_history(record.history)
     return shown
 
 
@@ -89,10 +95,15 @@ def claim(record: ClaimRecord, now: float, *, history: bool = False) -> dict[str
 
 
 def stats(record: QueueStats, queue: str, now: float) -> dict[str, Any]:
-    """``{"messages": {"free", "claimed", "total"[, "oldest", "newest"]}}``."""
+    """``{"messages": {"free", "claimed", "delayed", "total"[, "oldest", "newest"]}}``.
+
+    ``delayed`` (zq's) counts free messages not claimable yet; ``total``
+    stays free + claimed, as Zaqar clients expect.
+    """
     counts: dict[str, Any] = {
         "free": record.free,
         "claimed": record.claimed,
+        "delayed": record.delayed,
         "total": record.total,
     }
     if record.total and record.oldest and record.newest:

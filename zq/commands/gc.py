@@ -74,6 +74,8 @@ def collect(target: StorageTarget) -> None:
         collected = storage.gc()
     finally:
         storage.close()
+    moved = (f"; moved {collected.moved} expired message(s) to dead letter queues"
+             if collected.moved else "")
     print(f"Removed {collected.messages} expired message(s) and {collected.claims} expired "
-          f"claim(s) from {target.label}.")
+          f"claim(s) from {target.label}{moved}.")
 

@@ -24,7 +24,8 @@ from zq.clock import Clock
 from zq.config import MetricsConfig
 from zq.dead_letter import DEAD_LETTER_QUEUE
 from zq.errors import MessageNotFound, QueueNotFound
-from zq.metrics.tail import CONSUMER_WINDOW, QUEUE_KEY_SEP, StorageSource, TailState
+from zq.metrics.tail import CONSUMER_WINDOW, QUEUE_KEY_SEP, TailState
+from zq.pooling.base import PoolDown, StorageSource
 from zq.storage.base import Storage
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 class QueueReading:
     free: int = 0
     claimed: int = 0
+    delayed: int = 0  # of free: not claimable yet (a post's delay, or backoff)
     oldest_age: float | None = None
     oldest_ttl: int | None = None
     dead_letter: int | None = None  # messages in its dead letter queue, when it has one
@@ -42,6 +44,7 @@ class QueueReading:
         """Add a same-named queue of another project (when not labelled per project)."""
         self.free += other.free
         self.claimed += other.claimed
+        self.delayed += other.delayed
         self.consumers += other.consumers
         if other.dead_letter is not None:
             self.dead_letter = (self.dead_letter or 0) + other.dead_letter
@@ -63,7 +66,7 @@ def read_queue(storage: Storage, project: str, queue: str, now: float) -> QueueR
     except QueueNotFound:  # deleted (while empty: no event said so)
         return None
     stats = storage.queues.stats(project, queue)
-    reading = QueueReading(free=stats.free, claimed=stats.claimed)
+    reading = QueueReading(free=stats.free, claimed=stats.claimed, delayed=stats.delayed)
     if stats.oldest is not None:
         reading.oldest_age = max(0.0, now - stats.oldest.created)
         with contextlib.suppress(MessageNotFound):  # deleted meanwhile: no ttl to show
@@ -110,7 +113,7 @@ class QueueGauges:
                 break
             pool, project, queue = key.split(QUEUE_KEY_SEP)
             storage = storages.get(pool)
-            if storage is None:  # a pool removed since
+            if storage is None or isinstance(storage, PoolDown):  # removed since, or down
                 continue
             try:
                 reading = read_queue(storage, project, queue, now)
@@ -138,6 +141,10 @@ class QueueGauges:
         names = ["project", "queue"] if self.config.per_project else ["queue"]
         messages = GaugeMetricFamily("zq_queue_messages", "Alive messages in the queue by state "
                                      "(free includes delayed).", labels=[*names, "state"])
+        delayed = GaugeMetricFamily(
+            "zq_queue_delayed_messages", "Free messages of the queue not claimable yet "
+            "(a post's delay, or backoff after a claim that ended without a delete).",
+            labels=names)
         age = GaugeMetricFamily("zq_queue_oldest_message_age_seconds",
                                 "Age of the queue's oldest alive message.", labels=names)
         ttl = GaugeMetricFamily("zq_queue_oldest_message_ttl_seconds",
@@ -150,6 +157,7 @@ class QueueGauges:
         for labels, reading in sorted(readings.items()):
             messages.add_metric([*labels, "free"], reading.free)
             messages.add_metric([*labels, "claimed"], reading.claimed)
+            delayed.add_metric(list(labels), reading.delayed)
             consumers.add_metric(list(labels), reading.consumers)
             if reading.oldest_age is not None:
                 age.add_metric(list(labels), reading.oldest_age)
@@ -165,4 +173,4 @@ class QueueGauges:
         cost = GaugeMetricFamily("zq_metrics_queue_gauges_seconds",
                                  "Time the last computation of the per-queue gauges took.")
         cost.add_metric([], seconds)
-        return [messages, age, ttl, dead, consumers, counted, cost]
+        return [messages, delayed, age, ttl, dead, consumers, counted, cost]

@@ -16,7 +16,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from zq.config import MetricsConfig
-from zq.dead_letter import REASON_MAX_CLAIM_COUNT
+from zq.moves import REASON_EXPIRED, REASON_MAX_CLAIM_COUNT
 
 # Seconds; requests are mostly milliseconds, a long poll or a slow backend seconds.
 HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -26,7 +26,7 @@ POST_TO_DELETE_BUCKETS = (0.01, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 36
 
 # The reasons a move can have today; their series exist at 0 from the start,
 # so that increase() sees the first move.
-DEAD_LETTER_REASONS = (REASON_MAX_CLAIM_COUNT,)
+DEAD_LETTER_REASONS = (REASON_MAX_CLAIM_COUNT, REASON_EXPIRED)
 
 
 class Metrics:
@@ -61,7 +61,9 @@ class Metrics:
         # Declared for the poison workflow and subscriptions: they stay 0
         # until those features land (docs/metrics.md).
         self.redriven = counter("zq_messages_redriven", "Messages redriven (not yet in zq).")
-        self.rejected = counter("zq_messages_rejected", "Messages rejected (not yet in zq).")
+        self.rejected = counter(
+            "zq_messages_rejected", "Messages rejected by their claim's holder (retry or terminal)."
+        )
         self.notifications_sent = counter(
             "zq_notifications_sent", "Notifications delivered (not yet in zq)."
         )

@@ -31,14 +31,15 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zq import events
+from zq import events, moves
 from zq.clock import Clock
 from zq.metrics.registry import Metrics
+from zq.pooling.base import PoolDown, StorageSource
 from zq.storage.base import Event, Storage
 
 log = logging.getLogger(__name__)
@@ -48,9 +49,6 @@ PAGE = 1000  # events read per call
 CONSUMER_WINDOW = 15 * 60  # seconds a Client-ID counts as a queue's consumer after a claim
 MAX_POST_TIMES = 50_000  # messages whose post time is kept for the post-to-delete histogram
 MAX_QUEUES = 100_000  # queues the state remembers (least recently active forgotten first)
-
-StorageSource = Callable[[], Mapping[str, Storage]]
-
 
 @dataclass
 class TailState:
@@ -170,6 +168,9 @@ class EventTail:
                 log.warning("metrics: cannot list the pools: %s: %s", type(exc).__name__, exc)
                 return True
             for pool, storage in storages.items():
+                if isinstance(storage, PoolDown):
+                    log.warning("metrics: pool %r is unreachable: %s", pool, storage.reason)
+                    continue
                 try:
                     self._tail(pool, storage, state, deadline)
                 except Exception as exc:  # one backend down never stops the others
@@ -213,7 +214,12 @@ class EventTail:
         elif kind == events.RELEASED:
             m.by(m.released, project).inc()
         elif kind == events.DEAD_LETTERED:
-            m.by(m.dead_lettered, project, str(event.detail.get("reason", "unknown"))).inc()
+            reason = str(event.detail.get("reason", "unknown"))
+            m.by(m.dead_lettered, project, reason).inc()
+            if reason == moves.REASON_REJECTED:  # a terminal reject is a move
+                m.by(m.rejected, project).inc()
+        elif kind == events.REJECTED:  # a retry reject
+            m.by(m.rejected, project).inc()
         elif kind == events.EXPIRED:
             if event.message_id is not None:
                 m.by(m.expired, project).inc()

@@ -8,18 +8,29 @@ and ``CatalogPools`` (pools, flavors and the catalog in a management store).
 The resolver, not the service, knows where queues live, so it is also the
 one place that keeps the pool rule of dead letter queues: a queue, its dead
 letter queue and every other queue dead lettering into the same queue live
-on one pool. The rule is checked when metadata is written (``place`` and
-``link_dead_letter`` refuse anything else, with the text of
-zq.pooling.placement.colocation_conflict); a delivery only makes sure its
-dead letter queue is registered beside it (``dead_letter_storage``).
+on one pool. The rule is checked, and the dead letter queue registered beside its
+source, when metadata is written (``place`` and ``link_dead_letter``, kept
+in one function of zq.pooling.catalog); a delivery never checks it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from zq.storage.base import QueueRecord, Storage
+
+
+@dataclass(frozen=True, slots=True)
+class PoolDown:
+    """A pool whose backend could not be opened, and why (health shows it down)."""
+
+    reason: str
+
+
+# What gc, metrics and health walk: the backends by pool name, now.
+StorageSource = Callable[[], Mapping[str, "Storage | PoolDown"]]
 
 
 class Pools(Protocol):
@@ -46,38 +57,30 @@ class Pools(Protocol):
         *,
         flavor: str | None = None,
         dead_letter_queue: str | None = None,
-        beside: str | None = None,
     ) -> Storage:
         """Register the queue (unless it is registered) and return its storage.
 
         ``flavor`` is the new queue's ``_flavor`` (InvalidRequest when it
-        names no flavor); ``dead_letter_queue`` its ``_dead_letter_queue``;
-        ``beside`` a queue whose pool it must share (the source of a dead
-        letter queue). DeadLetterConflict when those pull it to two pools.
+        names no flavor); ``dead_letter_queue`` its ``_dead_letter_queue``,
+        linked as ``link_dead_letter`` does, whether the queue is new or
+        not. DeadLetterConflict when those pull it to two pools.
         """
         ...
 
     def link_dead_letter(self, project: str, queue: str, target: str | None) -> None:
         """Record that ``queue`` dead letters into ``target`` (None: into nothing).
 
-        DeadLetterConflict, naming both pools, when ``target`` lives on
-        (or is bound to) another pool than ``queue``.
-        """
-        ...
-
-    def dead_letter_storage(self, project: str, queue: str, target: str) -> Storage:
-        """The storage of ``queue``'s dead letter queue ``target``, registered beside it.
-
-        A driver's dead letter move creates a missing ``target`` on the
-        queue's backend, so the catalog must hold it there first: one not
-        registered is registered on the queue's pool; one on another pool
-        is a DeadLetterConflict. Costs one management-store read when both
-        are cached.
+        ``target`` is registered on ``queue``'s pool when it is not
+        registered yet (a dead letter move creates it there), and stays
+        registered while a queue dead letters into it, even when deleted.
+        DeadLetterConflict, naming both pools, when ``target`` lives on (or
+        is bound to) another pool than ``queue``. A delivery therefore
+        never checks the rule: it holds from the metadata write on.
         """
         ...
 
     def forget(self, project: str, queue: str) -> None:
-        """The queue was deleted: drop its registration."""
+        """The queue was deleted: drop its registration (kept while others dead letter into it)."""
         ...
 
     def check_flavor(self, flavor: str) -> None:
@@ -107,8 +110,8 @@ class Pools(Protocol):
         """How many queues ``list_queues`` would return without paging."""
         ...
 
-    def storages(self) -> dict[str, Storage]:
-        """Every backend, by pool name (for health checks, ping and gc)."""
+    def storages(self) -> dict[str, Storage | PoolDown]:
+        """Every backend by pool name, or why it could not be opened (health, ping, gc)."""
         ...
 
     def close(self) -> None:

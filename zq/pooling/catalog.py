@@ -51,6 +51,36 @@ def _sources(conn: sa.Connection, project: str, target: str) -> list[sa.Row]:
     ).all()
 
 
+def _link(conn: sa.Connection, project: str, queue: str, own: str, target: str | None) -> None:
+    """Write ``queue -> target`` for a queue on pool ``own``: the colocation rule's home.
+
+    A queue, its dead letter queue and every queue dead lettering into that
+    queue share one pool. A target on (or bound to) another pool is a
+    DeadLetterConflict; an unregistered target is registered on ``own``
+    here, so a dead letter move, which creates a missing target in its
+    source's backend, never finds it missing from the catalog.
+    """
+    if target is not None:
+        target_pool = _pool_of(conn, project, target)
+        if target_pool is None:
+            row = {"project": project, "queue": target, "pool": own, "dead_letter_queue": None}
+            if not dialects.insert_if_absent(conn, catalog, row):
+                target_pool = _pool_of(conn, project, target)  # registered meanwhile
+        if target_pool is not None and target_pool != own:
+            raise placement.colocation_conflict(queue, own, target, target_pool)
+        for source in _sources(conn, project, target):
+            if source.queue != queue and source.pool != own:
+                raise DeadLetterConflict(
+                    f"Dead letter queue {target!r} is bound to pool {source.pool!r} "
+                    f"(queue {source.queue!r} on it dead letters into it) but queue "
+                    f"{queue!r} lives on pool {own!r}; a queue and its dead letter "
+                    "queue must share a pool."
+                )
+    conn.execute(
+        sa.update(catalog).where(_where(project, queue)).values(dead_letter_queue=target)
+    )
+
+
 class Catalog:
     """Registrations of queues on pools, read and written in the management store."""
 
@@ -85,7 +115,6 @@ class Catalog:
         *,
         flavor: str | None = None,
         dead_letter_queue: str | None = None,
-        beside: str | None = None,
     ) -> Location:
         """Register the queue unless it is; where it lives (see Pools.place)."""
 
@@ -93,16 +122,17 @@ class Catalog:
             existing = _pool_of(conn, project, queue)
             if existing is not None:
                 return existing
-            requirements = self._requirements(conn, project, queue, dead_letter_queue, beside)
+            requirements = self._requirements(conn, project, queue, dead_letter_queue)
             pool = placement.decide(
                 queue, flavor=flavor, candidates=self._candidates(conn, flavor),
                 requirements=requirements, rng=self._rng,
             )
-            row = {"project": project, "queue": queue, "pool": pool,
-                   "dead_letter_queue": dead_letter_queue}
+            row = {"project": project, "queue": queue, "pool": pool, "dead_letter_queue": None}
             if not dialects.insert_if_absent(conn, catalog, row):
                 # Another process registered it between our read and insert.
                 return _pool_of(conn, project, queue) or pool
+            if dead_letter_queue is not None:
+                _link(conn, project, queue, pool, dead_letter_queue)
             return pool
 
         self._db.write(work)
@@ -111,36 +141,28 @@ class Catalog:
         return location
 
     def link_dead_letter(self, project: str, queue: str, target: str | None) -> None:
-        """Record the queue's dead letter queue, refusing one bound to another pool."""
+        """Record the queue's dead letter queue, registered beside it (see ``_link``)."""
 
         def work(conn: sa.Connection) -> None:
             own = _pool_of(conn, project, queue)
-            if own is None:
-                return
-            if target is not None:
-                target_pool = _pool_of(conn, project, target)
-                if target_pool is not None and target_pool != own:
-                    raise placement.colocation_conflict(queue, own, target, target_pool)
-                for source in _sources(conn, project, target):
-                    if source.queue != queue and source.pool != own:
-                        raise DeadLetterConflict(
-                            f"Dead letter queue {target!r} is bound to pool {source.pool!r} "
-                            f"(queue {source.queue!r} on it dead letters into it) but queue "
-                            f"{queue!r} lives on pool {own!r}; a queue and its dead letter "
-                            "queue must share a pool."
-                        )
-            conn.execute(
-                sa.update(catalog).where(_where(project, queue))
-                .values(dead_letter_queue=target)
-            )
+            if own is not None:
+                _link(conn, project, queue, own, target)
 
         self._db.write(work)
 
     def forget(self, project: str, queue: str) -> None:
-        """Unregister a deleted queue; every process drops its cached mapping."""
+        """Unregister a deleted queue; every process drops its cached mapping.
+
+        A queue that others dead letter into stays registered (without a
+        link of its own): their next dead letter move recreates it on that
+        pool, and the catalog must still say it lives there.
+        """
 
         def work(conn: sa.Connection) -> None:
-            if conn.execute(sa.delete(catalog).where(_where(project, queue))).rowcount:
+            if _sources(conn, project, queue):
+                conn.execute(sa.update(catalog).where(_where(project, queue))
+                             .values(dead_letter_queue=None))
+            elif conn.execute(sa.delete(catalog).where(_where(project, queue))).rowcount:
                 bump_generation(conn)
 
         self._db.write(work)
@@ -189,15 +211,8 @@ class Catalog:
         project: str,
         queue: str,
         dead_letter_queue: str | None,
-        beside: str | None,
     ) -> list[Requirement]:
         found: list[Requirement] = []
-        if beside is not None:
-            pool = _pool_of(conn, project, beside)
-            if pool is not None:
-                found.append(Requirement(
-                    pool, f"queue {beside!r}, which dead letters into it, lives on pool {pool!r}"
-                ))
         for source in _sources(conn, project, queue):
             found.append(Requirement(
                 source.pool,

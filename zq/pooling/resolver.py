@@ -14,8 +14,8 @@ from typing import Any
 
 from zq import queue_filter
 from zq.clock import Clock, SystemClock
-from zq.errors import InvalidRequest, NoPoolAvailable, QueueNotFound, StorageUnavailable, ZqError
-from zq.pooling import placement
+from zq.errors import InvalidRequest, NoPoolAvailable, QueueNotFound, ZqError
+from zq.pooling.base import PoolDown
 from zq.pooling.cache import GenerationCache
 from zq.pooling.catalog import Location
 from zq.pooling.store import ManagementStore
@@ -27,22 +27,6 @@ Opener = Callable[[str, Clock], Storage]
 
 def _open(uri: str, clock: Clock) -> Storage:
     return open_storage(uri, clock=clock)
-
-
-class UnreachablePool(Storage):
-    """Stands for a pool whose backend could not be opened (health shows it down)."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-    def ping(self) -> bool:
-        return False
-
-    def gc(self) -> int:
-        raise StorageUnavailable(self.reason)
-
-    def close(self) -> None:
-        """Nothing was opened."""
 
 
 class CatalogPools:
@@ -85,7 +69,10 @@ class CatalogPools:
     def storage_for(self, project: str, queue: str) -> Storage:
         location = self.locate(project, queue) or self.store.catalog.any_pool()
         if location is None:
-            raise NoPoolAvailable("Pooling is on and no pool is registered yet.")
+            raise NoPoolAvailable(
+                "No pool is registered yet: pooling is on, so queues need one "
+                "(PUT /v2/pools/{name})."
+            )
         return self.backend(location)
 
     def pool_of(self, project: str, queue: str) -> str | None:
@@ -99,28 +86,19 @@ class CatalogPools:
         *,
         flavor: str | None = None,
         dead_letter_queue: str | None = None,
-        beside: str | None = None,
     ) -> Storage:
-        # Most writes (posts) go to a registered queue: no write transaction.
-        location = self.locate(project, queue) or self.store.catalog.place(
-            project, queue, flavor=flavor, dead_letter_queue=dead_letter_queue, beside=beside
-        )
+        location = self.locate(project, queue)
+        if location is None:
+            location = self.store.catalog.place(
+                project, queue, flavor=flavor, dead_letter_queue=dead_letter_queue
+            )
+        elif dead_letter_queue is not None:
+            # Registered earlier (e.g. as someone's dead letter queue).
+            self.store.catalog.link_dead_letter(project, queue, dead_letter_queue)
         return self.backend(location)
 
     def link_dead_letter(self, project: str, queue: str, target: str | None) -> None:
         self.store.catalog.link_dead_letter(project, queue, target)
-
-    def dead_letter_storage(self, project: str, queue: str, target: str) -> Storage:
-        # One generation read serves both lookups: this runs on every
-        # delivery from a queue with a dead letter policy.
-        generation = self.store.catalog.generation()
-        there = self._located(project, target, generation)
-        if there is None:
-            there = self.store.catalog.place(project, target, beside=queue)
-        own = self._located(project, queue, generation)
-        if own is not None and own.pool != there.pool:
-            raise placement.colocation_conflict(queue, own.pool, target, there.pool)
-        return self.backend(there)
 
     def forget(self, project: str, queue: str) -> None:
         self.store.catalog.forget(project, queue)
@@ -191,15 +169,15 @@ class CatalogPools:
             self._backends[location.pool] = (location.uri, storage)
             return storage
 
-    def storages(self) -> dict[str, Storage]:
-        found: dict[str, Storage] = {}
+    def storages(self) -> dict[str, Storage | PoolDown]:
+        found: dict[str, Storage | PoolDown] = {}
         for pool in self.store.registry.list_pools():
             try:
                 found[pool.name] = self.backend(Location(pool.name, pool.uri))
             except ZqError as error:
-                found[pool.name] = UnreachablePool(str(error))
+                found[pool.name] = PoolDown(str(error))
             except Exception as error:  # a driver's own connection error
-                found[pool.name] = UnreachablePool(f"{type(error).__name__}: {error}")
+                found[pool.name] = PoolDown(f"{type(error).__name__}: {error}")
         return found
 
     def close(self) -> None:

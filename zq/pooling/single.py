@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from zq.pooling.base import PoolDown
 from zq.storage.base import QueueRecord, Storage
 
 
@@ -30,15 +31,11 @@ class SingleBackend:
         *,
         flavor: str | None = None,
         dead_letter_queue: str | None = None,
-        beside: str | None = None,
     ) -> Storage:
         return self._storage
 
     def link_dead_letter(self, project: str, queue: str, target: str | None) -> None:
         """One backend: every dead letter queue shares its source's pool."""
-
-    def dead_letter_storage(self, project: str, queue: str, target: str) -> Storage:
-        return self._storage
 
     def forget(self, project: str, queue: str) -> None:
         """Nothing is registered without pooling."""
@@ -66,7 +63,7 @@ class SingleBackend:
             return self._storage.queues.count_matching(project, name=name, metadata=metadata)
         return self._storage.queues.count(project, name=name)
 
-    def storages(self) -> dict[str, Storage]:
+    def storages(self) -> dict[str, Storage | PoolDown]:
         return {self.NAME: self._storage}
 
     def close(self) -> None:

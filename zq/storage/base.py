@@ -17,15 +17,22 @@ Conventions every driver follows:
   removes it. A claim is *live* while ``now < claim expires``; a message
   held by an expired claim is free again.
 - A message is *free* when it is alive, not held by a live claim, and not
-  delayed (``now >= delay_until``).
+  delayed (``now >= delay_until``). ``delay_until`` is the one moment a
+  message becomes claimable again: a post's delay sets it, and so does the
+  backoff between deliveries (zq.backoff): a claim made with a backoff
+  policy sets it to the claim's expiry plus the message's backoff, so a
+  claim that expires implies the backoff with no write at that moment;
+  renewing the claim moves it with the claim's expiry, releasing the claim
+  (or a retry reject) makes it now plus the same backoff. A message that
+  is alive, unheld and not yet claimable is *delayed*.
 - Queue order is the order of posting, per queue (``MessageRecord.marker``
-  increases). A message moved into a dead letter queue keeps its marker.
+  increases). A message moved into another queue (``MessageController.move``,
+  a claim's dead letter move) keeps its marker.
 - Every state change writes its event(s) (see zq.events) in the same atomic
   step as the change itself.
 - Message bodies are opaque JSON text: the driver stores and returns the
   exact string it was given.
-- Queues are created implicitly by posting to them and by a dead letter
-  move into them.
+- Queues are created implicitly by posting to them and by a move into them.
 """
 
 from __future__ import annotations
@@ -37,8 +44,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zq import queue_filter
+from zq.backoff import BackoffPolicy
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed
+from zq.moves import Move
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +64,9 @@ class NewMessage:
 class MessageRecord:
     """A stored message as a driver returns it.
 
-    ``history`` holds the raw dead letter entries appended by each move,
-    oldest first: ``{"queue": source, "reason": str, "time": float}``.
+    ``history`` holds the raw entries appended by each move, oldest first:
+    ``{"queue": source, "reason": str, "time": float}`` plus
+    ``"description"`` when the move had one (zq.moves.Move.history_entry).
     zq.history.compact_history turns them into what clients see.
     """
 
@@ -71,6 +81,7 @@ class MessageRecord:
     claim_count: int
     history: list[dict[str, Any]] = field(default_factory=list)
     marker: int = 0  # position in its queue's order
+    redrive_count: int = 0  # moves with Move.count_redrive (redrives) it went through
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +113,7 @@ class QueueStats:
     claimed: int
     oldest: MessageStamp | None = None
     newest: MessageStamp | None = None
+    delayed: int = 0  # of ``free``: not claimable yet (a post's delay, or backoff)
 
     @property
     def total(self) -> int:
@@ -151,9 +163,11 @@ class Collected:
 
     messages: int = 0  # expired messages, each with its ``expired`` event
     claims: int = 0  # expired claims
+    moved: int = 0  # expired messages moved to a dead letter queue (``_dead_letter_expired``)
 
     def __add__(self, other: Collected) -> Collected:
-        return Collected(self.messages + other.messages, self.claims + other.claims)
+        return Collected(self.messages + other.messages, self.claims + other.claims,
+                         self.moved + other.moved)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,10 +208,25 @@ def check_delete(message_id: str, claim_id: str | None, holder: str | None) -> N
         raise ClaimMismatch.of(claim_id, message_id)
 
 
-def refuse_metadata_version(metadata_version: str | None) -> None:
-    """For drivers whose deliveries do not check metadata versions: none may be given."""
-    if metadata_version is not None:
-        raise ValueError("this driver's deliveries do not check metadata versions")
+def check_move(message_id: str, claim_id: str | None, holder: str | None) -> bool:
+    """Whether ``MessageController.move`` moves one alive message, the same on every driver.
+
+    ``holder`` is the id of the live claim holding the message (None when
+    free). Without ``claim_id`` a held message stays where it is (False):
+    a move never takes a message from a live claim. With ``claim_id`` the
+    message must be held by exactly that claim, else ClaimMismatch.
+    """
+    if claim_id is None:
+        return holder is None
+    if holder != claim_id:
+        raise ClaimMismatch.of(claim_id, message_id)
+    return True
+
+
+def check_destination(queue: str, move: Move) -> None:
+    """Refuse a move into the queue the messages are in (a caller's mistake)."""
+    if move.to == queue:
+        raise ValueError(f"a move cannot go from queue {queue!r} to itself")
 
 
 class QueueController(ABC):
@@ -219,11 +248,6 @@ class QueueController(ABC):
     A write refused for a moved version raises MetadataChanged and changes
     nothing; the caller reads again and decides again.
     """
-
-    # Whether MessageController.post/pop and ClaimController.create check
-    # the ``metadata_version`` they are given (see read_metadata). Drivers
-    # that do not refuse to be given one (refuse_metadata_version).
-    checks_delivery_versions: bool = False
 
     @abstractmethod
     def create(
@@ -252,8 +276,8 @@ class QueueController(ABC):
     def read_metadata(self, project: str, queue: str) -> MetadataRead:
         """The stored metadata (``{}`` when the queue is missing) with its version.
 
-        Where ``checks_delivery_versions``, ``MessageController.post`` and
-        ``pop`` and ``ClaimController.create`` check the version too.
+        A driver with ``Storage.versioned`` checks the version in its
+        deliveries too (VersionedDeliveries).
         """
 
     @abstractmethod
@@ -369,17 +393,12 @@ class MessageController(ABC):
         messages: Sequence[NewMessage],
         *,
         client_id: str | None,
-        metadata_version: str | None = None,
     ) -> list[str]:
         """Store the messages in order, creating the queue if needed.
 
         Returns their new ids (unique across the backend) in the same order.
         Records a ``posted`` event per message with ``detail={"ttl", "delay",
         "fingerprint", "size"}`` (size: bytes of the body text).
-
-        With ``metadata_version`` (from ``QueueController.read_metadata``),
-        raises MetadataChanged and stores nothing when the queue's metadata
-        version is no longer that one, checked in the same atomic step.
         """
 
     @abstractmethod
@@ -459,7 +478,6 @@ class MessageController(ABC):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
-        metadata_version: str | None = None,
     ) -> list[MessageRecord]:
         """Take and delete up to ``limit`` free messages in queue order.
 
@@ -468,7 +486,72 @@ class MessageController(ABC):
         skipped, the batch is still filled), counts one more claim on each
         returned message (the returned records show the new count), and
         records a ``deleted`` event with ``detail={"pop": True}`` for each.
-        ``metadata_version`` as for ``post``.
+        """
+
+
+    @abstractmethod
+    def reject(
+        self,
+        project: str,
+        queue: str,
+        message_id: str,
+        *,
+        claim_id: str,
+        client_id: str | None,
+        description: str | None,
+        retry_after: int | None,
+    ) -> None:
+        """A retry reject: the holder of live claim ``claim_id`` gives the message back.
+
+        - missing or expired message: MessageNotFound;
+        - not held by that live claim (free, another claim, an expired
+          claim): ClaimMismatch (check_move's rule), nothing changes;
+        - otherwise, in one atomic step, the message leaves the claim (the
+          claim keeps its other messages) with its claim count unchanged,
+          and is claimable again ``retry_after`` seconds from now, or, when
+          None, once the backoff its claim gave it has passed from now (as
+          a release does; at once without one). A ``rejected`` event (claim
+          id, client id, claim count, ``events.rejected_detail(description,
+          retry_after)``).
+
+        A terminal reject is a ``move`` (zq.moves.rejected) with the claim id.
+        """
+
+    @abstractmethod
+    def move(
+        self,
+        project: str,
+        queue: str,
+        message_ids: Sequence[str],
+        move: Move,
+        *,
+        claim_id: str | None = None,
+        client_id: str | None,
+    ) -> list[str]:
+        """Move messages to queue ``move.to`` of this backend in ONE atomic step.
+
+        The primitive of every poison feature (terminal reject, redrive;
+        a claim's dead letter move and expiry dead lettering run the same
+        step inside their own). ``move`` (zq.moves) says what each moved
+        message becomes; the driver carries it out exactly as zq.moves'
+        docstring lists: same id, body, marker, client id and fingerprint;
+        in ``move.to`` (created if missing, in the same step), free (no
+        claim, no delay); ttl ``move.ttl`` or its own, created now,
+        expires now + ttl; ``move.history_entry(queue, now)`` appended;
+        claim_count 0 when ``move.reset_claim_count``, else kept;
+        redrive_count + 1 when ``move.count_redrive``; and one
+        ``move.event`` event on ``queue`` per moved message (claim count
+        before the move, ``claim_id``, ``client_id``,
+        ``move.event_detail(fingerprint, body)``), in the same step.
+
+        Which listed messages move (check_move): alive ones in ``queue``;
+        unknown, expired or other queues' ids are skipped. Without
+        ``claim_id``, messages held by a live claim are skipped. With
+        ``claim_id`` (a reject by the claim's holder), every listed alive
+        message must be held by that live claim: otherwise ClaimMismatch
+        and nothing moves. Returns the ids moved, in queue order; after
+        it each message is in exactly one queue, whatever crashes when.
+        ``move.to == queue`` is a ValueError (check_destination).
         """
 
 
@@ -486,24 +569,24 @@ class ClaimController(ABC):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
-        metadata_version: str | None = None,
+        backoff: BackoffPolicy | None = None,
     ) -> ClaimRecord | None:
         """Claim up to ``limit`` free messages in queue order, atomically.
 
         One atomic step (transaction / script) that walks free candidates in
         queue order. A candidate that ``dead_letter.is_exhausted`` (only when
-        a policy is given) is not delivered: it is moved to
-        ``dead_letter.queue`` with ``dead_letter.moved(...)``'s values (same
-        id, body and claim_count, free, new ttl, created and expires restarted
-        at now, one history entry appended, queue created if missing) and a
-        ``dead_lettered`` event (``detail={"to": dlq, "reason",
-        "fingerprint", "sample"}``, sample: the first 1024 characters of the
-        body) is recorded; the walk then goes on so the batch still holds up
-        to ``limit`` deliverable messages.
+        a policy is given) is not delivered: it is moved as
+        ``MessageController.move`` moves it, with ``dead_letter.move``, its
+        event recorded with the claimer's client id and no claim id; the
+        walk then goes on so the batch still holds up to ``limit``
+        deliverable messages.
 
         Each delivered message: claim_count + 1, held by the new claim until
         now + ttl, and its own expiry raised to at least now + ttl + grace. A
-        ``claimed`` event per message (new claim count).
+        ``claimed`` event per message (new claim count). With ``backoff``,
+        each delivered message is claimable again no sooner than the claim's
+        expiry plus ``backoff.delay_for(new claim count)`` (drawn once per
+        message, kept by renew and release, see the module documentation).
 
         Returns None (after committing any dead letter moves) when no
         message was delivered. Two concurrent calls never deliver the same
@@ -528,8 +611,9 @@ class ClaimController(ABC):
         """Extend a live claim to now + ttl; raises ClaimNotFound.
 
         Its messages stay held until the new expiry and live at least until
-        now + ttl + grace. Claim counts do not change. A ``renewed`` event
-        per held message.
+        now + ttl + grace, and keep the backoff their claim gave them after
+        it (claimable again at the new expiry plus that backoff). Claim
+        counts do not change. A ``renewed`` event per held message.
         """
 
     @abstractmethod
@@ -538,9 +622,67 @@ class ClaimController(ABC):
     ) -> None:
         """End a claim: its messages become free, counts unchanged.
 
+        A message to which the claim gave a backoff becomes claimable again
+        only that backoff after now (delayed meanwhile).
+
         No error when the claim does not exist or has expired. A ``released``
         event per message it still held.
         """
+
+
+class VersionedDeliveries(ABC):
+    """A capability of some drivers: deliveries that check a metadata version.
+
+    The service reads a queue's metadata (its defaults, its dead letter
+    policy) before it posts, claims or pops. A driver offering this
+    capability (``Storage.versioned``) takes the version that read returned
+    (``QueueController.read_metadata``) and checks it in the same atomic
+    step as the delivery: each method acts exactly as its plain
+    counterpart, or raises MetadataChanged and changes nothing when the
+    queue's metadata version is no longer ``metadata_version``. The service
+    can then keep metadata cached indefinitely (zq.metadata_cache).
+    """
+
+    @abstractmethod
+    def post(
+        self,
+        project: str,
+        queue: str,
+        messages: Sequence[NewMessage],
+        *,
+        client_id: str | None,
+        metadata_version: str,
+    ) -> list[str]:
+        """``MessageController.post``, at ``metadata_version``."""
+
+    @abstractmethod
+    def pop(
+        self,
+        project: str,
+        queue: str,
+        *,
+        limit: int,
+        client_id: str | None,
+        dead_letter: DeadLetterPolicy | None,
+        metadata_version: str,
+    ) -> list[MessageRecord]:
+        """``MessageController.pop``, at ``metadata_version``."""
+
+    @abstractmethod
+    def claim(
+        self,
+        project: str,
+        queue: str,
+        *,
+        ttl: int,
+        grace: int,
+        limit: int,
+        client_id: str | None,
+        dead_letter: DeadLetterPolicy | None,
+        metadata_version: str,
+        backoff: BackoffPolicy | None = None,
+    ) -> ClaimRecord | None:
+        """``ClaimController.create``, at ``metadata_version``."""
 
 
 class EventLog(ABC):
@@ -582,6 +724,8 @@ class Storage(ABC):
     messages: MessageController
     claims: ClaimController
     events: EventLog
+    # The driver's VersionedDeliveries, when it has the capability.
+    versioned: VersionedDeliveries | None = None
 
     @abstractmethod
     def ping(self) -> bool:
@@ -590,6 +734,14 @@ class Storage(ABC):
     @abstractmethod
     def gc(self) -> Collected:
         """Remove expired messages and claims; returns how many of each went.
+
+        An expired message of a queue whose stored metadata asks for it
+        (zq.dead_letter.expiry_move_from_metadata, ``_dead_letter_expired``)
+        is moved instead, with that move (``Collected.moved``), exactly as
+        ``MessageController.move`` moves, client id None. A claim or pop on
+        such a queue that is given the policy (``DeadLetterPolicy.expired``)
+        moves its expired messages first, in its own atomic step; the Redis
+        driver moves them whenever it settles the queue.
 
         Records an ``expired`` event per removed message (its claim count),
         and one ``expired`` event per removed claim that still held messages

@@ -7,7 +7,8 @@ from bson import ObjectId
 from tests.drivers.mongo.helpers import bodies, message
 from tests.drivers.mongo.recording import record
 from zq.dead_letter import DeadLetterPolicy
-from zq.storage.mongo.delivery import move_to_dead_letter_queue
+from zq.storage.mongo.documents import free
+from zq.storage.mongo.moves import move_document
 
 POLICY = DeadLetterPolicy(max_claim_count=1, queue="dlq", ttl=900)
 
@@ -51,7 +52,8 @@ def test_move_does_nothing_when_the_message_changed_since_it_was_read(storage, p
     stale = storage._b.messages.find_one({"_id": ObjectId(mid)})
     _claim(storage, project)  # now held by a live claim, count 1
 
-    assert not move_to_dead_letter_queue(storage._b, stale, POLICY, clock.now(), None)
+    assert not move_document(storage._b, stale, POLICY.move, clock.now(),
+                             state=free(clock.now()), session=None)
     assert storage.messages.get(project, "src", mid).claim_count == 1
     assert storage.messages.get_many(project, "dlq", [mid]) == []
 

@@ -29,6 +29,7 @@ from hypothesis.stateful import (
 
 from tests.drivers.redis.helpers import message, post
 from zq import events as kinds
+from zq.backoff import BackoffPolicy
 from zq.clock import ManualClock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
@@ -38,6 +39,7 @@ from zq.storage.redis import RedisStorage
 from zq.storage.redis.wire import Budget
 
 POLICY = DeadLetterPolicy(max_claim_count=2, queue="dlq")
+BACKOFF = BackoffPolicy(delay=20, max_delay=50)
 QUEUES = ("q", "dlq")
 TINY = Budget(work=2, promote=2, skip=2)
 
@@ -75,8 +77,12 @@ def check_sets(storage: RedisStorage, qid: str, msgs: dict[str, dict[str, str]],
         return dict(storage.client.zrange(f"{storage.prefix}{name}:{qid}", 0, -1,
                                           withscores=True))
 
-    order, ready, held, waiting, expiry = (zset(n) for n in ("qo", "qr", "qh", "qw", "qx"))
+    order, ready, held, waiting, expiry, backoff = (
+        zset(n) for n in ("qo", "qr", "qh", "qw", "qx", "qb"))
     assert set(order) == set(msgs) == set(expiry)
+    assert set(backoff) <= set(held)
+    for mid, free_at in backoff.items():
+        assert free_at == float(msgs[mid]["delay"]) > float(msgs[mid]["cexp"])
     assert set(ready) | set(held) | set(waiting) == set(order)
     assert len(ready) + len(held) + len(waiting) == len(order)
     for mid, m in msgs.items():
@@ -97,8 +103,10 @@ def brute_stats(msgs: dict[str, dict[str, str]], now: float) -> tuple[Any, ...]:
     alive = sorted((m for m in msgs.values() if float(m["expires"]) > now),
                    key=lambda m: int(m["marker"]))
     claimed = sum(1 for m in alive if m["claim"] != "" and float(m["cexp"]) > now)
+    delayed = sum(1 for m in alive if not (m["claim"] != "" and float(m["cexp"]) > now)
+                  and float(m["delay"]) > now)
     ends = [(m["marker"]) for m in (alive[:1] + alive[-1:])]
-    return len(alive) - claimed, claimed, ends
+    return len(alive) - claimed, claimed, delayed, ends
 
 
 def brute_list(msgs: dict[str, dict[str, str]], now: float, *, echo: bool,
@@ -136,11 +144,13 @@ def test_sets_agree_with_messages_after_any_operations(
                 self.project, "q", new_messages(count, ttl, delay), client_id=client))
 
         @rule(target=claims, limit=st.integers(1, 4), ttl=st.sampled_from([30, 90]),
-              grace=st.sampled_from([0, 30]), dead_letter=st.booleans())
-        def claim(self, limit: int, ttl: int, grace: int, dead_letter: bool) -> str:
+              grace=st.sampled_from([0, 30]), dead_letter=st.booleans(), backoff=st.booleans())
+        def claim(self, limit: int, ttl: int, grace: int, dead_letter: bool,
+                  backoff: bool) -> str:
             made = storage.claims.create(self.project, "q", ttl=ttl, grace=grace, limit=limit,
                                          client_id="c2",
-                                         dead_letter=POLICY if dead_letter else None)
+                                         dead_letter=POLICY if dead_letter else None,
+                                         backoff=BACKOFF if backoff else None)
             return made.id if made else "none"
 
         @rule(limit=st.integers(1, 3), dead_letter=st.booleans())
@@ -198,7 +208,7 @@ def test_sets_agree_with_messages_after_any_operations(
                 stats = storage.queues.stats(self.project, queue)
                 ends = [str(r.marker) for r in storage.messages.get_many(
                     self.project, queue, [s.id for s in (stats.oldest, stats.newest) if s])]
-                assert (stats.free, stats.claimed, ends) == brute_stats(msgs, now)
+                assert (stats.free, stats.claimed, stats.delayed, ends) == brute_stats(msgs, now)
                 for echo in (False, True):
                     for claimed in (False, True):
                         for delayed in (False, True):

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import re
+from pathlib import Path
 
 from tests.drivers.redis.helpers import post, visible
+from zq import events
 from zq.clock import ManualClock
 from zq.storage.redis import RedisStorage
+from zq.storage.redis import scripts as scripts_module
 from zq.storage.redis.scripts import script_names, script_source
 
 STATE_CHANGES = {"post", "claim", "pop", "delete", "delete_many", "renew", "release",
                  "purge", "queue_create", "queue_set_metadata", "queue_delete", "gc",
-                 "events_trim", "settle", "layout_upgrade"}
+                 "events_trim", "settle", "layout_upgrade", "move", "reject"}
 
 
 def test_every_state_change_has_its_own_script() -> None:
@@ -28,6 +31,30 @@ def test_every_script_compiles(storage: RedisStorage) -> None:
 def test_scripts_never_read_the_server_clock() -> None:
     for name in script_names():  # each source includes the shared library
         assert not re.search(r"['\"]TIME['\"]", script_source(name)), name
+
+
+def _lua_files() -> dict[str, str]:
+    """Each lua/ file as written (library included), without the generated names."""
+    folder = Path(scripts_module.__file__).parent / "lua"
+    return {path.name: path.read_text() for path in folder.glob("*.lua")}
+
+
+def test_no_script_spells_an_event_kind_or_a_detail_key() -> None:
+    """Kinds and detail keys come from zq.events (the KIND and DETAIL tables)."""
+    kinds = "|".join(events.KIND_NAMES.values())
+    keys = "|".join(str(v) for v in events.DETAIL_NAMES.values())
+    for name, text in _lua_files().items():
+        code = "\n".join(line.partition("--")[0] for line in text.splitlines())
+        assert not re.search(rf"['\"]({kinds})['\"]", code), name
+        # A detail table's field spelled in place: {ttl = ..., ['ttl'] = ...}.
+        assert not re.search(rf"[{{,]\s*(\[['\"])?({keys})(['\"]\])?\s*=[^=]", code), name
+
+
+def test_the_generated_names_are_zq_events(storage: RedisStorage) -> None:
+    source = script_source("purge")
+    for kind in events.KIND_NAMES.values():
+        assert f'"{kind}"' in source
+    assert source.index("local KIND") < source.index("local function event(")
 
 
 def test_read_scripts_are_flagged_no_writes() -> None:

@@ -6,16 +6,18 @@ A message is held while its ``claim_id`` names the claim and its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bson import ObjectId
 from pymongo import ReturnDocument
 
 from zq import events
+from zq.backoff import BackoffPolicy, release_delay
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.events import event_fields
-from zq.storage.base import ClaimController, ClaimRecord, refuse_metadata_version
+from zq.storage.base import ClaimController, ClaimRecord
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.delivery import take_batch
 from zq.storage.mongo.documents import expiry_date, free, held_by, object_id, to_record
@@ -35,9 +37,8 @@ class MongoClaims(ClaimController):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
-        metadata_version: str | None = None,
+        backoff: BackoffPolicy | None = None,
     ) -> ClaimRecord | None:
-        refuse_metadata_version(metadata_version)
         def change(session: Any) -> tuple[ClaimRecord | None, list[dict[str, Any]]]:
             now = self._b.clock.now()
             claim_expires = now + ttl
@@ -49,11 +50,17 @@ class MongoClaims(ClaimController):
             message_expires = claim_expires + grace
 
             def deliver(candidate: dict[str, Any]) -> dict[str, Any] | None:
+                held: dict[str, Any] = {"claim_id": claim_id, "claim_expires": claim_expires}
+                if backoff is not None:
+                    # Claimable again at the claim's expiry plus its backoff:
+                    # an expiry of the claim implies it (zq.backoff).
+                    held["delay_until"] = claim_expires + backoff.delay_for(
+                        candidate["claim_count"] + 1)
                 return self._b.messages.find_one_and_update(
                     {"_id": candidate["_id"], "project": project, "queue": queue,
                      "claim_count": candidate["claim_count"], **free(now)},
                     {
-                        "$set": {"claim_id": claim_id, "claim_expires": claim_expires},
+                        "$set": held,
                         "$inc": {"claim_count": 1},
                         "$max": {
                             "expires": message_expires,
@@ -114,20 +121,23 @@ class MongoClaims(ClaimController):
             if claim is None:
                 raise ClaimNotFound.gone(claim_id)
             held = {"project": project, "queue": queue, **held_by(claim_id, now)}
-            ids = [doc["_id"] for doc in self._b.messages.find(
-                held, {"_id": 1}, sort=[("marker", 1)], session=session)]
+            docs = list(self._b.messages.find(
+                held, {"_id": 1, "delay_until": 1, "claim_expires": 1},
+                sort=[("marker", 1)], session=session))
+            ids = [doc["_id"] for doc in docs]
             message_expires = claim_expires + grace
-            self._b.messages.update_many(
-                {**held, "_id": {"$in": ids}},
-                {
-                    "$set": {"claim_expires": claim_expires},
-                    "$max": {
-                        "expires": message_expires,
-                        "expires_at": expiry_date(message_expires, now),
-                    },
+            # Each message keeps the backoff its claim gave it, past the new expiry.
+            self._write_each(docs, held, lambda doc: {
+                "$set": {
+                    "claim_expires": claim_expires,
+                    "delay_until": claim_expires + release_delay(
+                        doc["delay_until"], doc["claim_expires"]),
                 },
-                session=session,
-            )
+                "$max": {
+                    "expires": message_expires,
+                    "expires_at": expiry_date(message_expires, now),
+                },
+            }, session)
             return None, self._held_events(events.RENEWED, project, queue, claim_id,
                                            client_id, ids, now, session)
 
@@ -150,17 +160,32 @@ class MongoClaims(ClaimController):
             if claim is None:
                 return None, []
             held = {"project": project, "queue": queue, **held_by(claim_id, now)}
-            ids = [doc["_id"] for doc in self._b.messages.find(
-                held, {"_id": 1}, sort=[("marker", 1)], session=session)]
-            self._b.messages.update_many(
-                {**held, "_id": {"$in": ids}},
-                {"$set": {"claim_id": None, "claim_expires": 0.0}},
-                session=session,
-            )
+            docs = list(self._b.messages.find(
+                held, {"_id": 1, "delay_until": 1, "claim_expires": 1},
+                sort=[("marker", 1)], session=session))
+            ids = [doc["_id"] for doc in docs]
+            # Free again once the backoff its claim gave it has passed from now.
+            self._write_each(docs, held, lambda doc: {"$set": {
+                "claim_id": None,
+                "claim_expires": 0.0,
+                "delay_until": now + release_delay(doc["delay_until"], doc["claim_expires"]),
+            }}, session)
             return None, self._held_events(events.RELEASED, project, queue, claim_id,
                                            client_id, ids, now, session)
 
         self._b.units.run(change)
+
+    def _write_each(
+        self,
+        docs: list[dict[str, Any]],
+        held: dict[str, Any],
+        update: Callable[[dict[str, Any]], dict[str, Any]],
+        session: Any,
+    ) -> None:
+        """One conditional update per held message (its values depend on the message)."""
+        for doc in docs:
+            self._b.messages.update_one({**held, "_id": doc["_id"]}, update(doc),
+                                        session=session)
 
     def _live_claim(self, project: str, queue: str, claim_id: str, now: float) -> dict[str, Any]:
         oid = object_id(claim_id)

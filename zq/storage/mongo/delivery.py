@@ -2,7 +2,7 @@
 
 A delivery walks free candidates in queue order. Each exhausted candidate
 (``DeadLetterPolicy.is_exhausted``) is moved to the dead letter queue by
-``move_to_dead_letter_queue``; every other one is handed to ``deliver``, a
+zq.storage.mongo.moves with the policy's move; every other one is handed to ``deliver``, a
 conditional single-document write that succeeds only while the message is
 still free, so two concurrent deliveries never hand out one message.
 """
@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from zq import events
 from zq.dead_letter import DeadLetterPolicy
-from zq.events import event_fields
 from zq.storage.mongo.context import MongoContext
-from zq.storage.mongo.documents import expiry_date, free
+from zq.storage.mongo.documents import free
+from zq.storage.mongo.moves import move_document, move_expired, moved_event
 from zq.storage.mongo.queues import ensure_queue
+
+# Expired messages a claim or pop moves at most (``_dead_letter_expired``),
+# so that its own work stays bounded; gc moves the rest.
+EXPIRED_PER_DELIVERY = 100
 
 # deliver(candidate) -> the message as delivered (claimed or popped), or
 # None when another writer got to it first. The same roles as SQL's
@@ -40,6 +43,10 @@ def take_batch(
     """Deliver up to ``limit`` messages; returns them and the dead letter events."""
     delivered: list[dict[str, Any]] = []
     moved: list[dict[str, Any]] = []
+    expiry = None if dead_letter is None else dead_letter.expiry_move
+    if expiry is not None:
+        moved += move_expired(backend, project, queue, expiry, now,
+                              limit=EXPIRED_PER_DELIVERY, session=session)
     after: int | None = None  # walk forward only: the walk always ends
     dead_letter_queue_ready = False
     while len(delivered) < limit:
@@ -57,8 +64,10 @@ def take_batch(
                 if not dead_letter_queue_ready:
                     ensure_queue(backend, project, dead_letter.queue, session=session)
                     dead_letter_queue_ready = True
-                if move_to_dead_letter_queue(backend, candidate, dead_letter, now, session):
-                    moved.append(dead_lettered_event(candidate, dead_letter, now, client_id))
+                if move_document(backend, candidate, dead_letter.move, now, state=free(now),
+                                 session=session):
+                    moved.append(moved_event(candidate, dead_letter.move, now, claim_id=None,
+                                             client_id=client_id))
                 continue
             taken = deliver(candidate)
             if taken is not None:
@@ -66,61 +75,3 @@ def take_batch(
                 if len(delivered) == limit:
                     break
     return delivered, moved
-
-
-def move_to_dead_letter_queue(
-    backend: MongoContext,
-    message: dict[str, Any],
-    policy: DeadLetterPolicy,
-    now: float,
-    session: Any,
-) -> bool:
-    """Move one message to ``policy.queue``: ONE single-document update.
-
-    The filter requires the message to be still free in its source queue
-    with the claim count the decision was made on; the update rewrites its
-    queue, ttl, times and claim fields and appends its history entry
-    together, so after it the message is in exactly one queue whatever
-    crashes when. Returns False when another writer changed it first.
-    """
-    values = policy.moved(message["ttl"], now)
-    result = backend.messages.update_one(
-        {
-            "_id": message["_id"],
-            "project": message["project"],
-            "queue": message["queue"],
-            "claim_count": message["claim_count"],
-            **free(now),
-        },
-        {
-            "$set": {
-                "queue": policy.queue,
-                "ttl": values.ttl,
-                "created": values.created,
-                "expires": values.expires,
-                "expires_at": expiry_date(values.expires, now),
-                "claim_id": None,
-                "claim_expires": 0.0,
-                "delay_until": 0.0,
-            },
-            "$push": {"history": policy.history_entry(message["queue"], now)},
-        },
-        session=session,
-    )
-    return result.modified_count == 1
-
-
-def dead_lettered_event(
-    message: dict[str, Any], policy: DeadLetterPolicy, now: float, client_id: str | None
-) -> dict[str, Any]:
-    return event_fields(
-        events.DEAD_LETTERED,
-        now,
-        message["project"],
-        message["queue"],
-        message_id=str(message["_id"]),
-        client_id=client_id,
-        claim_count=message["claim_count"],
-        detail=events.dead_lettered_detail(policy.queue, policy.reason,
-                                          message["fingerprint"], message["body"]),
-    )

@@ -4,7 +4,9 @@ A message is one document in the ``messages`` collection::
 
     {_id: ObjectId, project, queue, marker, body, fingerprint, ttl, created,
      expires, expires_at, client_id, claim_id, claim_expires, delay_until,
-     claim_count, history}
+     claim_count, history, redrive_count}
+
+``redrive_count`` is absent from documents stored before it existed: 0.
 
 ``expires`` (POSIX float) is compared with the injected clock for every
 visibility decision. ``expires_at`` (a date) only feeds the TTL index, the
@@ -76,4 +78,5 @@ def to_record(doc: dict[str, Any], now: float) -> MessageRecord:
         claim_count=doc["claim_count"],
         history=list(doc.get("history", [])),
         marker=doc["marker"],
+        redrive_count=doc.get("redrive_count", 0),
     )

@@ -13,32 +13,46 @@ from zq import events
 from zq.events import event_fields
 from zq.storage.base import Collected
 from zq.storage.mongo.context import MongoContext
+from zq.storage.mongo.moves import expiry_moves, move_expired_documents
 
 BATCH = 500
 
 
 def collect(b: MongoContext) -> Collected:
     """Remove expired messages and claims; says how many of each went."""
-    messages = 0
+    messages = moved = 0
     while True:
-        batch = b.units.run(lambda session: _messages_batch(b, session))
-        messages += batch
-        if batch < BATCH:
+        found, removed, went = b.units.run(lambda session: _messages_batch(b, session))
+        messages += removed
+        moved += went
+        if found < BATCH:
             break
     claims = 0
     while True:
         found, removed = b.units.run(lambda session: _claims_batch(b, session))
         claims += removed
         if found < BATCH:
-            return Collected(messages, claims)
+            return Collected(messages, claims, moved)
 
 
-def _messages_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, Any]]]:
+def _messages_batch(
+    b: MongoContext, session: Any
+) -> tuple[tuple[int, int, int], list[dict[str, Any]]]:
+    """(messages looked at, removed, moved) and their events.
+
+    Those of queues with ``_dead_letter_expired`` move to their dead letter
+    queue instead of being removed.
+    """
     now = b.clock.now()
     expired = {"expires": {"$lte": now}}
-    found = b.messages.find(expired, {"_id": 1}, limit=BATCH, session=session)
+    found = list(b.messages.find(
+        expired, {"_id": 1, "project": 1, "queue": 1}, limit=BATCH, session=session))
+    moving = expiry_moves(b, {(doc["project"], doc["queue"]) for doc in found},
+                          session=session)
     recorded = []
-    for doc in list(found):
+    for doc in found:
+        if (doc["project"], doc["queue"]) in moving:
+            continue
         # Conditional delete: of two collectors only one removes the
         # message, and only that one records its event.
         gone = b.messages.find_one_and_delete(
@@ -49,7 +63,16 @@ def _messages_batch(b: MongoContext, session: Any) -> tuple[int, list[dict[str, 
                 events.EXPIRED, now, gone["project"], gone["queue"],
                 message_id=str(gone["_id"]), claim_count=gone["claim_count"],
             ))
-    return len(recorded), recorded
+    removed = len(recorded)
+    for (project, queue), move in moving.items():
+        docs = list(b.messages.find(
+            {"_id": {"$in": [d["_id"] for d in found
+                             if (d["project"], d["queue"]) == (project, queue)]},
+             **expired},
+            sort=[("marker", 1)], session=session,
+        ))
+        recorded += move_expired_documents(b, docs, move, now, session=session)
+    return (len(found), removed, len(recorded) - removed), recorded
 
 
 def _claims_batch(

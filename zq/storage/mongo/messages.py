@@ -8,15 +8,18 @@ from typing import Any
 from bson import ObjectId
 
 from zq import events
+from zq.backoff import release_delay
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import MessageNotFound
 from zq.events import event_fields
+from zq.moves import Move
 from zq.storage.base import (
     MessageController,
     MessageRecord,
     NewMessage,
     check_delete,
-    refuse_metadata_version,
+    check_destination,
+    check_move,
 )
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.counters import markers_key, reserve
@@ -25,9 +28,11 @@ from zq.storage.mongo.documents import (
     alive,
     expiry_date,
     free,
+    held_by,
     object_id,
     to_record,
 )
+from zq.storage.mongo.moves import move_document, moved_event
 from zq.storage.mongo.queues import ensure_queue
 
 
@@ -42,9 +47,7 @@ class MongoMessages(MessageController):
         messages: Sequence[NewMessage],
         *,
         client_id: str | None,
-        metadata_version: str | None = None,
     ) -> list[str]:
-        refuse_metadata_version(metadata_version)
         if not messages:
             return []
         # Markers are reserved outside the unit: a retried transaction or a
@@ -95,7 +98,9 @@ class MongoMessages(MessageController):
         if not include_claimed:
             query["claim_expires"] = {"$lte": now}
         if not include_delayed:
-            query["delay_until"] = {"$lte": now}
+            # A held message's delay_until is its backoff after the claim: it
+            # is claimed, not delayed.
+            query["$or"] = [{"claim_expires": {"$gt": now}}, {"delay_until": {"$lte": now}}]
         docs = self._b.messages.find(query, sort=[("marker", 1)], limit=limit)
         return [to_record(doc, now) for doc in docs]
 
@@ -106,7 +111,7 @@ class MongoMessages(MessageController):
             {"_id": oid, "project": project, "queue": queue, **alive(now)}
         )
         if doc is None:
-            raise MessageNotFound(f"Message {message_id!r} does not exist.")
+            raise MessageNotFound.gone(message_id)
         return to_record(doc, now)
 
     def get_many(
@@ -182,6 +187,88 @@ class MongoMessages(MessageController):
 
         return self._b.units.run(change)
 
+    def reject(
+        self,
+        project: str,
+        queue: str,
+        message_id: str,
+        *,
+        claim_id: str,
+        client_id: str | None,
+        description: str | None,
+        retry_after: int | None,
+    ) -> None:
+        oid = object_id(message_id)
+
+        def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
+            now = self._b.clock.now()
+            doc = None if oid is None else self._b.messages.find_one(
+                {"_id": oid, "project": project, "queue": queue, **alive(now)},
+                session=session)
+            if doc is None:
+                raise MessageNotFound(f"Message {message_id!r} does not exist.")
+            check_move(message_id, claim_id,
+                       doc["claim_id"] if doc["claim_expires"] > now else None)
+            wait = (release_delay(doc["delay_until"], doc["claim_expires"])
+                    if retry_after is None else retry_after)
+            # Conditional on the claim still holding it: one single-document update.
+            left = self._b.messages.update_one(
+                {"_id": oid, "project": project, "queue": queue, **held_by(claim_id, now)},
+                {"$set": {"claim_id": None, "claim_expires": 0.0, "delay_until": now + wait}},
+                session=session,
+            )
+            if left.modified_count != 1:  # its claim ended meanwhile
+                check_move(message_id, claim_id, None)
+            return None, [event_fields(
+                events.REJECTED, now, project, queue, message_id=message_id,
+                claim_id=claim_id, client_id=client_id, claim_count=doc["claim_count"],
+                detail=events.rejected_detail(description, retry_after),
+            )]
+
+        self._b.units.run(change)
+
+    def move(
+        self,
+        project: str,
+        queue: str,
+        message_ids: Sequence[str],
+        move: Move,
+        *,
+        claim_id: str | None = None,
+        client_id: str | None,
+    ) -> list[str]:
+        check_destination(queue, move)
+        ids = _object_ids(message_ids)
+        if not ids:
+            return []
+
+        def change(session: Any) -> tuple[list[str], list[dict[str, Any]]]:
+            now = self._b.clock.now()
+            docs = list(self._b.messages.find(
+                {"_id": {"$in": ids}, "project": project, "queue": queue, **alive(now)},
+                sort=[("marker", 1)], session=session,
+            ))
+            # Every message checked before any moves: a mismatch moves nothing.
+            chosen = [
+                doc for doc in docs
+                if check_move(str(doc["_id"]), claim_id,
+                              doc["claim_id"] if doc["claim_expires"] > now else None)
+            ]
+            if chosen:
+                ensure_queue(self._b, project, move.to, session=session)
+            # Each move is conditional on the state just checked: a message a
+            # claim took or left meanwhile stays where it is.
+            state = (held_by(claim_id, now) if claim_id is not None
+                     else {**alive(now), "claim_expires": {"$lte": now}})
+            moved = [doc for doc in chosen
+                     if move_document(self._b, doc, move, now, state=state, session=session)]
+            return [str(doc["_id"]) for doc in moved], [
+                moved_event(doc, move, now, claim_id=claim_id, client_id=client_id)
+                for doc in moved
+            ]
+
+        return self._b.units.run(change)
+
     def pop(
         self,
         project: str,
@@ -190,9 +277,7 @@ class MongoMessages(MessageController):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
-        metadata_version: str | None = None,
     ) -> list[MessageRecord]:
-        refuse_metadata_version(metadata_version)
         def change(session: Any) -> tuple[list[MessageRecord], list[dict[str, Any]]]:
             now = self._b.clock.now()
 

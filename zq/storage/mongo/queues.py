@@ -163,9 +163,12 @@ class MongoQueues(QueueController):
         free = messages.count_documents({**in_queue, "claim_expires": {"$lte": now}})
         if claimed + free == 0:
             return QueueStats(free=0, claimed=0)
+        unheld = {**in_queue, "claim_expires": {"$lte": now}}
+        delayed = messages.count_documents({**unheld, "delay_until": {"$gt": now}}) if free else 0
         return QueueStats(
             free=free,
             claimed=claimed,
+            delayed=delayed,
             oldest=self._stamp(in_queue, 1),
             newest=self._stamp(in_queue, -1),
         )

@@ -6,7 +6,7 @@ URI: ``redis://[[user]:password@]host[:port][/db][?prefix=NAME]`` or
 share one Redis without colliding. Requires Redis 7.0 or later (script
 flags, exclusive XRANGE, XTRIM MINID).
 
-Atomicity. Each state change (post, claim, pop, delete, delete_many,
+Atomicity. Each state change (post, claim, pop, delete, delete_many, move,
 renew, release, purge, queue_create, queue_set_metadata, queue_delete, gc,
 events_trim) is one script in ``lua/``, with its events appended by XADD
 inside the same script. Scripts receive the time from the driver's clock
@@ -32,12 +32,17 @@ bytes) can make two keys collide::
     P qr:<qid>         zset  ready (free now) message ids by marker
     P qh:<qid>         zset  held message ids by claim expiry
     P qw:<qid>         zset  waiting message ids by when they become claimable
+    P qb:<qid>         zset  held message ids whose claim gave them a backoff
+                             (zq.backoff), by when they become claimable again:
+                             where settling sends them once the claim expired
     P qx:<qid>         zset  message ids by expiry time
     P qc:<qid>         set   claim ids of the queue
     P marker           string counter for markers (one sequence per backend)
     P m:<id>           hash  q, body, ttl, created, expires, client, claim,
                              cexp (claim expiry), count, hist (JSON list),
-                             marker, delay (free from), fp (fingerprint)
+                             marker, delay (claimable from: a post's delay, or
+                             the claim's expiry plus its backoff), fp (fingerprint),
+                             rc (redrive count; absent: 0)
     P c:<cid>          hash  q, ttl, grace, created, expires, client
     P cm:<cid>         set   message ids the claim took
     P xq               zset  queue ids by (a lower bound of) their first expiry
@@ -47,8 +52,8 @@ bytes) can make two keys collide::
     P trash            set   ids of purged and deleted queues whose keys gc reclaims
 
 Every message of a queue is in its order, its expiry index and exactly one
-of ready, held and waiting. No script walks a queue: each call that needs
-the queue exact first settles it (``settle`` in lua/_lib.lua: removes
+of ready, held and waiting (and in qb only while in held). No script walks
+a queue: each call that needs the queue exact first settles it (``settle`` in lua/_lib.lua: removes
 expired messages, moves messages whose claim or delay ended into ready)
 within a per-call budget (``wire.Budget``), answering AGAIN for the driver
 to call again when the budget ran out; docs/redis.md has the bounds.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from zq.backoff import BackoffPolicy
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
@@ -12,6 +13,7 @@ from zq.storage.redis.scripts import ScriptBook
 from zq.storage.redis.settle import run_until_done
 from zq.storage.redis.wire import (
     Budget,
+    backoff_args,
     check_fresh,
     message_records,
     optional,
@@ -37,12 +39,14 @@ class RedisClaims(ClaimController):
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
         metadata_version: str | None = None,
+        backoff: BackoffPolicy | None = None,
     ) -> ClaimRecord | None:
         claim_id = uuid.uuid4().hex
+        jitter = backoff_args(backoff, limit)
         now, rows = run_until_done(self._scripts, self._clock, "claim", lambda now: [
             project, queue, claim_id, int(ttl), int(grace), limit, optional(client_id),
             *policy_args(dead_letter, queue, now), version_arg(metadata_version),
-            *self._budget.args(),
+            *self._budget.args(), *jitter,
         ])
         check_fresh(rows)
         if not rows:

@@ -6,17 +6,21 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from zq import events
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
-from zq.storage.base import MessageController, MessageRecord, NewMessage
+from zq.moves import Move
+from zq.storage.base import MessageController, MessageRecord, NewMessage, check_destination
 from zq.storage.redis.scripts import ScriptBook
 from zq.storage.redis.settle import read_settled, run_until_done
 from zq.storage.redis.wire import (
     Budget,
     check_fresh,
+    compact_json,
     flag,
     message_records,
+    move_args,
     optional,
     policy_args,
     version_arg,
@@ -25,6 +29,8 @@ from zq.storage.redis.wire import (
 # delete.lua's answers besides 0 (done, or nothing to do).
 _CLAIMED = 1
 _MISMATCH = 2
+# reject.lua's answer for a missing or expired message.
+_MISSING = 1
 
 
 class RedisMessages(MessageController):
@@ -45,6 +51,7 @@ class RedisMessages(MessageController):
         client_id: str | None,
         metadata_version: str | None = None,
     ) -> list[str]:
+        # metadata_version: only through RedisVersionedDeliveries (zq.storage.redis.versioned).
         ids = [uuid.uuid4().hex for _ in messages]
         args: list[Any] = [project, queue, optional(client_id), version_arg(metadata_version)]
         for mid, message in zip(ids, messages, strict=True):
@@ -84,7 +91,7 @@ class RedisMessages(MessageController):
     def get(self, project: str, queue: str, message_id: str) -> MessageRecord:
         found = self.get_many(project, queue, [message_id])
         if not found:
-            raise MessageNotFound(f"Message {message_id!r} does not exist.")
+            raise MessageNotFound.gone(message_id)
         return found[0]
 
     def get_many(
@@ -126,6 +133,47 @@ class RedisMessages(MessageController):
         allowed = ["*"] if claim_ids is None else list(claim_ids)
         return self._run("delete_many", project, queue, optional(client_id),
                          len(message_ids), *message_ids, *allowed)
+
+    def reject(
+        self,
+        project: str,
+        queue: str,
+        message_id: str,
+        *,
+        claim_id: str,
+        client_id: str | None,
+        description: str | None,
+        retry_after: int | None,
+    ) -> None:
+        detail = events.rejected_detail(description, retry_after)
+        answer = self._run("reject", project, queue, message_id, claim_id, optional(client_id),
+                           "" if retry_after is None else int(retry_after), compact_json(detail))
+        if answer == _MISSING:
+            raise MessageNotFound(f"Message {message_id!r} does not exist.")
+        if answer == _MISMATCH:
+            raise ClaimMismatch.of(claim_id, message_id)
+
+    def move(
+        self,
+        project: str,
+        queue: str,
+        message_ids: Sequence[str],
+        move: Move,
+        *,
+        claim_id: str | None = None,
+        client_id: str | None,
+    ) -> list[str]:
+        check_destination(queue, move)
+        if not message_ids:
+            return []
+        now = self._clock.now()
+        # move.lua applies zq.storage.base.check_move's rule atomically.
+        status, *found = self._scripts.run(
+            "move", now, project, queue, optional(claim_id), optional(client_id),
+            *move_args(move, queue, now), *message_ids)
+        if status == _MISMATCH and claim_id is not None:
+            raise ClaimMismatch.of(claim_id, found[0])
+        return list(found)
 
     def pop(
         self,

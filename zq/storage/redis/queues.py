@@ -17,7 +17,7 @@ from zq.storage.base import (
 )
 from zq.storage.redis.scripts import ScriptBook
 from zq.storage.redis.settle import read_settled
-from zq.storage.redis.wire import Budget, check_fresh, optional, version_arg
+from zq.storage.redis.wire import Budget, check_fresh, expiry_arg, optional, version_arg
 
 
 def _metadata_json(metadata: dict[str, Any]) -> str:
@@ -25,8 +25,6 @@ def _metadata_json(metadata: dict[str, Any]) -> str:
 
 
 class RedisQueues(QueueController):
-    checks_delivery_versions = True
-
     def __init__(self, scripts: ScriptBook, clock: Clock, budget: Budget) -> None:
         self._scripts = scripts
         self._clock = clock
@@ -44,7 +42,8 @@ class RedisQueues(QueueController):
         links_version: str | None = None,
     ) -> bool:
         return check_fresh(self._run(
-            "queue_create", project, queue, _metadata_json(metadata), version_arg(links_version)
+            "queue_create", project, queue, _metadata_json(metadata), version_arg(links_version),
+            expiry_arg(queue, metadata),
         )) == 1
 
     def exists(self, project: str, queue: str) -> bool:
@@ -74,6 +73,7 @@ class RedisQueues(QueueController):
         written = check_fresh(self._run(
             "queue_set_metadata", project, queue, _metadata_json(metadata),
             version_arg(expected_version), version_arg(links_version),
+            expiry_arg(queue, metadata),
         ))
         if written != 1:
             raise QueueNotFound(f"Queue {queue!r} does not exist.")
@@ -100,13 +100,14 @@ class RedisQueues(QueueController):
         return len(self._run("queue_list", project, "", -1, optional(name))) // 2
 
     def stats(self, project: str, queue: str) -> QueueStats:
-        free, claimed, old_id, old_at, new_id, new_at = read_settled(
+        free, claimed, old_id, old_at, new_id, new_at, delayed = read_settled(
             self._scripts, self._clock, self._budget, "queue_stats", project, queue)
         if not old_id:
             return QueueStats(free=int(free), claimed=int(claimed))
         return QueueStats(
             free=int(free),
             claimed=int(claimed),
+            delayed=int(delayed),
             oldest=MessageStamp(id=old_id, created=float(old_at)),
             newest=MessageStamp(id=new_id, created=float(new_at)),
         )

@@ -2,7 +2,9 @@
 
 Each ``lua/<name>.lua`` file is one atomic unit. ``lua/_lib.lua`` (the key
 layout and the helpers every script shares) is prepended to each file when
-it is loaded, after the script's ``#!lua`` line. Scripts are called by
+it is loaded, after the script's ``#!lua`` line and the event names of
+zq.events (``events_prelude``: the tables ``KIND`` and ``DETAIL``), so
+that no script spells an event kind or a detail key itself. Scripts are called by
 EVALSHA; on NOSCRIPT (after a restart, a failover or SCRIPT FLUSH) the
 script is loaded again and the call repeated once.
 """
@@ -10,26 +12,49 @@ script is loaded again and the call repeated once.
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
 import redis
 from redis.exceptions import NoScriptError
 
+from zq import events, moves
 from zq.errors import StorageUnavailable
 
 LIBRARY = "_lib"
 
 
+def _lua_table(name: str, values: Mapping[str, str | int]) -> str:
+    # json.dumps spells these plain ASCII names and integers as Lua does.
+    fields = ", ".join(f"{key} = {json.dumps(value)}" for key, value in values.items())
+    return f"local {name} = {{{fields}}}"
+
+
+def events_prelude() -> str:
+    """zq.events' kinds and detail names as the Lua tables ``KIND`` and ``DETAIL``.
+
+    And ``MOVE.TIME``, the history entry's time key (zq.moves), which a
+    script adds to a stored expiry move (wire.expiry_arg).
+    """
+    return "\n".join([
+        "-- Generated from zq/events.py (zq.storage.redis.scripts.events_prelude).",
+        _lua_table("KIND", events.KIND_NAMES),
+        _lua_table("DETAIL", events.DETAIL_NAMES),
+        _lua_table("MOVE", {"TIME": moves.TIME}),
+    ])
+
+
 def script_source(name: str) -> str:
-    """The full text sent to Redis for script ``name``: shebang, library, body."""
+    """The full text sent to Redis for script ``name``: shebang, event names, library, body."""
     folder = resources.files(__package__).joinpath("lua")
     body = folder.joinpath(f"{name}.lua").read_text(encoding="utf-8")
     library = folder.joinpath(f"{LIBRARY}.lua").read_text(encoding="utf-8")
     shebang, _, rest = body.partition("\n")
     if not shebang.startswith("#!lua"):
         raise ValueError(f"lua/{name}.lua must start with a #!lua line")
-    return f"{shebang}\n{library}\n{rest}"
+    return f"{shebang}\n{events_prelude()}\n{library}\n{rest}"
 
 
 def script_names() -> list[str]:

@@ -16,6 +16,7 @@ from zq.storage.redis.messages import RedisMessages
 from zq.storage.redis.queues import RedisQueues
 from zq.storage.redis.scripts import ScriptBook
 from zq.storage.redis.uri import parse_uri
+from zq.storage.redis.versioned import RedisVersionedDeliveries
 from zq.storage.redis.wire import Budget
 from zq.storage.uri import redact
 
@@ -37,6 +38,7 @@ class RedisStorage(Storage):
         self.messages = RedisMessages(self._scripts, clock, budget)
         self.claims = RedisClaims(self._scripts, clock, budget)
         self.events = RedisEventLog(self._scripts, clock)
+        self.versioned = RedisVersionedDeliveries(self.messages, self.claims)
 
     def ping(self) -> bool:
         try:
@@ -48,8 +50,9 @@ class RedisStorage(Storage):
         collected = Collected()
         while True:
             # gc.lua removes every expired claim it looks at.
-            gone, claims_seen, more = self._scripts.run("gc", self._clock.now(), GC_BATCH)
-            collected += Collected(int(gone), int(claims_seen))
+            gone, claims_seen, more, moved = self._scripts.run(
+                "gc", self._clock.now(), GC_BATCH)
+            collected += Collected(int(gone), int(claims_seen), int(moved))
             if claims_seen < GC_BATCH and not more:
                 return collected
 

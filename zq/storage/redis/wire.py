@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from zq.dead_letter import DeadLetterPolicy
+from zq import moves
+from zq.backoff import BackoffPolicy
+from zq.dead_letter import DeadLetterPolicy, expiry_move_from_metadata
 from zq.errors import MetadataChanged
-from zq.events import SAMPLE_CHARS
+from zq.moves import Move
 from zq.storage.base import MessageRecord
 
 # What a script answers when the caller's metadata version is stale.
@@ -41,7 +44,7 @@ class Budget:
 
 def message_record(queue: str, row: list[Any]) -> MessageRecord:
     """One message as returned by ``record()`` in lua/_lib.lua."""
-    mid, body, ttl, created, expires, client, claim, count, hist, marker = row
+    mid, body, ttl, created, expires, client, claim, count, hist, marker, redrives = row
     return MessageRecord(
         id=mid,
         queue=queue,
@@ -54,6 +57,7 @@ def message_record(queue: str, row: list[Any]) -> MessageRecord:
         claim_count=int(count),
         history=json.loads(hist),
         marker=int(marker),
+        redrive_count=int(redrives),
     )
 
 
@@ -82,16 +86,72 @@ def flag(value: bool) -> str:
     return "1" if value else ""
 
 
-def policy_args(policy: DeadLetterPolicy | None, source: str, now: float) -> list[str]:
-    """The six arguments ``read_policy`` in lua/_lib.lua expects.
+def compact_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
-    Every decision comes from zq.dead_letter: the threshold, the target,
-    the ttl (empty: the message keeps its own) and the history entry; the
+
+# How many arguments move_args gives (``read_move`` in lua/_lib.lua).
+MOVE_ARGS = 7
+
+
+def move_args(move: Move, source: str, now: float) -> list[str]:
+    """The MOVE_ARGS arguments ``read_move`` in lua/_lib.lua expects.
+
+    Every value comes from zq.moves: the destination, the ttl (empty: each
+    message keeps its own), the history entry, the event kind and the
+    fixed part of its detail (the script adds each message's fingerprint
+    and sample under zq.events' names), the counts to reset or raise. The
     script only applies them.
     """
-    if policy is None:
-        return ["", "", "", "", "", ""]
-    entry = json.dumps(policy.history_entry(source, now), separators=(",", ":"))
-    ttl = "" if policy.ttl is None else str(int(policy.ttl))
-    return [str(policy.max_claim_count), policy.queue, ttl, policy.reason, entry,
-            str(SAMPLE_CHARS)]
+    ttl = "" if move.ttl is None else str(int(move.ttl))
+    return [move.to, ttl, compact_json(move.history_entry(source, now)), move.event,
+            compact_json(move.detail), flag(move.reset_claim_count), flag(move.count_redrive)]
+
+
+def policy_args(policy: DeadLetterPolicy | None, source: str, now: float) -> list[str]:
+    """The 1 + MOVE_ARGS arguments ``read_policy`` in lua/_lib.lua expects.
+
+    The threshold of ``policy.is_exhausted`` (take_batch moves a message
+    whose claim count is at least it), then its move; all empty without a
+    policy or a threshold. Expired messages are the queue's own setting
+    (``expiry_arg``), applied whenever the queue is settled.
+    """
+    if policy is None or policy.max_claim_count is None:
+        return [""] * (1 + MOVE_ARGS)
+    return [str(policy.max_claim_count), *move_args(policy.move, source, now)]
+
+
+def backoff_args(backoff: BackoffPolicy | None, limit: int) -> list[str]:
+    """The two arguments ``read_backoff`` in lua/_lib.lua expects.
+
+    The delays by claim count and one jitter factor per message the claim
+    may deliver, all from zq.backoff: the script only looks them up.
+    """
+    if backoff is None:
+        return ["", ""]
+    factors = [backoff.jitter_factor() for _ in range(limit)]
+    return [_json_floats(backoff.schedule()), _json_floats(factors)]
+
+
+def _json_floats(values: list[float]) -> str:
+    # repr keeps every bit of a float; cjson reads it back exactly.
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
+
+
+def expiry_arg(queue: str, metadata: Mapping[str, Any]) -> str:
+    """The queue's expiry move as its hash keeps it (``xmove``; '' = none).
+
+    Decided by zq.dead_letter from the metadata being written, and kept
+    with it, so that every script that settles the queue (``sweep`` in
+    lua/_lib.lua) moves its expired messages instead of removing them. A
+    JSON array of the values ``move_args`` gives, its history entry
+    without the time (the script adds ``"time"``: the moment it moves).
+    """
+    move = expiry_move_from_metadata(metadata)
+    if move is None:
+        return ""
+    entry = move.history_entry(queue, 0.0)
+    del entry[moves.TIME]
+    args = move_args(move, queue, 0.0)
+    args[2] = compact_json(entry)
+    return compact_json(args)

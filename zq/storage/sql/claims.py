@@ -8,10 +8,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from zq import events
+from zq.backoff import BackoffPolicy
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
-from zq.storage.base import ClaimController, ClaimRecord, refuse_metadata_version
+from zq.storage.base import ClaimController, ClaimRecord
 from zq.storage.sql import postgresql, predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
@@ -54,11 +55,10 @@ class SqlClaims(ClaimController):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
-        metadata_version: str | None = None,
+        backoff: BackoffPolicy | None = None,
     ) -> ClaimRecord | None:
-        refuse_metadata_version(metadata_version)
         claim_id = new_id()
-        if dead_letter is None and self._one_statement:
+        if dead_letter is None and backoff is None and self._one_statement:
             return self._db.write_statement(lambda conn: postgresql.claim(
                 conn, project, queue, claim_id, now=self._clock.now(), ttl=ttl, grace=grace,
                 limit=limit, client_id=client_id))
@@ -76,9 +76,8 @@ class SqlClaims(ClaimController):
                 id=claim_id, project=project, queue=queue, ttl=ttl, grace=grace,
                 created=now, expires=expires, client_id=client_id,
             ))
-            conn.execute(
+            marked = (
                 sa.update(m)
-                .where(m.c.marker.in_([row.marker for row in taken.rows]))
                 .values(
                     claim_id=claim_id,
                     claim_expires=expires,
@@ -86,6 +85,18 @@ class SqlClaims(ClaimController):
                     expires=predicates.at_least(m.c.expires, lives_until),
                 )
             )
+            if backoff is None:
+                conn.execute(marked.where(m.c.marker.in_([row.marker for row in taken.rows])))
+            else:
+                # Claimable again at the claim's expiry plus each message's
+                # backoff: an expiry of the claim implies it (zq.backoff).
+                conn.execute(
+                    marked.where(m.c.marker == sa.bindparam("b_marker"))
+                    .values(delay_until=sa.bindparam("b_delay_until")),
+                    [{"b_marker": row.marker,
+                      "b_delay_until": expires + backoff.delay_for(row.claim_count + 1)}
+                     for row in taken.rows],
+                )
             held = [
                 replace(message_record(row, now), claim_id=claim_id,
                         claim_count=row.claim_count + 1,
@@ -147,8 +158,13 @@ class SqlClaims(ClaimController):
             conn.execute(
                 sa.update(m)
                 .where(m.c.marker.in_([row.marker for row in rows]))
-                .values(claim_expires=expires,
-                        expires=predicates.at_least(m.c.expires, expires + grace))
+                # delay_until first: it reads the old claim_expires (MariaDB
+                # assigns left to right); the backoff moves with the claim.
+                .ordered_values(
+                    (m.c.delay_until, expires + predicates.carried_backoff()),
+                    (m.c.claim_expires, expires),
+                    (m.c.expires, predicates.at_least(m.c.expires, expires + grace)),
+                )
             )
             record(conn, [
                 event_row(events.RENEWED, project, queue, now, message_id=row.id,
@@ -180,7 +196,12 @@ class SqlClaims(ClaimController):
             conn.execute(
                 sa.update(m)
                 .where(m.c.marker.in_([row.marker for row in rows]))
-                .values(claim_id=None, claim_expires=None)
+                # delay_until first (see renew): the backoff starts now.
+                .ordered_values(
+                    (m.c.delay_until, now + predicates.carried_backoff()),
+                    (m.c.claim_id, None),
+                    (m.c.claim_expires, None),
+                )
             )
             record(conn, [
                 event_row(events.RELEASED, project, queue, now, message_id=row.id,

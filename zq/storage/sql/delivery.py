@@ -4,7 +4,7 @@
 free candidates in queue order (FOR UPDATE SKIP LOCKED on the servers, so
 concurrent claimers pass each other instead of waiting; SQLite's write
 transaction already excludes other writers), moves the exhausted ones to the
-dead letter queue as the policy decides, and goes on until it holds up to
+dead letter queue (zq.storage.sql.moves, with the policy's move), and goes on until it holds up to
 ``limit`` deliverable messages or the queue has no more free ones. The
 caller then marks or deletes what it got, in the same transaction.
 """
@@ -16,13 +16,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zq import events
 from zq.dead_letter import DeadLetterPolicy
 from zq.storage.sql import predicates
-from zq.storage.sql.events import event_row
-from zq.storage.sql.queues import ensure_queue
-from zq.storage.sql.records import dump_json, load_json
+from zq.storage.sql.moves import move_expired, move_rows
 from zq.storage.sql.schema import messages as m
+
+# Expired messages a claim or pop moves at most (``_dead_letter_expired``),
+# so that its own work stays bounded.
+EXPIRED_PER_DELIVERY = 100
 
 
 @dataclass
@@ -43,8 +44,16 @@ def take_deliverable(
     client_id: str | None,
     dead_letter: DeadLetterPolicy | None,
 ) -> Taken:
-    """Lock up to ``limit`` deliverable messages, dead lettering exhausted ones."""
+    """Lock up to ``limit`` deliverable messages, dead lettering exhausted ones.
+
+    With a policy that moves expired messages, up to EXPIRED_PER_DELIVERY of
+    the queue's expired messages move first (gc moves the rest).
+    """
     taken = Taken()
+    expiry = None if dead_letter is None else dead_letter.expiry_move
+    if expiry is not None:
+        taken.events += move_expired(conn, project, queue, expiry, now,
+                                     limit=EXPIRED_PER_DELIVERY)
     after = 0
     while len(taken.rows) < limit:
         wanted = limit - len(taken.rows)
@@ -66,56 +75,8 @@ def take_deliverable(
                 taken.rows.append(row)
         if exhausted:
             assert dead_letter is not None
-            taken.events += _move_to_dead_letter(
-                conn, project, queue, exhausted, dead_letter, now, client_id
-            )
+            taken.events += move_rows(conn, project, queue, exhausted, dead_letter.move,
+                                      now, claim_id=None, client_id=client_id)
         if len(candidates) < wanted:
             break
     return taken
-
-
-def _move_to_dead_letter(
-    conn: sa.Connection,
-    project: str,
-    queue: str,
-    rows: list[sa.Row[Any]],
-    policy: DeadLetterPolicy,
-    now: float,
-    client_id: str | None,
-) -> list[dict[str, Any]]:
-    """Move ``rows`` into the policy's queue; returns their events."""
-    ensure_queue(conn, project, policy.queue, now)
-    changes = []
-    recorded = []
-    for row in rows:
-        moved = policy.moved(row.ttl, now)
-        history = (load_json(row.history) or []) + [policy.history_entry(queue, now)]
-        changes.append({
-            "b_marker": row.marker,
-            "b_ttl": moved.ttl,
-            "b_created": moved.created,
-            "b_expires": moved.expires,
-            "b_history": dump_json(history),
-        })
-        recorded.append(event_row(
-            events.DEAD_LETTERED, project, queue, now,
-            message_id=row.id, client_id=client_id, claim_count=row.claim_count,
-            detail=events.dead_lettered_detail(policy.queue, policy.reason, row.fingerprint,
-                                              row.body),
-        ))
-    conn.execute(
-        sa.update(m)
-        .where(m.c.marker == sa.bindparam("b_marker"))
-        .values(
-            queue=policy.queue,
-            ttl=sa.bindparam("b_ttl"),
-            created=sa.bindparam("b_created"),
-            expires=sa.bindparam("b_expires"),
-            delay_until=sa.bindparam("b_created"),
-            claim_id=None,
-            claim_expires=None,
-            history=sa.bindparam("b_history"),
-        ),
-        changes,
-    )
-    return recorded

@@ -10,20 +10,24 @@ from typing import Any
 import sqlalchemy as sa
 
 from zq import events
+from zq.backoff import release_delay
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import MessageNotFound
+from zq.moves import Move
 from zq.storage.base import (
     MessageController,
     MessageRecord,
     NewMessage,
     check_delete,
-    refuse_metadata_version,
+    check_destination,
+    check_move,
 )
 from zq.storage.sql import postgresql, predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
 from zq.storage.sql.events import event_row, record
+from zq.storage.sql.moves import move_rows
 from zq.storage.sql.queues import ensure_queue, queue_row
 from zq.storage.sql.records import message_record
 from zq.storage.sql.schema import messages as m
@@ -74,9 +78,7 @@ class SqlMessages(MessageController):
         messages: Sequence[NewMessage],
         *,
         client_id: str | None,
-        metadata_version: str | None = None,
     ) -> list[str]:
-        refuse_metadata_version(metadata_version)
         now = self._clock.now()
         ids = [new_id() for _ in messages]
         rows = [
@@ -125,7 +127,9 @@ class SqlMessages(MessageController):
         if not include_claimed:
             where.append(predicates.unheld(now))
         if not include_delayed:
-            where.append(m.c.delay_until <= now)
+            # A held message's delay_until is its backoff after the claim: it
+            # is claimed, not delayed.
+            where.append(sa.or_(predicates.held(now), m.c.delay_until <= now))
         query = sa.select(m).where(*where).order_by(m.c.marker).limit(limit)
         rows = self._db.read(lambda conn: conn.execute(query).all())
         return [message_record(row, now) for row in rows]
@@ -133,7 +137,7 @@ class SqlMessages(MessageController):
     def get(self, project: str, queue: str, message_id: str) -> MessageRecord:
         found = self.get_many(project, queue, [message_id])
         if not found:
-            raise MessageNotFound(f"Message {message_id!r} does not exist.")
+            raise MessageNotFound.gone(message_id)
         return found[0]
 
     def get_many(
@@ -208,6 +212,78 @@ class SqlMessages(MessageController):
 
         return (self._db.write_statement if one_statement else self._db.write)(work)
 
+    def reject(
+        self,
+        project: str,
+        queue: str,
+        message_id: str,
+        *,
+        claim_id: str,
+        client_id: str | None,
+        description: str | None,
+        retry_after: int | None,
+    ) -> None:
+        def work(conn: sa.Connection) -> None:
+            now = self._clock.now()
+            row = conn.execute(
+                sa.select(m)
+                .where(predicates.in_queue(project, queue), predicates.alive(now),
+                       m.c.id == message_id)
+                .with_for_update()
+            ).first()
+            if row is None:
+                raise MessageNotFound(f"Message {message_id!r} does not exist.")
+            check_move(message_id, claim_id,
+                       row.claim_id if (row.claim_expires or 0) > now else None)
+            wait = (release_delay(row.delay_until, row.claim_expires)
+                    if retry_after is None else retry_after)
+            conn.execute(
+                sa.update(m).where(m.c.marker == row.marker)
+                .values(claim_id=None, claim_expires=None, delay_until=now + wait)
+            )
+            record(conn, [event_row(
+                events.REJECTED, project, queue, now, message_id=message_id,
+                claim_id=claim_id, client_id=client_id, claim_count=row.claim_count,
+                detail=events.rejected_detail(description, retry_after),
+            )])
+
+        self._db.write(work)
+
+    def move(
+        self,
+        project: str,
+        queue: str,
+        message_ids: Sequence[str],
+        move: Move,
+        *,
+        claim_id: str | None = None,
+        client_id: str | None,
+    ) -> list[str]:
+        check_destination(queue, move)
+        if not message_ids:
+            return []
+
+        def work(conn: sa.Connection) -> list[str]:
+            now = self._clock.now()
+            rows = conn.execute(
+                sa.select(m)
+                .where(predicates.in_queue(project, queue), predicates.alive(now),
+                       m.c.id.in_(list(message_ids)))
+                .order_by(m.c.marker)
+                .with_for_update()
+            ).all()
+            # Every row checked before any moves: a mismatch moves nothing.
+            chosen = [
+                row for row in rows
+                if check_move(row.id, claim_id,
+                              row.claim_id if (row.claim_expires or 0) > now else None)
+            ]
+            record(conn, move_rows(conn, project, queue, chosen, move, now,
+                                   claim_id=claim_id, client_id=client_id))
+            return [row.id for row in chosen]
+
+        return self._db.write(work)
+
     def pop(
         self,
         project: str,
@@ -216,9 +292,7 @@ class SqlMessages(MessageController):
         limit: int,
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
-        metadata_version: str | None = None,
     ) -> list[MessageRecord]:
-        refuse_metadata_version(metadata_version)
         def work(conn: sa.Connection) -> list[MessageRecord]:
             now = self._clock.now()
             taken = take_deliverable(conn, project, queue, limit=limit, now=now,

@@ -32,3 +32,21 @@ def free(now: float) -> sa.ColumnElement[bool]:
 def at_least(column: sa.Column[float], value: float) -> sa.ColumnElement[float]:
     """``max(column, value)`` in SQL every dialect understands."""
     return sa.case((column < value, value), else_=column)
+
+
+def delayed(now: float) -> sa.ColumnElement[bool]:
+    """Alive, not held, and not claimable yet (a post's delay or a backoff)."""
+    return sa.and_(alive(now), unheld(now), m.c.delay_until > now)
+
+
+def carried_backoff() -> sa.ColumnElement[float]:
+    """The backoff a held message carries past its claim's expiry (zq.backoff).
+
+    ``delay_until - claim_expires`` when positive, else 0. An UPDATE that
+    uses it must assign ``delay_until`` before ``claim_expires``:
+    MariaDB evaluates SET assignments left to right on updated values.
+    """
+    return sa.case(
+        (m.c.delay_until > m.c.claim_expires, m.c.delay_until - m.c.claim_expires),
+        else_=0.0,
+    )

@@ -214,6 +214,9 @@ class SqlQueues(QueueController):
             sa.func.coalesce(
                 sa.func.sum(sa.case((predicates.held(now), 1), else_=0)), 0
             ).label("claimed"),
+            sa.func.coalesce(
+                sa.func.sum(sa.case((predicates.delayed(now), 1), else_=0)), 0
+            ).label("delayed"),
             sa.func.min(m.marker).label("first"),
             sa.func.max(m.marker).label("last"),
         ).where(*where)
@@ -230,6 +233,7 @@ class SqlQueues(QueueController):
             return QueueStats(
                 free=row.total - claimed,
                 claimed=claimed,
+                delayed=int(row.delayed),
                 # .get: a concurrent delete between the two reads leaves a gap.
                 oldest=stamps.get(row.first),
                 newest=stamps.get(row.last),

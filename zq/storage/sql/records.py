@@ -33,4 +33,5 @@ def message_record(row: sa.Row[Any], now: float) -> MessageRecord:
         claim_count=row.claim_count,
         history=load_json(row.history) or [],
         marker=row.marker,
+        redrive_count=row.redrive_count,
     )

@@ -87,6 +87,7 @@ messages = sa.Table(
     sa.Column("claim_expires", sa.Double(), nullable=True),
     sa.Column("claim_count", sa.Integer(), nullable=False, server_default="0"),
     sa.Column("history", long_text(), nullable=False),
+    sa.Column("redrive_count", sa.Integer(), nullable=False, server_default="0"),
     sa.Index("ix_messages_queue_marker", "project", "queue", "marker"),
     sa.Index("ix_messages_expires", "expires"),
     sa.Index("ix_messages_claim_id", "claim_id"),

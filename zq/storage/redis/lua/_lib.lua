@@ -29,6 +29,7 @@ function K.order(qid) return P .. 'qo:' .. qid end
 function K.ready(qid) return P .. 'qr:' .. qid end
 function K.held(qid) return P .. 'qh:' .. qid end
 function K.waiting(qid) return P .. 'qw:' .. qid end
+function K.backoff(qid) return P .. 'qb:' .. qid end
 function K.expiry(qid) return P .. 'qx:' .. qid end
 function K.qclaims(qid) return P .. 'qc:' .. qid end
 function K.msg(id) return P .. 'm:' .. id end
@@ -100,7 +101,7 @@ local function ensure_queue(project, name, meta)
 end
 
 local FIELDS = {'q', 'body', 'ttl', 'created', 'expires', 'client', 'claim',
-                'cexp', 'count', 'hist', 'marker', 'delay', 'fp'}
+                'cexp', 'count', 'hist', 'marker', 'delay', 'fp', 'rc'}
 
 -- What deciding on and removing a message needs: no body, which is the
 -- bulk of what a whole message costs to read.
@@ -136,7 +137,7 @@ end
 -- The wire shape a script returns for one message (see records.py).
 local function record(m)
   return {m.id, m.body, m.ttl, m.created, m.expires, m.client,
-          held(m) and m.claim or '', m.count, m.hist, m.marker}
+          held(m) and m.claim or '', m.count, m.hist, m.marker, m.rc or '0'}
 end
 
 -- The alive messages a claim still holds, in queue order. With ``tidy``
@@ -179,15 +180,44 @@ local function index_state(m)
   end
 end
 
--- A message no longer held (released, its claim collected): ready now.
-local function make_ready(m)
+-- A message no longer held (released, its claim collected): ready now, or
+-- waiting while a backoff its claim gave it (``delay``) has not passed.
+local function unhold(m)
   redis.call('ZREM', K.held(m.q), m.id)
-  redis.call('ZADD', K.ready(m.q), m.marker, m.id)
+  redis.call('ZREM', K.backoff(m.q), m.id)
+  if tonumber(m.delay) > NOW then
+    redis.call('ZADD', K.waiting(m.q), m.delay, m.id)
+  else
+    redis.call('ZADD', K.ready(m.q), m.marker, m.id)
+  end
+end
+
+-- The backoff a held message carries past its claim's expiry (zq.backoff):
+-- kept when the claim is renewed, waited out from now when it is released.
+local function carried_backoff(m)
+  return math.max(0, tonumber(m.delay) - tonumber(m.cexp))
+end
+
+-- The backoff decided in zq/backoff.py, from ARGV[i] and ARGV[i + 1] (JSON
+-- arrays, '' for none): the delay by claim count (the last entry for every
+-- count past the end), and one jitter factor per message of the batch.
+local function read_backoff(i)
+  if ARGV[i] == '' then
+    return nil
+  end
+  return {schedule = cjson.decode(ARGV[i]), factors = cjson.decode(ARGV[i + 1])}
+end
+
+-- The delay of the ``k``-th message a claim delivers, which will have
+-- ``count`` claims.
+local function backoff_delay(backoff, count, k)
+  local schedule = backoff.schedule
+  return schedule[math.min(count, #schedule)] * backoff.factors[k]
 end
 
 local function unindex(qid, id)
   for _, key in ipairs({K.order(qid), K.ready(qid), K.held(qid), K.waiting(qid),
-                        K.expiry(qid)}) do
+                        K.expiry(qid), K.backoff(qid)}) do
     redis.call('ZREM', key, id)
   end
 end
@@ -236,43 +266,84 @@ local function first_chars(text, n)
   return text:sub(1, i - 1)
 end
 
--- The dead letter policy decided in zq/dead_letter.py, passed as five
--- arguments from ARGV[i]: max claim count ('' = no policy), target queue,
--- ttl ('' = keep the message's own), reason, raw history entry as JSON.
+-- A move decided in zq/moves.py, passed as wire.MOVE_ARGS arguments from
+-- ARGV[i] (wire.move_args): destination, ttl ('' = keep the message's
+-- own), raw history entry as JSON, event kind, the event detail's fixed
+-- part as JSON, reset the claim count ('1'), count a redrive ('1').
+local function read_move(i)
+  return {dest = ARGV[i], new_ttl = ARGV[i + 1] ~= '' and ARGV[i + 1] or nil,
+          entry = ARGV[i + 2], kind = ARGV[i + 3], detail = ARGV[i + 4],
+          reset = ARGV[i + 5] == '1', redrive = ARGV[i + 6] == '1'}
+end
+
+-- The dead letter policy decided in zq/dead_letter.py (wire.policy_args):
+-- ARGV[i] is the claim count from which a message is exhausted ('' = no
+-- policy), then the move of exhausted messages.
 local function read_policy(i)
   if ARGV[i] == '' then
     return nil
   end
-  return {max = tonumber(ARGV[i]), queue = ARGV[i + 1],
-          ttl = ARGV[i + 2] ~= '' and ARGV[i + 2] or nil,
-          reason = ARGV[i + 3], entry = ARGV[i + 4], sample = tonumber(ARGV[i + 5])}
+  return {exhausted_from = tonumber(ARGV[i]), move = read_move(i + 1)}
 end
 
--- Move an exhausted message into the policy's queue: same id, body, claim
--- count and marker; free; ttl per policy; created and expires restart now.
-local function dead_letter(m, project, source, policy, client)
-  local target = ensure_queue(project, policy.queue)
-  local ttl = policy.ttl or m.ttl
+-- Move one message of ``source`` as ``mv`` (read_move) says, with its event:
+-- same id, body, marker and client; free in the destination (created if
+-- missing); the ttl, the history entry and the counts as given; created
+-- now and expires now + ttl. The caller checked the message may move.
+local function move_msg(m, project, source, mv, claim_id, client)
+  local target = ensure_queue(project, mv.dest)
+  local ttl = mv.new_ttl or m.ttl
   local expires = NOW + tonumber(ttl)
   local hist
   if m.hist == '[]' then
-    hist = '[' .. policy.entry .. ']'
+    hist = '[' .. mv.entry .. ']'
   else
-    hist = m.hist:sub(1, -2) .. ',' .. policy.entry .. ']'
+    hist = m.hist:sub(1, -2) .. ',' .. mv.entry .. ']'
   end
   if m.claim ~= '' then
     redis.call('SREM', K.claim_msgs(m.claim), m.id)
   end
   redis.call('HSET', K.msg(m.id), 'q', target, 'ttl', ttl, 'created', NOW_S,
-             'expires', fmt(expires), 'claim', '', 'cexp', '0', 'hist', hist)
+             'expires', fmt(expires), 'claim', '', 'cexp', '0', 'delay', NOW_S, 'hist', hist)
+  if mv.reset then
+    redis.call('HSET', K.msg(m.id), 'count', 0)
+  end
+  if mv.redrive then
+    redis.call('HINCRBY', K.msg(m.id), 'rc', 1)
+  end
   unindex(m.q, m.id)
   redis.call('ZADD', K.order(target), m.marker, m.id)
   redis.call('ZADD', K.ready(target), m.marker, m.id)
   redis.call('ZADD', K.expiry(target), fmt(expires), m.id)
   redis.call('ZADD', K.queue_expiry(), 'LT', fmt(expires), target)
-  event(project, source, 'dead_lettered', m.id, nil, client, m.count,
-        {to = policy.queue, reason = policy.reason, fingerprint = m.fp,
-         sample = first_chars(m.body, policy.sample)})
+  -- zq.events.with_message_sample.
+  local detail = cjson.decode(mv.detail)
+  detail[DETAIL.FINGERPRINT] = m.fp
+  detail[DETAIL.SAMPLE] = first_chars(m.body, DETAIL.SAMPLE_CHARS)
+  event(project, source, mv.kind, m.id, claim_id, client, m.count, detail)
+end
+
+-- Keep (or, with '', drop) the queue's expiry move (wire.expiry_arg).
+local function set_expiry_move(qid, xmove)
+  if xmove == '' then
+    redis.call('HDEL', K.queue(qid), 'xmove')
+  else
+    redis.call('HSET', K.queue(qid), 'xmove', xmove)
+  end
+end
+
+-- The queue's expiry move (read_move's shape) for a move at NOW, or nil
+-- when its expired messages are removed. The stored history entry lacks
+-- only the time, added here under zq.moves' name.
+local function expiry_move(qid)
+  local xmove = redis.call('HGET', K.queue(qid), 'xmove')
+  if not xmove then
+    return nil
+  end
+  local a = cjson.decode(xmove)
+  local entry = a[3]:sub(1, -2) .. ',' .. cjson.encode(MOVE.TIME) .. ':' .. fmt(NOW) .. '}'
+  return {dest = a[1], new_ttl = a[2] ~= '' and a[2] or nil, entry = entry, kind = a[4],
+          detail = a[5], reset = a[6] == '1', redrive = a[7] == '1'}
 end
 
 local function queue_names(qid)
@@ -297,13 +368,15 @@ local function collect_claim(cid)
     if m and m.claim == cid then
       held = held + 1
       redis.call('HSET', K.msg(id), 'claim', '', 'cexp', '0')
-      make_ready(m)
+      unhold(m)
     end
   end
   if c[1] then
     local project, name = queue_names(c[1])
     if held > 0 and project then
-      event(project, name, 'expired', nil, cid, c[2], nil, {target = 'claim', messages = held})
+      -- zq.events.claim_expired_detail.
+      event(project, name, KIND.EXPIRED, nil, cid, c[2], nil,
+            {[DETAIL.TARGET] = DETAIL.CLAIM_TARGET, [DETAIL.MESSAGES] = held})
     end
     redis.call('SREM', K.qclaims(c[1]), cid)
   end
@@ -311,29 +384,36 @@ local function collect_claim(cid)
   redis.call('ZREM', K.claim_expiry(), cid)
 end
 
--- Remove up to ``n`` expired messages of the queue, with their events.
--- Returns how many ids it looked at, whether expired ones remain, and how
--- many messages it removed.
+-- Remove up to ``n`` expired messages of the queue, with their events, or
+-- move them where the queue's expiry move says (``_dead_letter_expired``).
+-- Returns how many ids it looked at, whether expired ones remain, how many
+-- messages it removed and how many it moved.
 local function sweep(qid, n)
   local ids = redis.call('ZRANGEBYSCORE', K.expiry(qid), '-inf', NOW_S, 'LIMIT', 0, n)
   if #ids == 0 then
-    return 0, false, 0
+    return 0, false, 0, 0
   end
   local project, name = queue_names(qid)
-  local removed = 0
+  local xmove = project and expiry_move(qid)
+  local removed, moved = 0, 0
   for _, id in ipairs(ids) do
     local m = load_msg(id, STATE_FIELDS)
     if m and m.q == qid and not alive(m) then
-      removed = removed + 1
       if m.claim ~= '' and redis.call('EXISTS', K.claim(m.claim)) == 1 then
         -- Its claim ended no later than the message: record that first, as
         -- gc would have, before the message is gone.
         collect_claim(m.claim)
         m.claim = ''
       end
-      remove_msg(m)
-      if project then
-        event(project, name, 'expired', id, nil, nil, m.count)
+      if xmove then
+        moved = moved + 1
+        move_msg(load_msg(id), project, name, xmove, nil, '')
+      else
+        removed = removed + 1
+        remove_msg(m)
+        if project then
+          event(project, name, KIND.EXPIRED, id, nil, nil, m.count)
+        end
       end
     elseif m and m.q == qid then
       redis.call('ZADD', K.expiry(qid), m.expires, id)
@@ -341,25 +421,36 @@ local function sweep(qid, n)
       unindex(qid, id)
     end
   end
-  return #ids, #ids == n and due(K.expiry(qid)), removed
+  return #ids, #ids == n and due(K.expiry(qid)), removed, moved
 end
 
 -- Move up to ``n`` messages whose held or waiting score has passed into
--- ready. Returns whether such messages remain.
+-- ready; held ones whose claim gave them a backoff that has not passed yet
+-- (their score in the backoff set) go to waiting instead, which is why
+-- held goes first. Returns whether such messages remain.
 local function promote(qid, n)
   for _, key in ipairs({K.held(qid), K.waiting(qid)}) do
     local ids = n > 0 and redis.call('ZRANGEBYSCORE', key, '-inf', NOW_S, 'LIMIT', 0, n) or {}
     if #ids > 0 then
       local markers = redis.call('ZMSCORE', K.order(qid), unpack(ids))
-      local entries = {}
+      local free_at = key == K.held(qid) and redis.call('ZMSCORE', K.backoff(qid), unpack(ids))
+      local entries, backing_off = {}, {}
       for i, id in ipairs(ids) do
-        if markers[i] then
+        local at = free_at and tonumber(free_at[i])
+        if at and at > NOW then
+          backing_off[#backing_off + 1] = free_at[i]
+          backing_off[#backing_off + 1] = id
+        elseif markers[i] then
           entries[#entries + 1] = markers[i]
           entries[#entries + 1] = id
         end
       end
       zadd_pairs(K.ready(qid), entries)
+      zadd_pairs(K.waiting(qid), backing_off)
       redis.call('ZREM', key, unpack(ids))
+      if free_at then
+        redis.call('ZREM', K.backoff(qid), unpack(ids))
+      end
       n = n - #ids
     end
   end
@@ -407,8 +498,9 @@ local function take_batch(project, queue, qid, limit, policy, client, budget, de
           index_state(m)
         end
         work = work + 1
-      elseif policy and tonumber(m.count) >= policy.max then
-        dead_letter(m, project, queue, policy, client)
+      elseif policy and tonumber(m.count) >= policy.exhausted_from then
+        -- DeadLetterPolicy.is_exhausted's comparison, pinned by the contract suite.
+        move_msg(m, project, queue, policy.move, nil, client)
         work = work + 1
       else
         taken[#taken + 1] = deliver(m)
@@ -427,14 +519,16 @@ end
 -- their keys in batches (``reclaim``). Returns how many messages there were.
 local function detach_queue(project, name, qid, keep)
   local n = redis.call('ZCARD', K.order(qid))
-  redis.call('UNLINK', K.ready(qid), K.held(qid), K.waiting(qid), K.expiry(qid))
+  redis.call('UNLINK', K.ready(qid), K.held(qid), K.waiting(qid), K.expiry(qid),
+             K.backoff(qid))
   redis.call('ZREM', K.queue_expiry(), qid)
   redis.call('SADD', K.trash(), qid)
   if keep then
-    local q = redis.call('HMGET', K.queue(qid), 'meta', 'mv', 'vid')
+    local q = redis.call('HMGET', K.queue(qid), 'meta', 'mv', 'vid', 'xmove')
     local fresh = tostring(redis.call('INCR', K.qseq()))
     redis.call('HSET', K.queue(fresh), 'project', project, 'name', name, 'meta', q[1],
                'mv', q[2] or '0', 'vid', q[3] or qid)
+    set_expiry_move(fresh, q[4] or '')
     redis.call('HSET', K.catalog(), enc(project) .. name, fresh)
   else
     redis.call('HDEL', K.catalog(), enc(project) .. name)

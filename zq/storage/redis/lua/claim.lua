@@ -1,14 +1,16 @@
 #!lua
--- ARGV: project, queue, claim id, ttl, grace, limit, client, policy (6 args,
--- see read_policy), metadata version, budget (2 args, see read_budget).
+-- ARGV: project, queue, claim id, ttl, grace, limit, client, policy (8 args,
+-- see read_policy), metadata version, budget (2 args, see read_budget),
+-- backoff (2 args, see read_backoff).
 -- Returns the delivered messages (empty: no claim made), STALE, or AGAIN
 -- when the budget ran out before any message was delivered.
 local project, queue, cid = ARGV[3], ARGV[4], ARGV[5]
 local ttl, grace, limit, client = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
 local policy = read_policy(10)
-local budget = read_budget(17)
+local budget = read_budget(19)
+local backoff = read_backoff(21)
 local qid = queue_id(project, queue)
-if stale_metadata(16, qid) then
+if stale_metadata(18, qid) then
   return STALE
 end
 if not qid then
@@ -19,17 +21,26 @@ if not settle(qid, budget) then
 end
 local cexp = NOW + ttl
 local min_expires = cexp + grace
+local delivered = 0
 local taken, exhausted = take_batch(project, queue, qid, limit, policy, client, budget,
                                     function(m)
   local count = tonumber(m.count) + 1
   local expires = math.max(tonumber(m.expires), min_expires)
+  delivered = delivered + 1
   m.claim, m.cexp, m.count, m.expires = cid, fmt(cexp), tostring(count), fmt(expires)
   redis.call('HSET', K.msg(m.id), 'claim', cid, 'cexp', m.cexp, 'count', count, 'expires', m.expires)
+  if backoff then
+    -- Claimable again at the claim's expiry plus its backoff: an expiry of
+    -- the claim implies it (promote sends it to waiting until then).
+    m.delay = fmt(cexp + backoff_delay(backoff, count, delivered))
+    redis.call('HSET', K.msg(m.id), 'delay', m.delay)
+    redis.call('ZADD', K.backoff(qid), m.delay, m.id)
+  end
   redis.call('ZREM', K.ready(qid), m.id)
   redis.call('ZADD', K.held(qid), m.cexp, m.id)
   redis.call('ZADD', K.expiry(qid), m.expires, m.id)
   redis.call('SADD', K.claim_msgs(cid), m.id)
-  event(project, queue, 'claimed', m.id, cid, client, count)
+  event(project, queue, KIND.CLAIMED, m.id, cid, client, count)
   return record(m)
 end)
 if #taken == 0 then

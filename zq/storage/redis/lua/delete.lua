@@ -20,5 +20,5 @@ elseif not (held(m) and m.claim == cid) then
 end
 local holder = held(m) and m.claim or nil
 remove_msg(m)
-event(project, queue, 'deleted', id, holder, client, m.count)
+event(project, queue, KIND.DELETED, id, holder, client, m.count)
 return 0

@@ -20,7 +20,7 @@ for i = 7, 6 + n do
     local holder = held(m) and m.claim or nil
     if any or (holder and allowed[holder]) then
       remove_msg(m)
-      event(project, queue, 'deleted', m.id, holder, client, m.count)
+      event(project, queue, KIND.DELETED, m.id, holder, client, m.count)
       deleted[#deleted + 1] = m.id
     end
   end

@@ -36,7 +36,7 @@ while #out - 1 < limit do
     local m = load_msg(page[i], fields)
     if m and (unfiltered or (echo or client == '' or m.client ~= client)
               and (with_claimed or not held(m))
-              and (with_delayed or tonumber(m.delay) <= NOW)) then
+              and (with_delayed or held(m) or tonumber(m.delay) <= NOW)) then
       out[#out + 1] = record(fields and load_msg(page[i]) or m)
       if #out - 1 >= limit then
         break

@@ -1,13 +1,13 @@
 #!lua
--- ARGV: project, queue, limit, client, policy (6 args, see read_policy),
+-- ARGV: project, queue, limit, client, policy (8 args, see read_policy),
 -- metadata version, budget (2 args, see read_budget). Returns the popped
 -- messages with their new claim counts, STALE, or AGAIN when the budget
 -- ran out before any message was popped.
 local project, queue, limit, client = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local policy = read_policy(7)
-local budget = read_budget(14)
+local budget = read_budget(16)
 local qid = queue_id(project, queue)
-if stale_metadata(13, qid) then
+if stale_metadata(15, qid) then
   return STALE
 end
 if not qid then
@@ -20,7 +20,7 @@ local taken, exhausted = take_batch(project, queue, qid, limit, policy, client, 
                                     function(m)
   m.count = tostring(tonumber(m.count) + 1)
   remove_msg(m)
-  event(project, queue, 'deleted', m.id, nil, client, m.count, {pop = true})
+  event(project, queue, KIND.DELETED, m.id, nil, client, m.count, {[DETAIL.POP] = true})
   m.claim = ''
   return record(m)
 end)

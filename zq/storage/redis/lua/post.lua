@@ -28,8 +28,10 @@ for i = 0, n - 1 do
   end
   expiry[#expiry + 1], expiry[#expiry + 2] = fmt(expires), id
   first_expiry = math.min(first_expiry or expires, expires)
-  event(project, queue, 'posted', id, nil, client, nil,
-        {ttl = tonumber(ttl), delay = tonumber(delay), fingerprint = fp, size = #body})
+  -- zq.events.posted_detail (size: the body's bytes).
+  event(project, queue, KIND.POSTED, id, nil, client, nil,
+        {[DETAIL.TTL] = tonumber(ttl), [DETAIL.DELAY] = tonumber(delay),
+         [DETAIL.FINGERPRINT] = fp, [DETAIL.SIZE] = #body})
 end
 zadd_pairs(K.order(qid), order)
 zadd_pairs(K.ready(qid), ready)

@@ -9,6 +9,6 @@ if not qid then
 end
 local n = detach_queue(project, queue, qid, true)
 if n > 0 then
-  event(project, queue, 'purged', nil, nil, nil, nil, {messages = n})
+  event(project, queue, KIND.PURGED, nil, nil, nil, nil, {[DETAIL.MESSAGES] = n})
 end
 return n

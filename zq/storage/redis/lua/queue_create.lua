@@ -1,5 +1,6 @@
 #!lua
--- ARGV: project, queue, metadata JSON, links version ('-': not checked).
+-- ARGV: project, queue, metadata JSON, links version ('-': not checked),
+-- expiry move (wire.expiry_arg; '' = none).
 -- Returns 1 if created, 0 if it existed, STALE (nothing created) when the
 -- links version moved.
 local project, queue = ARGV[3], ARGV[4]
@@ -9,6 +10,7 @@ end
 if stale_links(6, project) then
   return STALE
 end
-ensure_queue(project, queue, ARGV[5])
+local qid = ensure_queue(project, queue, ARGV[5])
+set_expiry_move(qid, ARGV[7])
 advance_links(6, project)
 return 1

@@ -8,6 +8,7 @@ if not qid then
 end
 local n = detach_queue(project, queue, qid, false)
 if n > 0 then
-  event(project, queue, 'purged', nil, nil, nil, nil, {messages = n, queue_deleted = true})
+  event(project, queue, KIND.PURGED, nil, nil, nil, nil,
+        {[DETAIL.MESSAGES] = n, [DETAIL.QUEUE_DELETED] = true})
 end
 return n

@@ -8,9 +8,11 @@ if not qid or c[1] ~= qid or tonumber(c[2]) <= NOW then
   return 0
 end
 for _, m in ipairs(held_by(cid, true)) do
-  redis.call('HSET', K.msg(m.id), 'claim', '', 'cexp', '0')
-  make_ready(m)
-  event(project, queue, 'released', m.id, cid, client, m.count)
+  -- The backoff its claim gave it starts now.
+  m.delay = fmt(NOW + carried_backoff(m))
+  redis.call('HSET', K.msg(m.id), 'claim', '', 'cexp', '0', 'delay', m.delay)
+  unhold(m)
+  event(project, queue, KIND.RELEASED, m.id, cid, client, m.count)
 end
 redis.call('DEL', K.claim(cid), K.claim_msgs(cid))
 redis.call('ZREM', K.claim_expiry(), cid)

@@ -14,9 +14,15 @@ redis.call('HSET', K.claim(cid), 'ttl', ttl, 'grace', grace, 'expires', fmt(cexp
 redis.call('ZADD', K.claim_expiry(), fmt(cexp), cid)
 for _, m in ipairs(held_by(cid, true)) do
   local expires = math.max(tonumber(m.expires), min_expires)
-  redis.call('HSET', K.msg(m.id), 'cexp', fmt(cexp), 'expires', fmt(expires))
+  -- The backoff its claim gave it moves with the claim's expiry.
+  local carried = carried_backoff(m)
+  local delay = fmt(cexp + carried)
+  redis.call('HSET', K.msg(m.id), 'cexp', fmt(cexp), 'expires', fmt(expires), 'delay', delay)
+  if carried > 0 then
+    redis.call('ZADD', K.backoff(qid), delay, m.id)
+  end
   redis.call('ZADD', K.expiry(qid), fmt(expires), m.id)
   redis.call('ZADD', K.held(qid), fmt(cexp), m.id)
-  event(project, queue, 'renewed', m.id, cid, client, m.count)
+  event(project, queue, KIND.RENEWED, m.id, cid, client, m.count)
 end
 return 1
