@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "zq.commands.config",
     "zq.commands.token",  # token add / list / revoke
     "zq.analytics.cli",  # events export, stats
+    "zq.commands.redrive",  # redrive DLQ
 )
 
 # Modules whose import failed: name -> reason. Shown by `zq --help`; the
@@ -48,6 +49,7 @@ examples:
   zq db upgrade --storage mysql://zq@db/zq    create or migrate an SQL schema
   zq gc                                       remove expired messages now
   zq config                                   show the effective configuration
+  zq redrive orders-dlq --project shop        send dead letters back to their queues
 
 Run `zq COMMAND --help` for the options of a command.
 Configuration: defaults < --config FILE or $ZQ_CONFIG < ZQ_* variables < flags."""
