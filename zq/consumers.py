@@ -86,8 +86,13 @@ def forget_before(now: float, max_claim_ttl: int) -> float:
     return now - max(WINDOW, float(max_claim_ttl))
 
 
-def summarize(claims: Iterable[ConsumerClaim], now: float) -> list[Consumer]:
-    """Per Client-ID that claimed in the last WINDOW, by most recent claim first."""
+def summarize(claims: Iterable[ConsumerClaim], now: float, *,
+              suspecting: bool) -> list[Consumer]:
+    """Per Client-ID that claimed in the last WINDOW, by most recent claim first.
+
+    ``suspected`` only where the queue suspects (``suspecting``): elsewhere
+    a lapse changes nothing for the client, and the listing says so.
+    """
     by_client: dict[str, list[ConsumerClaim]] = {}
     for claim in claims:
         by_client.setdefault(claim.client_id, []).append(claim)
@@ -100,7 +105,7 @@ def summarize(claims: Iterable[ConsumerClaim], now: float) -> list[Consumer]:
             client_id=client_id, last_claim=last,
             live_claims=sum(1 for c in mine if c.expires > now),
             lapsed_claims=sum(1 for c in mine if lapsed(c, now)),
-            suspected=any(suspicion(c, now) for c in mine)))
+            suspected=suspecting and any(suspicion(c, now) for c in mine)))
     shown.sort(key=lambda c: (-c.last_claim, c.client_id))
     return shown
 
@@ -112,10 +117,11 @@ class ConsumerRule:
         self._max_claim_ttl = max_claim_ttl
         self._settled: OrderedDict[str, None] = OrderedDict()
 
-    def list(self, log: ConsumerLog, project: str, queue: str, now: float) -> list[Consumer]:
+    def list(self, log: ConsumerLog, project: str, queue: str, metadata: dict[str, Any],
+             now: float) -> list[Consumer]:
         claims = log.claims(project, queue,
                             expires_after=forget_before(now, self._max_claim_ttl))
-        return summarize(claims, now)
+        return summarize(claims, now, suspecting=enabled(metadata))
 
     def check(self, log: ConsumerLog, project: str, queue: str, client_id: str | None,
               metadata: dict[str, Any], now: float) -> None:

@@ -549,8 +549,9 @@ class QueueService:
     def consumers(self, project: str, queue: str) -> list[consumers.Consumer]:
         """The Client-IDs that claimed from the queue in the last hour (zq.consumers)."""
         queue = self._queue_name(queue)
-        return self._consumers.list(self._storage(project, queue).consumers, project, queue,
-                                    self.clock.now())
+        storage = self._storage(project, queue)
+        stored = self._metadata_cache.get(storage, project, queue).read.metadata
+        return self._consumers.list(storage.consumers, project, queue, stored, self.clock.now())
 
     # -- operations -----------------------------------------------------
 
