@@ -206,16 +206,18 @@ class Consumer:
     def _claim(self) -> Claim | None:
         """One claim; None after an idle wait when nothing was free."""
         try:
-            claim = self.client.claim(self.queue, limit=self.batch, ttl=self.claim_ttl,
-                                      grace=self.grace)
-        except Suspected as suspected:
-            # This Client-ID let a claim lapse (a stall): show it is alive by
-            # releasing that claim (a no-op on the messages, long expired),
-            # then claim again.
-            log.warning("suspected for lapsed claim %s: releasing it",
-                        suspected.lapsed_claim_id)
-            self._release_id(suspected.lapsed_claim_id)
-            return None
+            try:
+                claim = self._claim_once()
+            except Suspected as suspected:
+                # This Client-ID let a claim lapse (a stall): show it is alive
+                # by releasing that claim (its messages went back long ago),
+                # then claim again; suspected again, wait as for an empty queue.
+                log.warning("suspected for lapsed claim %s: releasing it",
+                            suspected.lapsed_claim_id)
+                self._release_id(suspected.lapsed_claim_id)
+                claim = self._claim_once()
+        except Suspected:
+            claim = None
         except (ServerError, TransportError) as exc:
             # The server is down or restarting: wait as for an empty queue.
             log.warning("claiming from %s failed: %s", self.queue, exc)
@@ -229,6 +231,10 @@ class Consumer:
         self.idle.reset()
         self.stats.claims += 1
         return claim
+
+    def _claim_once(self) -> Claim | None:
+        return self.client.claim(self.queue, limit=self.batch, ttl=self.claim_ttl,
+                                 grace=self.grace)
 
     def process(self, claim: Claim) -> None:
         """Handle each message of ``claim``; on stop, release what is left."""
