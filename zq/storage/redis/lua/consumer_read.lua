@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=no-writes
 -- ARGV: project, queue, expires after. The queue's consumer log records
 -- with expires >= the bound, as {claim id, record} pairs.
 local project, queue = ARGV[3], ARGV[4]
