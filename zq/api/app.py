@@ -7,6 +7,7 @@ import falcon.media
 import orjson
 
 from zq.api import errors
+from zq.api import console
 from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.health import Health, Ping
 from zq.api.home import Home, Versions
@@ -115,6 +116,7 @@ def build_app(
     )
     for template, admin_resource in ADMIN_ROUTES:
         app.add_route(template, admin_resource(admin) if admin else PoolingOff())
+    console.install(app, config.auth.strategy)
     if telemetry is not None:
         app.add_route(METRICS_PATH, MetricsResource(
             telemetry, auth=config.auth.strategy != "none"))
