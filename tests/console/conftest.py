@@ -21,7 +21,7 @@ import time
 import uuid
 import wsgiref.simple_server
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,26 @@ class Served:
     member: TokenApi
     other: TokenApi
     clock: ManualClock
-    errors: list[str] = field(default_factory=list)
+
+    def has_route(self, method: str, path: str) -> bool:
+        """Whether this zq serves ``method path`` (redrive and consumers are newer routes)."""
+        body = {"dry_run": True} if method == "POST" else None
+        answer = self.admin.request(method, path, json=body)
+        return not (answer.status_code in (404, 405) and "queue" not in answer.text.lower())
+
+    @staticmethod
+    def script_errors(errors: list[str]) -> list[str]:
+        """Console errors of the page itself (exceptions, CSP violations), not the
+        browser's line for each refused call (a 400 shown inline is by design)."""
+        return [e for e in errors if not e.startswith("Failed to load resource:")]
+
+    def unexpected(self, errors: list[str]) -> list[str]:
+        """Console errors, less the 404 of probing a route this zq does not have yet."""
+        absent = [suffix for suffix, method in (("/redrive", "POST"), ("/consumers", "GET"))
+                  if not self.has_route(method, f"/v2/queues/probe{suffix}")]
+        return [e for e in errors if not (
+            e.startswith("Failed to load resource: the server responded with a status of 404")
+            and any(e.rstrip(")").endswith(suffix) for suffix in absent))]
 
 
 def serve(app: Any) -> tuple[str, ThreadingServer, threading.Thread]:
@@ -153,7 +172,8 @@ def watched(browser: Any) -> Iterator[Watched]:
         dialog.dismiss()
 
     page.on("dialog", on_dialog)
-    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+    page.on("console", lambda m: console_errors.append(
+        f"{m.text} ({m.location.get('url', '')})") if m.type == "error" else None)
     page.on("pageerror", lambda e: console_errors.append(f"pageerror: {e}"))
     try:
         yield Watched(page, dialogs, console_errors)

@@ -6,8 +6,7 @@ import falcon
 import falcon.media
 import orjson
 
-from zq.api import errors
-from zq.api import console
+from zq.api import console, errors
 from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.health import Health, Ping
 from zq.api.home import Home, Versions

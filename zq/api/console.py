@@ -12,6 +12,7 @@ script or style, no plugin, no framing.
 from __future__ import annotations
 
 from importlib import resources
+
 import falcon
 
 CONSOLE_PATH = "/console"

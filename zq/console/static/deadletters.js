@@ -189,7 +189,7 @@ export function renderDeadLetters(root, { api }, name) {
         const answer = await redriveCall({ ...body, ...(marker ? { marker } : {}), dry_run: true });
         matched += answer.matched;
         addTo(to, answer.to);
-        marker = body.filter && body.filter.ids ? null : answer.next;
+        marker = answer.next; // one call scans a bounded window; next continues
       } while (marker);
     }
     return { matched, to };
@@ -220,16 +220,15 @@ export function renderDeadLetters(root, { api }, name) {
     progress.hidden = false;
     try {
       for (const body of plan) {
-        for (;;) {
-          const result = await redriveCall(body);
+        let marker = null;
+        do {
+          const result = await redriveCall({ ...body, ...(marker ? { marker } : {}) });
           moved += result.moved;
           addTo(to, result.to);
           bar.value = Math.min(moved, dry.matched);
           text.textContent = `Redriving: ${moved} of ${dry.matched}`;
-          // Moved messages leave this queue: the same filter finds the next ones.
-          if (body.filter && body.filter.ids) break;
-          if (!result.next || !result.moved) break;
-        }
+          marker = result.next;
+        } while (marker);
       }
       notify(`Redrove ${plural(moved, "message")} to ${destinations(to)}.`, "ok");
     } catch (err) {

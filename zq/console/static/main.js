@@ -118,6 +118,8 @@ function signOut() {
   sessionStorage.removeItem(SESSION_KEY);
   state.api = null;
   state.admin = false;
+  // The next sign-in starts from the overview, not from a page it may not see.
+  history.replaceState(null, "", "#/queues");
   signInForm("Signed out.");
 }
 
