@@ -64,7 +64,7 @@ export function renderDeadLetters(root, { api }, name) {
   const note = h("p.note", { id: "redrive-note", hidden: true });
   const btn = (label, kind, onClick, id) => h(`button.${kind}`, { type: "button", id, text: label, on: { click: onClick } });
   const redriveSel = btn("Redrive selected…", "primary", () => redriveIds([...selected], "the selected messages"), "redrive-selected");
-  const deleteSel = btn("Delete selected…", "danger", () => deleteIds([...selected], "the selected messages"), "delete-selected");
+  const deleteSel = btn("Delete selected…", "danger", () => deleteIds([...selected], "The selected messages"), "delete-selected");
   const redriveFilter = btn("Redrive by filter…", "plain", onRedriveFilter, "redrive-filter");
   const purge = btn("Purge all…", "danger", onPurge, "purge");
   const selectAll = h("input", { type: "checkbox", id: "select-all", on: { change: () => selectMany(items.map((i) => i.id), selectAll.checked) } });
@@ -130,9 +130,9 @@ export function renderDeadLetters(root, { api }, name) {
           h("code", { title: group.fingerprint, text: `${group.fingerprint.slice(0, 8)}…` }), " / ",
           group.description ? h("q.description", { text: group.description }) : h("span.muted", { text: "no description" })),
         h("button.primary", { type: "button", text: "Redrive group…", disabled: redriveAvailable === false,
-          on: { click: () => redriveIds(ids, `this group (${plural(ids.length, "message")})`) } }),
+          on: { click: () => redriveIds(ids, "this group") } }),
         h("button.danger", { type: "button", text: "Delete group…",
-          on: { click: () => deleteIds(ids, `this group (${plural(ids.length, "message")})`) } })),
+          on: { click: () => deleteIds(ids, "This group") } })),
       h("details", { open: index === 0 }, h("summary", { text: `show ${plural(ids.length, "message")}` }),
         h("ul.messages", {}, group.items.slice(0, 200).map(messageView)),
         ids.length > 200 ? h("p.muted", { text: `The first 200 of ${ids.length} are shown; actions take the whole group.` }) : null));

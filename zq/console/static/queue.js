@@ -152,7 +152,7 @@ export function renderQueue(root, { api }, name) {
       h("thead", {}, h("tr", {}, ["Client-ID", "Last claim", "Live", "Lapsed", ""].map((t) => h("th", { scope: "col", text: t })))),
       h("tbody", {}, result.list.map((c) => h(`tr${c.suspected ? ".warn" : ""}`, {},
         h("td.mono", { text: c.client_id }),
-        h("td", { text: typeof c.last_claim === "number" ? `${ago(Date.now() / 1000 - c.last_claim)} ago` : since(c.last_claim) }),
+        h("td", { text: typeof c.last_claim === "number" ? new Date(c.last_claim * 1000).toLocaleTimeString() : since(c.last_claim) }),
         h("td.num", { text: String(c.live_claims ?? "–") }),
         h("td.num", { text: String(c.lapsed_claims ?? "–") }),
         h("td", {}, c.suspected ? h("span.badge.warn", { text: "suspected" }) : "")))))));
