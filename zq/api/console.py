@@ -15,7 +15,8 @@ from importlib import resources
 
 import falcon
 
-CONSOLE_PATH = "/console"
+from zq.console import CONSOLE_PATH, is_console_path
+
 ASSET_ROUTE = CONSOLE_PATH + "/static/{name}"
 INDEX = "index.html"
 
@@ -45,11 +46,6 @@ CONTENT_TYPES = {
 }
 # Where the page learns how to sign in: a meta tag, not an inline script.
 AUTH_PLACEHOLDER = "{{auth}}"
-
-
-def is_console_path(path: str) -> bool:
-    """Whether ``path`` is the console's page or one of its files."""
-    return path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
 
 
 def load_assets() -> dict[str, bytes]:
@@ -95,6 +91,9 @@ class ConsoleAsset:
                 title="Not found", description=f"The console has no file {name!r}."
             )
         _send(resp, name, data)
+
+
+__all__ = ["CONSOLE_PATH", "install", "is_console_path"]
 
 
 def install(app: falcon.App, auth_strategy: str) -> None:
