@@ -260,6 +260,7 @@ def test_queue_page_edits_the_policy_with_server_validation_inline(
     api.post_messages("pay", {"body": {"amount": 3}, "ttl": 3600})
     # The live stats catch up by themselves (the page polls every 2 s).
     expect(page.locator('dd[data-stat="free"]')).to_have_text("3")
+    page.evaluate("window.scrollTo(0, 0)")  # the chart, not the form just saved
     shot(page, "queue")
     assert served.script_errors(watched.console_errors) == []
 
@@ -297,9 +298,9 @@ def test_token_auth_wrong_refused_right_works_admin_pages_for_admins_only(
     page.on("request", lambda r: sent.append(r.headers) if "/v2/" in r.url else None)
     page.goto(f"{served.url}/console")
     page.get_by_label("API token").fill("zqt_not-a-real-token")
-    shot(page, "sign-in")
     page.get_by_role("button", name="Open console").click()
     page.get_by_text("Refused: The token is unknown or has been revoked.").wait_for()
+    shot(page, "sign-in")
     assert page.locator("#nav").is_hidden()
 
     # An ordinary member of the project: its queues, no admin link, no admin page.

@@ -120,13 +120,14 @@ export function renderDeadLetters(root, { api }, name) {
 
   function groupView(group, index) {
     const ids = group.items.map((i) => i.id);
-    const title = `${plural(ids.length, "message")} share fingerprint ${group.fingerprint.slice(0, 8)}… / ` +
+    const share = ids.length === 1 ? " shares fingerprint " : " share fingerprint ";
+    const title = `${plural(ids.length, "message")}${share}${group.fingerprint.slice(0, 8)}… / ` +
       (group.description ? `description ${group.description}` : "no description");
     const box = h("input", { type: "checkbox", dataset: { group: ids.join(",") }, "aria-label": `select the group: ${title}`,
       on: { change: (e) => selectMany(ids, e.target.checked) } });
     return h("section.group", { dataset: { fingerprint: group.fingerprint, count: String(ids.length) }, "aria-labelledby": `g${index}` },
       h("header", {}, box,
-        h("h2", { id: `g${index}` }, h("span.count", { text: plural(ids.length, "message") }), " share fingerprint ",
+        h("h2", { id: `g${index}` }, h("span.count", { text: plural(ids.length, "message") }), share,
           h("code", { title: group.fingerprint, text: `${group.fingerprint.slice(0, 8)}…` }), " / ",
           group.description ? h("q.description", { text: group.description }) : h("span.muted", { text: "no description" })),
         h("button.primary", { type: "button", text: "Redrive group…", disabled: redriveAvailable === false,
