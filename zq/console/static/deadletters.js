@@ -73,7 +73,7 @@ export function renderDeadLetters(root, { api }, name) {
       h("a", { href: `#/queue/${encodeURIComponent(name)}`, text: name }), " / dead letters"),
     h("div.bar", {}, h("h1", { text: `Dead letters in ${name}` })),
     summary, note,
-    h("div.toolbar", { role: "toolbar", "aria-label": "Actions" },
+    h("div.toolbar", { id: "actions", role: "toolbar", "aria-label": "Actions" },
       h("label.check", {}, selectAll, " select all"), redriveSel, deleteSel, redriveFilter, purge),
     progress, list);
 
@@ -85,6 +85,7 @@ export function renderDeadLetters(root, { api }, name) {
     deleteSel.disabled = !n;
     redriveFilter.disabled = !items.length || redriveAvailable === false;
     purge.disabled = !items.length;
+    root.querySelector("#actions").hidden = !items.length; // nothing to act on
     selectAll.checked = items.length > 0 && n === items.length;
     for (const box of list.querySelectorAll("input[data-id]")) box.checked = selected.has(box.dataset.id);
     for (const box of list.querySelectorAll("input[data-group]")) {
