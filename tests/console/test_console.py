@@ -8,12 +8,19 @@ Screenshots for docs/console.md are taken on the way (docs/console/*.png).
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
 import orjson
 import pytest
-from playwright.sync_api import expect
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # CI installs it ('.[test]'): there a missing one fails the run
+    if os.environ.get("CI"):
+        raise
+    pytest.skip("playwright is not installed (pip install '.[test]')", allow_module_level=True)
 
 from tests.console.conftest import Served, TokenApi, Watched, serve, shot, sign_in
 from tests.console.workload import dead_letter_policy, poison, reject_all, stats
