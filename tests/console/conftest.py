@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import socketserver
+import tempfile
 import threading
 import time
 import uuid
@@ -37,7 +38,11 @@ from zq.storage import open_storage
 
 CHROMIUM = os.environ.get("ZQ_TEST_CHROMIUM") or shutil.which("chromium") or shutil.which(
     "chromium-browser")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
+# docs/console/*.png are refreshed on request (ZQ_CONSOLE_SCREENSHOTS=docs/console);
+# otherwise the screenshots go to a scratch folder, so a test run leaves the
+# checkout as it found it.
+SCREENSHOTS = Path(os.environ.get("ZQ_CONSOLE_SCREENSHOTS")
+                   or Path(tempfile.gettempdir()) / "zq-console-screenshots")
 VIEWPORT = {"width": 1280, "height": 800}
 
 
@@ -189,6 +194,6 @@ def sign_in(page: Any, url: str, token: str) -> None:
 
 
 def shot(page: Any, name: str, *, full_page: bool = False) -> None:
-    """A screenshot for docs/console.md (docs/console/NAME.png)."""
+    """A screenshot for docs/console.md (NAME.png in SCREENSHOTS)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full_page)
