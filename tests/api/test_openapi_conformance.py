@@ -427,6 +427,22 @@ def test_reject_errors(client: CheckedClient) -> None:
                        params={"claim_id": claim_id}, json={"retry_after": 1}).status_code == 404
 
 
+def test_consumers_and_a_suspected_claim(client: CheckedClient, clock: Any) -> None:
+    client.put("/v2/queues/m", json={"_suspect_lapsed_consumers": True})
+    post(client, "m", 1, 2)
+    lapsed = claim_id_of(claim(client, "m", limit=1))
+    clock.advance(61)
+    refused = claim(client, "m")
+    assert refused.status_code == 204
+    assert refused.headers["X-Zq-Suspected"] == lapsed
+    shown = client.get("/v2/queues/m/consumers").json["consumers"]
+    assert [(c["client_id"], c["lapsed_claims"], c["suspected"]) for c in shown] == [
+        (client.headers["Client-ID"], 1, True)]
+    assert client.get("/v2/queues/never/consumers").json == {"consumers": []}
+    assert client.put("/v2/queues/n", json={"_suspect_lapsed_consumers": "yes"},
+                      request_valid=False).status_code == 400
+
+
 # -- operations and common errors ---------------------------------------------
 
 

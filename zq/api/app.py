@@ -8,6 +8,7 @@ import orjson
 
 from zq.api import errors
 from zq.api.claims import ClaimCollection, ClaimItem
+from zq.api.consumers import QueueConsumers
 from zq.api.health import Health, Ping
 from zq.api.home import Home, Versions
 from zq.api.messages import MessageCollection, MessageItem, MessageReject
@@ -43,6 +44,7 @@ ROUTES: list[tuple[str, type[Resource]]] = [
     ("/v2/queues/{queue_name}/claims", ClaimCollection),
     ("/v2/queues/{queue_name}/claims/{claim_id}", ClaimItem),
     ("/v2/queues/{queue_name}/redrive", QueueRedrive),
+    ("/v2/queues/{queue_name}/consumers", QueueConsumers),
 ]
 
 
@@ -71,7 +73,7 @@ def create_app(
         pools, admin = open_pools(config, clock=clock, storage=storage)
     service = QueueService(config.limits, pools,
                            metadata_cache=MetadataCache(config.server.metadata_cache),
-                           cipher=BodyCipher.from_config(config.encryption))
+                           cipher=BodyCipher.from_config(config.encryption), clock=clock)
     telemetry = None
     if config.metrics.enabled:
         telemetry = open_telemetry(config.metrics, pools.storages, clock,

@@ -50,6 +50,9 @@ bytes) can make two keys collide::
     P events           stream of events, read by the exporter
     P layout           string the key layout version
     P trash            set   ids of purged and deleted queues whose keys gc reclaims
+    P u:enc(project)queue   hash  the consumer log: claim id ->
+                             "ttl|claimed|expires|settled|client" (zq.consumers)
+    P ux:enc(project)queue  zset  the same claim ids by expires (forgetting)
 
 Every message of a queue is in its order, its expiry index and exactly one
 of ready, held and waiting (and in qb only while in held). No script walks
