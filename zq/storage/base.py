@@ -807,6 +807,10 @@ class ConsumerLog(ABC):
         shows its holder is alive). An unknown claim id changes nothing."""
 
     @abstractmethod
+    def forget(self, project: str, queue: str) -> None:
+        """Drop every record of the queue (it was deleted)."""
+
+    @abstractmethod
     def claims(self, project: str, queue: str, *, expires_after: float,
                client_id: str | None = None) -> list[ConsumerClaim]:
         """The queue's records with ``expires >= expires_after`` (only
