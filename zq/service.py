@@ -27,6 +27,7 @@ from zq import (
     events,
     moves,
     redrive,
+    subscriptions,
     validation,
 )
 from zq import metadata as meta
@@ -230,9 +231,10 @@ class QueueService:
         """Remove the queue's resources named by ``resource_types`` (all by default)."""
         queue = self._queue_name(queue)
         resource_types = validation.purge_document(document)
-        # zq has no subscriptions yet: purging them is a no-op.
         if "messages" in resource_types:
             self._storage(project, queue).queues.purge(project, queue)
+        if "subscriptions" in resource_types:
+            subscriptions.purge(self._storage(project, queue), project, queue)
 
     # -- messages -------------------------------------------------------
 
