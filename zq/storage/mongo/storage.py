@@ -7,6 +7,7 @@ from zq.storage.base import Collected, Storage
 from zq.storage.mongo import gc
 from zq.storage.mongo.claims import MongoClaims
 from zq.storage.mongo.connection import Connection
+from zq.storage.mongo.cursors import MongoNotificationCursors
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.events import MongoEventLog
 from zq.storage.mongo.indexes import ensure_indexes
@@ -27,6 +28,7 @@ class MongoStorage(Storage):
         self.messages = MongoMessages(self._b)
         self.claims = MongoClaims(self._b)
         self.events = MongoEventLog(connection.database, transactions=connection.transactions)
+        self.notification_cursors = MongoNotificationCursors(connection.database, clock)
 
     @property
     def transactions(self) -> bool:

@@ -10,6 +10,7 @@ from zq.errors import StorageUnavailable
 from zq.storage.base import Collected, Storage
 from zq.storage.sql import dialects, gc, migrate, postgresql
 from zq.storage.sql.claims import SqlClaims
+from zq.storage.sql.cursors import SqlNotificationCursors
 from zq.storage.sql.database import Database
 from zq.storage.sql.events import SqlEventLog
 from zq.storage.sql.messages import SqlMessages
@@ -31,6 +32,7 @@ class SqlStorage(Storage):
         self.messages = SqlMessages(self._db, clock, one_statement=one_statement)
         self.claims = SqlClaims(self._db, clock, one_statement=one_statement)
         self.events = SqlEventLog(self._db)
+        self.notification_cursors = SqlNotificationCursors(self._db, clock)
 
     @property
     def engine(self) -> sa.Engine:
