@@ -7,8 +7,8 @@ from zq.storage.base import Collected, Storage
 from zq.storage.mongo import gc
 from zq.storage.mongo.claims import MongoClaims
 from zq.storage.mongo.connection import Connection
-from zq.storage.mongo.cursors import MongoNotificationCursors
 from zq.storage.mongo.context import MongoContext
+from zq.storage.mongo.cursors import MongoNotificationCursors
 from zq.storage.mongo.events import MongoEventLog
 from zq.storage.mongo.indexes import ensure_indexes
 from zq.storage.mongo.messages import MongoMessages

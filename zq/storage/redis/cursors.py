@@ -14,7 +14,8 @@ from zq.clock import Clock
 from zq.storage.cursors import CursorLease, NotificationCursors
 
 _ACQUIRE = """
-local key, index, id, owner, now, till = KEYS[1], KEYS[2], ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local key, index, id, owner = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+local now, till = tonumber(ARGV[3]), ARGV[4]
 local holder = redis.call('HGET', key, 'owner')
 if holder and holder ~= owner and tonumber(redis.call('HGET', key, 'until')) >= now then
   return false
