@@ -15,7 +15,7 @@ from zq.storage.base import Storage
 def trim_bound(storage: Storage, up_to: str) -> str | None:
     """The cursor to trim to instead of ``up_to`` (None: trim nothing)."""
     controller = subscriptions_of(storage)
-    cursors = storage.notification_cursors
+    cursors = getattr(storage, "notification_cursors", None)  # a bare log has none
     if controller is None or cursors is None:
         return up_to
     live = controller.live()
