@@ -113,6 +113,7 @@ class Pump:
         self._through: str | None = None
         self._committed: str | None = None
         self._held = False
+        self._lease_until = 0.0
         self._attempt = 0
         self._delays: list[float] = []
 
@@ -126,14 +127,18 @@ class Pump:
     def step(self) -> bool:
         """One step; True when more work is ready at once (a full read, or more to send)."""
         lease_seconds = self._config.lease_seconds
-        lease = self._cursors.acquire(self.subscription.id, self._owner, lease_seconds)
-        if lease is None:
-            self._held = False
-            self._reset(None)
-            return False
-        if not self._held or lease.cursor != self._committed:
-            self._reset(lease.cursor)  # new to us, or another server moved it meanwhile
-        self._held = True
+        if not self._held or self._lease_until - self._clock.now() < lease_seconds * 2 / 3:
+            # Renewed when a third of it is used up, not on every step: an idle
+            # subscription costs a read of the log per poll, not a write too.
+            lease = self._cursors.acquire(self.subscription.id, self._owner, lease_seconds)
+            if lease is None:
+                self._held = False
+                self._reset(None)
+                return False
+            if not self._held or lease.cursor != self._committed:
+                self._reset(lease.cursor)  # new to us, or another server moved it meanwhile
+            self._held = True
+            self._lease_until = lease.until
         full = False
         if not self._pending and self._through is None:
             full = self._read()
@@ -143,11 +148,13 @@ class Pump:
             if time.monotonic() > deadline:
                 break
         if not self._pending and self._through is not None:
-            if self._through != self._committed and not self._cursors.advance(
-                    self.subscription.id, self._owner, self._through, lease_seconds):
-                self._held = False  # another server took it over: it carries on
-                self._reset(None)
-                return False
+            if self._through != self._committed:
+                if not self._cursors.advance(self.subscription.id, self._owner, self._through,
+                                             lease_seconds):
+                    self._held = False  # another server took it over: it carries on
+                    self._reset(None)
+                    return False
+                self._lease_until = self._clock.now() + lease_seconds  # advance renewed it
             self._committed, self._through = self._through, None
             return full
         return bool(self._pending) and self._clock.now() >= self.next_at
