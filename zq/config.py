@@ -66,6 +66,14 @@ class Limits:
     # Levels of nested arrays and objects in a request body, the post's
     # envelope included (a message body gets 3 fewer).
     max_json_depth: int = 64
+    # Subscriptions (Zaqar's max_subscriptions_per_page, MIN_SUBSCRIPTION_TTL,
+    # default_subscription_ttl). Zaqar bounds a ttl only by the year 9999;
+    # zq by a configurable maximum (default: 2**31 - 1 s, about 68 years).
+    max_subscriptions_per_page: int = 20
+    min_subscription_ttl: int = 60
+    max_subscription_ttl: int = 2147483647
+    default_subscription_ttl: int = 3600
+    max_subscriber_length: int = 2048  # characters of a subscriber URI
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_json_depth <= MAX_JSON_DEPTH:
@@ -295,7 +303,8 @@ class NotificationsConfig:
     # without transactions): events younger than this wait (zq.analytics.export).
     settle_seconds: float = 5.0
     max_redirects: int = 3  # redirects followed, each to an allowed host only
-    # Zaqar's require_confirmation: webhooks not yet confirmed get nothing.
+    # Zaqar's require_confirmation: an unconfirmed subscriber gets nothing,
+    # and is sent a confirmation request (zq.subscriptions).
     require_confirmation: bool = False
     smtp_host: str = ""  # mailto: subscribers; empty: mail is not sent (reported)
     smtp_port: int = 25

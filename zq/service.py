@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from zq import backoff, dead_letter, dead_letter_chain, events, moves, validation
+from zq import backoff, dead_letter, dead_letter_chain, events, moves, subscriptions, validation
 from zq import metadata as meta
 from zq.config import Limits
 from zq.encryption import BodyCipher, is_sealed, open_body
@@ -212,9 +212,10 @@ class QueueService:
         """Remove the queue's resources named by ``resource_types`` (all by default)."""
         queue = self._queue_name(queue)
         resource_types = validation.purge_document(document)
-        # zq has no subscriptions yet: purging them is a no-op.
         if "messages" in resource_types:
             self._storage(project, queue).queues.purge(project, queue)
+        if "subscriptions" in resource_types:
+            subscriptions.purge(self._storage(project, queue), project, queue)
 
     # -- messages -------------------------------------------------------
 

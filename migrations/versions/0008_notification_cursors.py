@@ -3,7 +3,7 @@
 Read and written by zq/storage/sql/cursors.py (the notifier, zq.notifications).
 
 Revision ID: 0008_notification_cursors
-Revises: 0005
+Revises: 0007_subscriptions (given as 0005; chained after the subs branch's 0007 once merged)
 Create Date: 2026-11-27
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008_notification_cursors"
-down_revision = "0005"
+down_revision = "0007_subscriptions"
 branch_labels = None
 depends_on = None
 

@@ -13,6 +13,7 @@ from zq.storage.mongo.events import MongoEventLog
 from zq.storage.mongo.indexes import ensure_indexes
 from zq.storage.mongo.messages import MongoMessages
 from zq.storage.mongo.queues import MongoQueues
+from zq.storage.mongo.subscriptions import MongoSubscriptions
 from zq.storage.mongo.unit import UnitRunner
 
 
@@ -29,6 +30,7 @@ class MongoStorage(Storage):
         self.claims = MongoClaims(self._b)
         self.events = MongoEventLog(connection.database, transactions=connection.transactions)
         self.notification_cursors = MongoNotificationCursors(connection.database, clock)
+        self.subscriptions = MongoSubscriptions(self._b)
 
     @property
     def transactions(self) -> bool:
@@ -43,7 +45,7 @@ class MongoStorage(Storage):
         return True
 
     def gc(self) -> Collected:
-        return gc.collect(self._b)
+        return gc.collect(self._b) + Collected(subscriptions=self.subscriptions.collect())
 
     def close(self) -> None:
         if not self._connection.shared:

@@ -142,3 +142,23 @@ notification_cursors = sa.Table(
     sa.Column("owner", sa.String(128), nullable=False),  # the lease holder
     sa.Column("lease_until", sa.Double(), nullable=False),
 )
+
+# Subscriptions (SubscriptionController). ``subscriber_key`` is the
+# SHA-256 of the subscriber: unique per queue, where the subscriber itself
+# (a URL of any length) is too long for a unique index on MariaDB.
+subscriptions = sa.Table(
+    "subscriptions",
+    metadata,
+    sa.Column("id", name_type(ID), primary_key=True),
+    sa.Column("project", name_type(PROJECT), nullable=False),
+    sa.Column("queue", name_type(QUEUE), nullable=False),
+    sa.Column("subscriber", sa.Text(), nullable=False),
+    sa.Column("subscriber_key", sa.String(64), nullable=False),
+    sa.Column("ttl", sa.Integer(), nullable=False),
+    sa.Column("created", sa.Double(), nullable=False),
+    sa.Column("expires", sa.Double(), nullable=False),
+    sa.Column("options", long_text(), nullable=False),
+    sa.Column("confirmed", sa.Boolean(), nullable=False),
+    sa.UniqueConstraint("project", "queue", "subscriber_key", name="uq_subscriptions_subscriber"),
+    sa.Index("ix_subscriptions_expires", "expires"),
+)
