@@ -35,6 +35,7 @@ from zq.notifications.hosts import AllowedHosts
 from zq.notifications.payloads import Fetch, Notification, build
 from zq.notifications.subscriptions import Subscription
 from zq.storage.base import Storage
+from zq.subscriptions import deliverable
 
 log = logging.getLogger("zq.notifications")
 
@@ -190,8 +191,8 @@ class Pump:
         return full
 
     def _may_send(self) -> bool:
-        return (self.subscription.confirmed or not self._config.require_confirmation
-                or self.subscription.subscriber.startswith("mailto:"))
+        return deliverable(self.subscription,  # type: ignore[arg-type]
+                           require_confirmation=self._config.require_confirmation)
 
     def _queue_metadata(self) -> dict[str, Any]:
         try:
