@@ -58,10 +58,9 @@ class Metrics:
         self.claims_lapsed = counter(
             "zq_claims_lapsed", "Claims that expired still holding messages (seen by gc)."
         )
-        # Declared for the poison workflow: they stay 0 until those features
-        # land (docs/metrics.md). The notification counters are counted by
-        # the notifier process (zq.notifications.process).
-        self.redriven = counter("zq_messages_redriven", "Messages redriven (not yet in zq).")
+        # The notification counters are counted by the notifier process
+        # (zq.notifications.process).
+        self.redriven = counter("zq_messages_redriven", "Dead letters moved back by a redrive.")
         self.rejected = counter(
             "zq_messages_rejected", "Messages rejected by their claim's holder (retry or terminal)."
         )
