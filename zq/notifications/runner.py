@@ -34,6 +34,9 @@ log = logging.getLogger("zq.notifications")
 
 # How often gone subscriptions' cursors are removed (seconds).
 FORGET_EVERY = 60.0
+# How often the list of live subscriptions is read again (seconds): a new
+# subscription starts (and a deleted one stops) within this.
+REFRESH_EVERY = 1.0
 
 
 class Notifier:
@@ -61,11 +64,16 @@ class Notifier:
         self._again: set[tuple[str, str]] = set()
         self._pool = ThreadPoolExecutor(config.concurrency, thread_name_prefix="zq-notify")
         self._forgotten_at = 0.0
+        self._refreshed_at = float("-inf")
 
     def tick(self) -> int:
         """One round; how many steps it started."""
         self._collect()
-        self._refresh()
+        now = self._clock.now()
+        if now - self._refreshed_at >= REFRESH_EVERY or now < self._refreshed_at:
+            # Not on every tick: a busy notifier ticks every 50 ms.
+            self._refresh()
+            self._refreshed_at = now
         started = 0
         now = self._clock.now()
         for key, pump in self._pumps.items():
