@@ -38,7 +38,7 @@ def test_a_redrive_notifies_the_destination_like_a_post(
         [poison] = post(storage, project, "src", {"x": 1})
         storage.messages.move(project, "src", [poison], moves.dead_lettered("dead", None),
                               client_id=None)
-        clock.advance(1)  # the subscription is younger than the post
+        clock.advance(3)  # the subscription is younger than the post (by over 2 s)
         subs.add(sub_id(), project, "src", hook.url("/src"))
         storage.messages.move(project, "dead", [poison], moves.redriven("src", 300),
                               client_id=None)

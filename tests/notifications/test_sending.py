@@ -149,3 +149,15 @@ def test_mail_without_an_smtp_host_fails_and_says_so() -> None:
     outcome = mail.send("mailto:ops@example.com", b"{}", queue="q", host="", port=25,
                         sender="zq@localhost", timeout=5)
     assert not outcome.delivered and "smtp_host" in outcome.detail
+
+
+def test_created_at_reads_the_exact_creation_or_errs_early() -> None:
+    from tests.notifications.helpers import FakeSubscription
+    from zq.notifications.pump import created_at
+
+    # Made at 100.4, read at 109.9: age 9 (truncated); expires - ttl is exact.
+    made = FakeSubscription("s", "p", "q", "http://x", ttl=60, expires=160.4, age=9)
+    assert created_at(made, 109.9) == 160.4 - 60
+    # The ttl changed at 105 (expires - ttl later than the creation): two seconds early.
+    patched = FakeSubscription("s", "p", "q", "http://x", ttl=60, expires=165.0, age=9)
+    assert created_at(patched, 109.9) == 109.9 - 9 - 2

@@ -94,6 +94,21 @@ def fetcher(storage: Storage, cipher: BodyCipher | None) -> Fetch:
     return fetch
 
 
+def created_at(subscription: Subscription, now: float) -> float:
+    """When the subscription was made, as closely as its record tells.
+
+    ``age`` is whole seconds (truncated) at the read, a moment before
+    ``now``: the creation lies between ``now - age - 1`` (less that moment)
+    and ``now - age``. ``expires - ttl`` is exact when it lies there (a
+    PATCH of the ttl since puts it later); otherwise err early, by at most
+    two seconds of events from before the subscription.
+    """
+    latest = now - float(subscription.age)
+    earliest = latest - 2.0
+    exact = float(subscription.expires) - float(subscription.ttl)
+    return exact if earliest <= exact <= latest else earliest
+
+
 class Pump:
     def __init__(self, storage: Storage, subscription: Subscription, *, owner: str,
                  clock: Clock, config: NotificationsConfig, sender: Sender, fetch: Fetch,
@@ -108,7 +123,7 @@ class Pump:
         self._sender = sender
         self._fetch = fetch
         self._report = report
-        self.created = clock.now() - float(subscription.age)
+        self.created = created_at(subscription, clock.now())
         self.next_at = 0.0  # not before this time (a retry's delay)
         self._pending: deque[Notification] = deque()
         self._through: str | None = None
