@@ -178,7 +178,11 @@ class QueueService:
     def delete_queue(self, project: str, queue: str) -> None:
         """Remove a queue with its messages and claims; no error when absent."""
         queue = self._queue_name(queue)
-        self._storage(project, queue).queues.delete(project, queue)
+        storage = self._storage(project, queue)
+        storage.queues.delete(project, queue)
+        # Who consumed from it goes with it: a new queue of the same name
+        # starts with no consumers (zq.consumers).
+        storage.consumers.forget(project, queue)
         self.pools.forget(project, queue)
         self._metadata_cache.forget(project, queue)
 

@@ -58,7 +58,6 @@ def test_dry_run_and_paging_with_next(api):
 
 def test_filter_by_fingerprint_from_the_events(api, storage, project):
     posted = dead_lettered(api, count=2)
-    # The whole log: the session's other tests wrote events before these.
     wanted = next(e.detail["fingerprint"] for e in events_of(storage, project, "dead_lettered")
                   if e.message_id == posted[1])
     result = redrive(api, filter={"fingerprint": wanted}, to="orders-retry")

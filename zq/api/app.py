@@ -6,7 +6,7 @@ import falcon
 import falcon.media
 import orjson
 
-from zq.api import errors
+from zq.api import console, errors
 from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.consumers import QueueConsumers
 from zq.api.health import Health, Ping
@@ -126,6 +126,7 @@ def build_app(
         require_confirmation=config.notifications.require_confirmation)
     for template, subscription_resource in SUBSCRIPTION_ROUTES:
         app.add_route(template, subscription_resource(subscriptions, clock))
+    console.install(app, config.auth.strategy)
     if telemetry is not None:
         app.add_route(METRICS_PATH, MetricsResource(
             telemetry, auth=config.auth.strategy != "none"))
