@@ -13,9 +13,10 @@ from zq.auth import signed_urls
 from zq.clock import ManualClock
 from zq.config import Config, NotificationsConfig, SignedUrlsConfig
 from zq.events import fingerprint
-from zq.notifications.confirmation_requests import SENT, key
+from zq.notifications.confirmation_requests import SENT, key, mark
 from zq.notifications.pump import fetcher
 from zq.notifications.runner import Notifier
+from zq.notifications.webhook import signature
 from zq.storage.base import NewMessage, Storage
 
 KEY = "confirmation-test-key"
@@ -104,3 +105,132 @@ def test_the_signed_url_confirms_through_the_api(storage: Storage, clock: Manual
                              json={"messages": [{"body": {"n": 1}, "ttl": 300}]})
         drain(make(storage, clock, hooked))
         assert [r.json().get("body") for r in hook.on("/c")] == [None, {"n": 1}]
+
+
+def test_two_servers_send_one_request_and_a_crashed_holder_is_taken_over(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    with receiver() as hook:
+        settings = config(hook.port, require_confirmation=True, lease_seconds=30)
+        taken = storage.subscriptions.create(project, "q", hook.url("/taken"), 3600, {})
+        free = storage.subscriptions.create(project, "q", hook.url("/free"), 3600, {})
+        # A server took /taken's request and died before it wrote "sent".
+        assert storage.notification_cursors.acquire(key(taken), "dead", 30) is not None
+        one, two = make(storage, clock, settings, "one"), make(storage, clock, settings, "two")
+        drain(one, two)
+        assert len(hook.on("/free")) == 1  # once, though two servers looked
+        assert hook.on("/taken") == []  # its lease still runs
+        clock.advance(31)
+        drain(two, one)
+        assert len(hook.on("/taken")) == 1  # taken over: at least once
+        assert len(hook.on("/free")) == 1
+        positions = storage.notification_cursors.positions()
+        assert positions[key(taken)] == positions[key(free)] == SENT
+
+
+def test_without_require_confirmation_nothing_changes(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    with receiver() as hook:
+        sid = storage.subscriptions.create(project, "q", hook.url("/c"), 3600, {})
+        post(storage, project, "q", {"n": 1})
+        drain(make(storage, clock, config(hook.port)))
+        # Unconfirmed, yet posted to (Zaqar's rule without the setting), no request.
+        assert [r.json() for r in hook.on("/c")] == [
+            {"body": {"n": 1}, "ttl": 300, "queue_name": "q"}]
+        assert key(sid) not in storage.notification_cursors.positions()
+
+
+def test_a_failing_subscriber_is_asked_again_on_the_retry_schedule(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    with receiver() as hook:
+        hook.statuses["/c"] = 503
+        sid = storage.subscriptions.create(project, "q", hook.url("/c"), 3600, {
+            "_retry_policy": {"retries_with_no_delay": 1, "minimum_delay_retries": 1,
+                              "minimum_delay": 5, "maximum_delay": 5,
+                              "maximum_delay_retries": 0}})
+        notifier = make(storage, clock, config(hook.port, require_confirmation=True))
+        drain(notifier)
+        assert len(hook.on("/c")) == 2  # the attempt and the retry without delay
+        drain(notifier)
+        assert len(hook.on("/c")) == 2  # the next one waits 5 s
+        hook.statuses["/c"] = 200
+        clock.advance(5)
+        drain(notifier)
+        assert len(hook.on("/c")) == 3
+        assert storage.notification_cursors.positions()[key(sid)] == SENT
+        clock.advance(60)
+        drain(notifier)
+        assert len(hook.on("/c")) == 3
+
+
+def test_retries_run_out_and_the_request_is_given_up(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    with receiver() as hook:
+        hook.statuses["/c"] = 500
+        sid = storage.subscriptions.create(project, "q", hook.url("/c"), 3600, {
+            "_retry_policy": {"retries_with_no_delay": 1, "minimum_delay_retries": 0,
+                              "minimum_delay": 5, "maximum_delay": 5,
+                              "maximum_delay_retries": 0}})
+        notifier = make(storage, clock, config(hook.port, require_confirmation=True))
+        drain(notifier)
+        clock.advance(60)
+        drain(notifier)
+        assert len(hook.on("/c")) == 2
+        assert storage.notification_cursors.positions()[key(sid)] == "given-up"
+
+
+def test_unsubscribing_and_asking_again_send_new_messages(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    with receiver() as hook:
+        sid = storage.subscriptions.create(project, "q", hook.url("/c"), 3600,
+                                           {"secret": "s3cret"})
+        notifier = make(storage, clock, config(hook.port, require_confirmation=True))
+        drain(notifier)
+        storage.subscriptions.confirm(project, "q", sid, confirmed=False)
+        mark(storage.notification_cursors, sid, unsubscribed=True)  # what PUT .../confirm does
+        clock.advance(2)  # the next refresh
+        drain(notifier)
+        mark(storage.notification_cursors, sid, unsubscribed=False)  # a repeated create
+        clock.advance(2)
+        drain(notifier)
+        kinds = [r.json()["Message_Type"] for r in hook.on("/c")]
+        assert kinds == ["SubscriptionConfirmation", "UnsubscribeConfirmation",
+                         "SubscriptionConfirmation"]
+        unsubscribed = hook.on("/c")[1]
+        assert unsubscribed.json()["Message"].startswith(
+            "You have unsubscribed successfully to the queue: q")
+        # Signed as every notification to a subscriber with a secret.
+        stamp = int(unsubscribed.headers["X-Zq-Signature-Timestamp"])
+        assert unsubscribed.headers["X-Zq-Signature"] == signature("s3cret", stamp,
+                                                                   unsubscribed.body)
+
+
+def test_without_a_signing_key_no_request_is_sent(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    with receiver() as hook:
+        sid = storage.subscriptions.create(project, "q", hook.url("/c"), 3600, {})
+        drain(make(storage, clock, config(hook.port, require_confirmation=True),
+                   secret_key=""))
+        assert hook.on("/c") == []
+        assert key(sid) not in storage.notification_cursors.positions()
+
+
+def test_the_api_records_re_requests(storage: Storage, clock: ManualClock,
+                                     project: str) -> None:
+    """A repeated create asks again; confirmed=false records the unsubscribe notice."""
+    settings = Config(signed_urls=SignedUrlsConfig(secret_key=KEY),
+                      notifications=config(None, require_confirmation=True))
+    client = falcon.testing.TestClient(create_app(settings, storage=storage, clock=clock))
+    headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": project}
+    document = {"subscriber": "https://example.com/hook"}
+    sid = client.simulate_post("/v2/queues/q/subscriptions", headers=headers,
+                               json=document).json["subscription_id"]
+    cursors = storage.notification_cursors
+    lease = cursors.acquire(key(sid), "notifier", 30)
+    assert lease is not None and cursors.advance(key(sid), "notifier", SENT, 30)
+    again = client.simulate_post("/v2/queues/q/subscriptions", headers=headers, json=document)
+    assert again.json["subscription_id"] == sid
+    assert key(sid) not in cursors.positions()  # due again
+    put = client.simulate_put(f"/v2/queues/q/subscriptions/{sid}/confirm", headers=headers,
+                              json={"confirmed": False})
+    assert put.status_code == 204
+    assert cursors.positions()[key(sid)] == "unsubscribe"

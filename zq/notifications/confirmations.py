@@ -168,6 +168,12 @@ class Confirmations:
         self._collect()
         return len(self._running)
 
+    def ready(self) -> bool:
+        """Whether a request waits to be sent now (a retry without delay, say)."""
+        now = self._clock.now()
+        return any(k not in self._running and job.next_at <= now
+                   for k, job in self._jobs.items())
+
     def _collect(self) -> None:
         for job_key, future in list(self._running.items()):
             if not future.done():

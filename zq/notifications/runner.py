@@ -96,7 +96,8 @@ class Notifier:
     def busy(self) -> bool:
         """Whether steps are running or pumps have more ready at once."""
         self._collect()
-        return bool(self._running or self._again or self._confirmations.running())
+        return bool(self._running or self._again or self._confirmations.running()
+                    or self._confirmations.ready())
 
     def _collect(self) -> None:
         for key, future in list(self._running.items()):
