@@ -4,7 +4,7 @@ One row per subscription; unique by (project, queue, SHA-256 of the
 subscriber), expiring at ``expires`` (removed by gc).
 
 Revision ID: 0007_subscriptions
-Revises: 0005
+Revises: 0006_consumer_claims
 Create Date: 2026-11-27
 """
 
@@ -16,7 +16,7 @@ from alembic import op
 from zq.storage.sql.schema import ID, PROJECT, QUEUE, long_text, name_type
 
 revision = "0007_subscriptions"
-down_revision = "0005"
+down_revision = "0006_consumer_claims"
 branch_labels = None
 depends_on = None
 

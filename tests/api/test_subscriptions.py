@@ -259,3 +259,42 @@ def test_purge_messages_keeps_subscriptions(api):
     assert api.get(f"{BASE}/{sid}").status_code == 200
     api.post("/v2/queues/q/purge")  # both by default
     assert_error(api.get(f"{BASE}/{sid}"), 404)
+
+
+def test_home_document_names_zaqar_subscription_relations(api):
+    resources = api.get("/v2").json["resources"]
+    assert resources["rel/subscriptions_get"]["href-template"] == (
+        "/v2/queues/{queue_name}/subscriptions{?marker,limit}")
+    assert resources["rel/subscriptions_post"]["hints"]["allow"] == ["POST"]
+    assert resources["rel/subscription"]["hints"]["allow"] == ["GET", "DELETE"]
+    assert resources["rel/subscription_patch"]["href-template"] == (
+        "/v2/queues/{queue_name}/subscriptions/{subscriptions_id}")
+
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def request(self, subscription, *, unsubscribed):
+        self.calls.append((subscription.id, subscription.confirmed, unsubscribed))
+
+
+def test_confirmation_requests_follow_zaqar_with_require_confirmation(storage, clock, project):
+    from zq.config import Limits
+    from zq.pooling import SingleBackend
+    from zq.subscriptions import SubscriptionService
+
+    sent = Recorder()
+    service = SubscriptionService(Limits(), SingleBackend(storage), require_confirmation=True,
+                                  confirmations=sent)
+    sid, created = service.create(project, "q", {"subscriber": HOOK})
+    assert created
+    again, created = service.create(project, "q", {"subscriber": HOOK})
+    assert (again, created) == (sid, False)
+    service.confirm(project, "q", sid, {"confirmed": True})
+    service.confirm(project, "q", sid, {"confirmed": False})
+    assert sent.calls == [(sid, False, False), (sid, False, False), (sid, False, True)]
+    quiet = Recorder()
+    off = SubscriptionService(Limits(), SingleBackend(storage), confirmations=quiet)
+    off.create(project, "r", {"subscriber": HOOK})
+    assert quiet.calls == []

@@ -735,6 +735,7 @@ class Storage(ABC):
     messages: MessageController
     claims: ClaimController
     events: EventLog
+    consumers: ConsumerLog
     # The driver's VersionedDeliveries, when it has the capability.
     versioned: VersionedDeliveries | None = None
     # The notifier's cursors and leases (zq.storage.cursors), when the driver has them.
@@ -896,3 +897,64 @@ class SubscriptionController(ABC):
     @abstractmethod
     def live(self) -> list[SubscriptionRecord]:
         """Every live subscription of the backend, across projects (for delivery)."""
+
+
+# -- consumers (GET /v2/queues/{q}/consumers, _suspect_lapsed_consumers) ------
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerClaim:
+    """One claim as the consumer log remembers it (zq.consumers reads these).
+
+    ``expires`` follows renewals, and a release sets it to the release time
+    (the claim ended). ``settled`` is the first time a delete, reject or
+    release named the claim, or a renew named it after it had expired: the
+    moments its holder showed it was alive. None: never.
+    """
+
+    client_id: str
+    claim_id: str
+    ttl: int
+    claimed: float
+    expires: float
+    settled: float | None = None
+
+
+class ConsumerLog(ABC):
+    """Who claims from a queue, and which of their claims lapsed.
+
+    An advisory record beside the claims themselves: the service writes it
+    just after the operation it describes (zq.consumers), so a crash in
+    between loses one record, never a message. Every write is idempotent.
+    Times are given by the caller (the service reads the driver's clock).
+    """
+
+    @abstractmethod
+    def record(self, project: str, queue: str, claim: ConsumerClaim, *,
+               forget_before: float) -> None:
+        """Remember a new claim; forget the queue's records whose
+        ``expires`` is before ``forget_before``, in the same step."""
+
+    @abstractmethod
+    def settle(self, project: str, queue: str, claim_id: str, *, now: float,
+               ended: bool) -> None:
+        """Set ``settled`` to ``now`` unless already set; with ``ended`` (a
+        release) also lower ``expires`` to ``now`` when it is later. An
+        unknown claim id changes nothing."""
+
+    @abstractmethod
+    def extend(self, project: str, queue: str, claim_id: str, *, ttl: int,
+               now: float) -> None:
+        """A renew: a claim still live at ``now`` gets ``expires = now + ttl``
+        and ``ttl``; one that had expired is settled instead (a late renew
+        shows its holder is alive). An unknown claim id changes nothing."""
+
+    @abstractmethod
+    def forget(self, project: str, queue: str) -> None:
+        """Drop every record of the queue (it was deleted)."""
+
+    @abstractmethod
+    def claims(self, project: str, queue: str, *, expires_after: float,
+               client_id: str | None = None) -> list[ConsumerClaim]:
+        """The queue's records with ``expires >= expires_after`` (only
+        ``client_id``'s when given), in no particular order."""

@@ -7,6 +7,7 @@ from zq.storage.base import Collected, Storage
 from zq.storage.mongo import gc
 from zq.storage.mongo.claims import MongoClaims
 from zq.storage.mongo.connection import Connection
+from zq.storage.mongo.consumers import MongoConsumers
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.cursors import MongoNotificationCursors
 from zq.storage.mongo.events import MongoEventLog
@@ -28,6 +29,7 @@ class MongoStorage(Storage):
         self.queues = MongoQueues(self._b)
         self.messages = MongoMessages(self._b)
         self.claims = MongoClaims(self._b)
+        self.consumers = MongoConsumers(connection.database)
         self.events = MongoEventLog(connection.database, transactions=connection.transactions)
         self.notification_cursors = MongoNotificationCursors(connection.database, clock)
         self.subscriptions = MongoSubscriptions(self._b)

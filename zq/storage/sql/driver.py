@@ -10,6 +10,7 @@ from zq.errors import StorageUnavailable
 from zq.storage.base import Collected, Storage
 from zq.storage.sql import dialects, gc, migrate, postgresql, subscriptions
 from zq.storage.sql.claims import SqlClaims
+from zq.storage.sql.consumers import SqlConsumers
 from zq.storage.sql.cursors import SqlNotificationCursors
 from zq.storage.sql.database import Database
 from zq.storage.sql.events import SqlEventLog
@@ -34,6 +35,7 @@ class SqlStorage(Storage):
         self.events = SqlEventLog(self._db)
         self.notification_cursors = SqlNotificationCursors(self._db, clock)
         self.subscriptions = subscriptions.SqlSubscriptions(self._db, clock)
+        self.consumers = SqlConsumers(self._db)
 
     @property
     def engine(self) -> sa.Engine:

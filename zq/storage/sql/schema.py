@@ -109,6 +109,22 @@ claims = sa.Table(
     sa.Index("ix_claims_expires", "expires"),
 )
 
+# The consumer log (ConsumerLog in zq/storage/base.py): one row per claim,
+# kept a while after it ends so lapsed claims can be told apart.
+consumer_claims = sa.Table(
+    "consumer_claims",
+    metadata,
+    sa.Column("claim_id", name_type(ID), primary_key=True),
+    sa.Column("project", name_type(PROJECT), nullable=False),
+    sa.Column("queue", name_type(QUEUE), nullable=False),
+    sa.Column("client_id", sa.String(CLIENT), nullable=False),
+    sa.Column("ttl", sa.Integer(), nullable=False),
+    sa.Column("claimed", sa.Double(), nullable=False),
+    sa.Column("expires", sa.Double(), nullable=False),
+    sa.Column("settled", sa.Double(), nullable=True),
+    sa.Index("ix_consumer_claims_queue_expires", "project", "queue", "expires"),
+)
+
 events = sa.Table(
     "events",
     metadata,

@@ -40,6 +40,9 @@ function K.claim_expiry() return P .. 'xc' end
 function K.events() return P .. 'events' end
 function K.layout() return P .. 'layout' end
 function K.trash() return P .. 'trash' end
+-- The consumer log (consumer_*.lua), keyed by names: it outlives a purge.
+function K.consumers(project, name) return P .. 'u:' .. enc(project) .. name end
+function K.consumer_expiry(project, name) return P .. 'ux:' .. enc(project) .. name end
 
 local function queue_id(project, name)
   return redis.call('HGET', K.catalog(), enc(project) .. name)
