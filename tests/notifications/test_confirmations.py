@@ -234,3 +234,19 @@ def test_the_api_records_re_requests(storage: Storage, clock: ManualClock,
                               json={"confirmed": False})
     assert put.status_code == 204
     assert cursors.positions()[key(sid)] == "unsubscribe"
+
+
+def test_a_live_subscriptions_row_is_kept_and_a_deleted_ones_forgotten(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    with receiver() as hook:
+        sid = storage.subscriptions.create(project, "q", hook.url("/c"), 3600, {})
+        notifier = make(storage, clock, config(hook.port, require_confirmation=True))
+        drain(notifier)
+        clock.advance(61)  # past FORGET_EVERY: gone subscriptions' rows are removed
+        drain(notifier)
+        assert len(hook.on("/c")) == 1  # not asked again: its row was kept
+        assert storage.notification_cursors.positions()[key(sid)] == SENT
+        storage.subscriptions.delete(project, "q", sid)
+        clock.advance(61)
+        drain(notifier)
+        assert key(sid) not in storage.notification_cursors.positions()
