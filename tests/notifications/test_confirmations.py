@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import email
 import json
 import uuid
 
 import falcon.testing
+import pytest
 
 from tests.notifications.helpers import Counts, config, drain, receiver
+from tests.notifications.test_sending import smtp
 from zq.api.app import create_app
 from zq.auth import signed_urls
 from zq.clock import ManualClock
@@ -20,6 +23,7 @@ from zq.notifications.webhook import signature
 from zq.storage.base import NewMessage, Storage
 
 KEY = "confirmation-test-key"
+mail_server = pytest.fixture(smtp.__wrapped__, name="mail_server")  # test_sending's SMTP server
 
 
 def post(storage: Storage, project: str, queue: str, *bodies: object) -> None:
@@ -250,3 +254,18 @@ def test_a_live_subscriptions_row_is_kept_and_a_deleted_ones_forgotten(
         clock.advance(61)
         drain(notifier)
         assert key(sid) not in storage.notification_cursors.positions()
+
+
+def test_a_mail_subscriber_gets_the_request_as_a_mail(
+        storage: Storage, clock: ManualClock, project: str, mail_server) -> None:  # type: ignore[no-untyped-def]
+    port, got = mail_server
+    sid = storage.subscriptions.create(project, "q", "mailto:ops@example.com", 3600, {})
+    drain(make(storage, clock, NotificationsConfig(
+        require_confirmation=True, smtp_host="127.0.0.1", smtp_port=port, timeout=5.0,
+        settle_seconds=0.0)))
+    [envelope] = got
+    assert envelope.rcpt_tos == ["ops@example.com"]
+    message = json.loads(email.message_from_bytes(envelope.content).get_payload(decode=True))
+    assert message["Message_Type"] == "SubscriptionConfirmation"
+    assert message["URL-Paths"] == f"/v2/queues/q/subscriptions/{sid}/confirm"
+    assert storage.notification_cursors.positions()[key(sid)] == SENT
