@@ -15,7 +15,10 @@ Three cases, each on its own queue, through the storage contract (no HTTP):
 In each, ``--claims`` claims of 10 run one after another; each is released
 again untimed, so the queue keeps its shape. Prints one JSON line per case
 (claim p50 and p99 in ms) and each case's p50/p99 over the ``1k`` case's
-(the issue's target: within 2x). PostgreSQL: a database created for the
+(the issue's target: within 2x). On PostgreSQL also ``statement_ms``: the
+median execution time of the claim statement inside the database
+(EXPLAIN ANALYZE, rolled back), which the machine's load and the
+commit's WAL flush do not blur. PostgreSQL: a database created for the
 run (no ANALYZE: the plans a new deployment gets) and dropped at the end;
 the URI names the server only. Redis: a fresh key prefix, deleted at the end.
 """
@@ -75,6 +78,47 @@ def time_claims(storage: Storage, queue: str, claims: int) -> list[float]:
         assert claim is not None and len(claim.messages) == 10
         storage.claims.release(PROJECT, queue, claim.id, client_id="consumer")
     return taken
+
+
+def database_ms(storage: Storage, queue: str, runs: int = 20) -> float | None:
+    """PostgreSQL: the claim statement's own execution time (median ms).
+
+    EXPLAIN ANALYZE of the claim's statement, ``runs`` times, each rolled
+    back: the database's part of a claim without the round trips and the
+    commit's WAL flush, which on a loaded machine swamp it.
+    """
+    engine = getattr(storage, "engine", None)
+    if engine is None or engine.dialect.name != "postgresql":
+        return None
+    from sqlalchemy import event
+    seen: list[tuple[str, dict]] = []
+
+    def capture(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        seen.append((statement, dict(parameters)))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        claim = storage.claims.create(PROJECT, queue, ttl=60, grace=60, limit=10,
+                                      client_id="consumer", dead_letter=None)
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    assert claim is not None
+    statement, parameters = seen[-1]
+    storage.claims.release(PROJECT, queue, claim.id, client_id="consumer")
+    times = []
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        for _ in range(runs):
+            fresh = {k: (uuid.uuid4().hex if v == claim.id else v) for k, v in parameters.items()}
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, fresh)
+            plan = cursor.fetchone()[0]
+            plan = json.loads(plan) if isinstance(plan, str) else plan
+            times.append(plan[0]["Execution Time"])
+            raw.rollback()
+    finally:
+        raw.close()
+    return statistics.median(times)
 
 
 @contextmanager
@@ -138,9 +182,12 @@ def main() -> None:
                 taken = time_claims(storage, queue, args.claims)
                 p50, p99 = statistics.median(taken), percentile(taken, 0.99)
                 results[name] = (p50, p99)
+                in_database = database_ms(storage, queue)
                 line = {"backend": uri.split(":")[0], "case": name, "free": free,
                         "held": held, "claims": len(taken), "claim_p50_ms": round(p50, 3),
                         "claim_p99_ms": round(p99, 3)}
+                if in_database is not None:
+                    line["statement_ms"] = round(in_database, 3)
                 if "1k" in results:
                     base = results["1k"]
                     line.update(p50_over_1k=round(p50 / base[0], 2),
