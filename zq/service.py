@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from zq import backoff, dead_letter, dead_letter_chain, events, moves, validation
+from zq import backoff, dead_letter, dead_letter_chain, events, moves, redrive, validation
 from zq import metadata as meta
 from zq.config import Limits
 from zq.encryption import BodyCipher, is_sealed, open_body
@@ -27,6 +27,7 @@ from zq.errors import (
     ClaimMismatch,
     ClaimNotFound,
     Conflict,
+    DeadLetterConflict,
     EncryptionFailure,
     EncryptionNotConfigured,
     InvalidRequest,
@@ -522,6 +523,113 @@ class QueueService:
             project, queue, claim_id, client_id=client_id
         )
 
+    # -- redrive (zq.redrive) -------------------------------------------
+
+    def redrive(
+        self, project: str, queue: str, document: Any | None, *, client_id: str | None
+    ) -> redrive.RedriveResult:
+        """Move dead letters of ``queue`` back (``POST /v2/queues/{dlq}/redrive``).
+
+        Selects with zq.redrive's rule over at most ``limit`` messages (and
+        a bounded walk, ``next`` continues), checks every destination's pool
+        before anything moves (another pool: DeadLetterConflict, 409), and
+        moves each destination's messages in one atomic step of the move
+        primitive (zq.moves.redriven). A message moved meanwhile by another
+        caller (a racing redrive, a consumer's claim) is matched but not
+        moved: the primitive skips it, so nothing moves twice.
+        """
+        queue = self._queue_name(queue)
+        request = validation.redrive_document(document, self.limits)
+        if request.to == queue:
+            raise InvalidRequest(
+                f"to names the dead letter queue itself ({queue!r}): a redrive moves "
+                "messages out of it; name another queue, or leave to out to send each "
+                "message back where it was dead lettered from.")
+        storage = self._storage(project, queue)
+        groups, matched, following = self._redrive_selection(project, queue, storage, request)
+        self._check_redrive_destinations(project, queue, list(groups), create=not request.dry_run)
+        if request.dry_run:
+            counts = {to: len(ids) for to, ids in groups.items()}
+            return redrive.RedriveResult(matched, 0, counts, following)
+        counts = {}
+        for to, ids in groups.items():
+            ttl = meta.effective(self._stored_metadata(project, to),
+                                 meta.DEFAULT_MESSAGE_TTL, self.limits)
+            moved = storage.messages.move(project, queue, ids, moves.redriven(to, ttl),
+                                          client_id=client_id)
+            if moved:
+                counts[to] = len(moved)
+        return redrive.RedriveResult(matched, sum(counts.values()), counts, following)
+
+    def _redrive_selection(
+        self, project: str, queue: str, storage: Storage, request: redrive.RedriveRequest
+    ) -> tuple[dict[str, list[str]], int, str | None]:
+        """The selected ids by destination, how many, and the ``next`` marker."""
+        page_size = validation.redrive_limit_cap(self.limits)
+        groups: dict[str, list[str]] = {}
+
+        def take(records: list[MessageRecord], room: int) -> int | None:
+            # A held message is not taken from its holder (the primitive
+            # would skip it too), nor one that would go back into the queue.
+            free = [r for r in records if r.claim_id is None]
+            found, read, last = redrive.select(free, request, self._fingerprint_of(project), room)
+            for to, ids in found.items():
+                if to != queue:
+                    groups.setdefault(to, []).extend(ids)
+            if read < len(free):  # stopped inside the page: the last one read is the marker
+                return last
+            return records[-1].marker if records else None
+
+        if request.filter.ids is not None:
+            if request.filter.ids:
+                take(storage.messages.get_many(project, queue, request.filter.ids),
+                     request.limit)
+            return groups, _count(groups), None
+        marker = validation.message_marker(request.marker)
+        budget = page_size * redrive.SCAN_FACTOR
+        while True:
+            page = storage.messages.list(project, queue, marker=marker, limit=page_size,
+                                         echo=True, include_delayed=True, include_claimed=True)
+            room = request.limit - _count(groups)
+            last = take(page, room)
+            if last is not None:
+                marker = last
+            budget -= len(page)
+            if len(page) < page_size and _count(groups) < request.limit:
+                return groups, _count(groups), None  # the end of the queue
+            if _count(groups) >= request.limit or budget <= 0 or not page:
+                return groups, _count(groups), None if not page else str(marker)
+
+    def _fingerprint_of(self, project: str) -> Callable[[MessageRecord], str]:
+        """The fingerprint events and analytics give a stored message (keyed if sealed)."""
+
+        def fingerprint(record: MessageRecord) -> str:
+            if not is_sealed(record.body):
+                return events.fingerprint(record.body)
+            opened = open_body(self._cipher, record.body, project, record.id)
+            assert self._cipher is not None  # open_body refused otherwise
+            return self._cipher.fingerprint(opened)
+
+        return fingerprint
+
+    def _check_redrive_destinations(
+        self, project: str, queue: str, destinations: list[str], *, create: bool
+    ) -> None:
+        """Every destination on the dead letter queue's pool; missing ones placed there."""
+        home = self.pools.pool_of(project, queue)
+        for to in sorted(destinations):
+            pool = self.pools.pool_of(project, to)
+            if pool is not None and pool != home:
+                raise DeadLetterConflict(
+                    f"Queue {to!r} lives on pool {pool!r} but dead letter queue {queue!r} "
+                    f"lives on pool {home!r}: a redrive moves messages within one pool. "
+                    "Nothing was moved; leave this destination out with filter.from, "
+                    "or redrive to a queue of that pool.")
+            if pool is None and create:
+                # Created by the move in the dead letter queue's backend:
+                # registered there first, so the catalog says where it is.
+                self.pools.place_beside(project, to, beside=queue)
+
     # -- operations -----------------------------------------------------
 
     def ping(self) -> bool:
@@ -666,6 +774,10 @@ class QueueService:
 def _id_shaped(ids: list[str]) -> list[str]:
     """The ids that could name something; the others are unknown ids, skipped."""
     return [i for i in ids if validation.is_id_shaped(i)]
+
+
+def _count(groups: Mapping[str, list[str]]) -> int:
+    return sum(len(ids) for ids in groups.values())
 
 
 def _check_claim_id(claim_id: str) -> None:

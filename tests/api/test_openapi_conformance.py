@@ -521,3 +521,46 @@ def test_metrics(client: CheckedClient) -> None:
     result = client.request("GET", "/metrics")
     assert result.status_code == 200
     assert "zq_messages_posted_total" in result.text
+
+
+# -- redrive (zq) ---------------------------------------------------------------
+
+
+def dead_lettered(client: CheckedClient, source: str, *bodies: Any) -> list[str]:
+    """Messages posted to ``source`` and rejected into its dead letter queue ``dlq``."""
+    client.put(f"/v2/queues/{source}", json={"_dead_letter_queue": "dlq"})
+    posted = post(client, source, *bodies)
+    claim_id = claim_id_of(claim(client, source, limit=len(bodies)))
+    for message_id in posted:
+        client.post(f"/v2/queues/{source}/messages/{message_id}/reject",
+                    params={"claim_id": claim_id}, json={"description": "boom"})
+    return posted
+
+
+def test_redrive(client: CheckedClient) -> None:
+    posted = dead_lettered(client, "src", 1, 2, 3)
+    dry = client.post("/v2/queues/dlq/redrive", json={"dry_run": True, "limit": 2})
+    assert dry.status_code == 200
+    assert (dry.json["matched"], dry.json["moved"], dry.json["to"]) == (2, 0, {"src": 2})
+    assert dry.json["next"] is not None
+    result = client.post("/v2/queues/dlq/redrive",
+                         json={"filter": {"reason": "rejected", "from": "src"}})
+    assert result.json == {"matched": 3, "moved": 3, "to": {"src": 3}, "next": None}
+    back = client.get(f"/v2/queues/src/messages/{posted[0]}",
+                      params={"include_history": "true"}).json
+    assert back["redrive_count"] == 1
+    assert {h["reason"] for h in back["history"]} == {"rejected", "redriven"}
+    empty = client.post("/v2/queues/dlq/redrive")
+    assert empty.json == {"matched": 0, "moved": 0, "to": {}, "next": None}
+
+
+def test_redrive_errors(client: CheckedClient) -> None:
+    dead_lettered(client, "src", 1)
+    path = "/v2/queues/dlq/redrive"
+    for bad in ({"limit": 201}, {"limit": 0}, {"dry_run": "yes"}, {"colour": 1},
+                {"filter": {"reason": "bored"}}, {"filter": {"fingerprint": "XYZ"}},
+                {"filter": {"ids": []}}, {"filter": {"since": 1}}, {"to": "a/b"},
+                {"filter": {"dead_lettered_before": -1}}, {"marker": "abc"}):
+        assert client.post(path, json=bad, request_valid=False).status_code == 400, bad
+    assert client.post(path, json={"to": "dlq"}).status_code == 400
+    assert client.post(path, json=[1], request_valid=False).status_code == 400

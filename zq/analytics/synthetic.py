@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from zq import events as ev
+from zq import events
 from zq.events import (
     CLAIMED,
     DEAD_LETTERED,
@@ -199,7 +199,7 @@ def advisor_events(start: float = 1_700_200_000.0) -> list[Event]:
     workflow, and dead letter moves); one dead letter has an encrypted
     sample and one a sample cut at the sample limit: neither has a shape.
     """
-    events: list[Event] = []
+    made: list[Event] = []
     number = 0
 
     def history(queue: str, claims: int, ends: str, body: dict, *,
@@ -211,32 +211,33 @@ def advisor_events(start: float = 1_700_200_000.0) -> list[Event]:
         t = start + number * 1000.0
 
         def event(offset: float, kind: str, **fields) -> None:
-            events.append(Event(cursor="", time=t + offset, project=ADVISOR_PROJECT,
+            made.append(Event(cursor="", time=t + offset, project=ADVISOR_PROJECT,
                                 queue=fields.pop("queue", queue), kind=kind,
                                 message_id=message_id, **fields))
 
-        event(0, ev.POSTED, client_id="producer",
+        event(0, events.POSTED, client_id="producer",
               detail={"ttl": 3600, "delay": 0, "fingerprint": fingerprint(text)})
         for attempt in range(1, claims + 1):
             claim_id = f"{message_id}-{attempt}"
             at = 10.0 * attempt
-            event(at, ev.CLAIMED, claim_id=claim_id, client_id=ADVISOR_WORKER, claim_count=attempt)
+            event(at, events.CLAIMED, claim_id=claim_id, client_id=ADVISOR_WORKER,
+                  claim_count=attempt)
             if attempt == claims and ends == "deleted":
-                event(at + 1, ev.DELETED, claim_id=claim_id, client_id=ADVISOR_WORKER,
+                event(at + 1, events.DELETED, claim_id=claim_id, client_id=ADVISOR_WORKER,
                       claim_count=attempt)
             elif description is not None and attempt == claims:
-                event(at + 1, ev.REJECTED, claim_id=claim_id, client_id=ADVISOR_WORKER,
+                event(at + 1, events.REJECTED, claim_id=claim_id, client_id=ADVISOR_WORKER,
                       claim_count=attempt, detail={"description": description})
             else:
-                event(at + 1, ev.RELEASED, claim_id=claim_id, client_id=ADVISOR_WORKER,
+                event(at + 1, events.RELEASED, claim_id=claim_id, client_id=ADVISOR_WORKER,
                       claim_count=attempt)
         if ends == "dead_lettered":
             detail = {"to": f"{queue}-dlq", "reason": "max_claim_count",
                       "fingerprint": fingerprint(text),
-                      "sample": text[: ev.SAMPLE_CHARS] if sample is None else sample}
+                      "sample": text[: events.SAMPLE_CHARS] if sample is None else sample}
             if description is not None:
                 detail["description"] = description
-            event(10.0 * claims + 5, ev.DEAD_LETTERED, claim_count=claims, detail=detail)
+            event(10.0 * claims + 5, events.DEAD_LETTERED, claim_count=claims, detail=detail)
 
     good = {"order_id": 1, "items": [{"sku": "a", "qty": 1}]}
     for _ in range(30):
@@ -256,5 +257,5 @@ def advisor_events(start: float = 1_700_200_000.0) -> list[Event]:
     for index in range(20):
         history("retry-b", 3, "dead_lettered", {"order_id": str(index), "items": []})
     history("retry-b", 3, "dead_lettered", good, sample="zqe1:k1:AAAA")
-    history("retry-b", 3, "dead_lettered", {"blob": "x" * ev.SAMPLE_CHARS})
-    return events
+    history("retry-b", 3, "dead_lettered", {"blob": "x" * events.SAMPLE_CHARS})
+    return made

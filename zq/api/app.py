@@ -15,6 +15,7 @@ from zq.api.metrics import METRICS_PATH, MetricsResource, RequestMetrics
 from zq.api.middleware import AccessLog, RequestId, RequestRules
 from zq.api.pools import ADMIN_ROUTES, PoolingOff
 from zq.api.queues import QueueCollection, QueueItem, QueuePurge, QueueStatsResource
+from zq.api.redrive import QueueRedrive
 from zq.api.resource import Resource
 from zq.api.share import QueueShare
 from zq.auth import Authenticate, keystone
@@ -41,6 +42,7 @@ ROUTES: list[tuple[str, type[Resource]]] = [
     ("/v2/queues/{queue_name}/messages/{message_id}/reject", MessageReject),
     ("/v2/queues/{queue_name}/claims", ClaimCollection),
     ("/v2/queues/{queue_name}/claims/{claim_id}", ClaimItem),
+    ("/v2/queues/{queue_name}/redrive", QueueRedrive),
 ]
 
 
