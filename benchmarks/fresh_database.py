@@ -10,6 +10,7 @@ then at once, before autovacuum's first visit gives the planner any
 statistics, ``--consumers`` threads each claiming 10 and deleting them by
 id and claim (``delete_many``), as consumers do, until ``--messages`` are
 deleted. Prints one JSON line: messages/s, claim and delete p50/p99 in ms,
+the rate of the posts that built the backlog (``post_msgs_per_s``),
 and whether the table had statistics when the run ended (it must not: the
 point is the plans chosen without them). ``--explain`` also prints
 ``EXPLAIN (ANALYZE, BUFFERS)`` of one claim and one delete taken after the
@@ -183,9 +184,12 @@ def main() -> None:
         migrate.upgrade(uri)
         storage = open_storage(uri)
         try:
+            started = time.perf_counter()
             post_backlog(storage, args.backlog)
+            posting = time.perf_counter() - started
             result = consume(storage, args.consumers, min(args.messages, args.backlog))
-            result.update(backlog=args.backlog, consumers=args.consumers,
+            result.update(post_msgs_per_s=round(args.backlog / posting),
+                          backlog=args.backlog, consumers=args.consumers,
                           statistics=has_statistics(storage.engine))
             print(json.dumps(result), flush=True)
             if args.explain:
