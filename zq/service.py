@@ -19,8 +19,19 @@ from typing import Any, TypeVar
 
 import orjson
 
-from zq import backoff, dead_letter, dead_letter_chain, events, moves, redrive, validation
+from zq import (
+    backoff,
+    consumers,
+    dead_letter,
+    dead_letter_chain,
+    events,
+    moves,
+    redrive,
+    subscriptions,
+    validation,
+)
 from zq import metadata as meta
+from zq.clock import Clock, SystemClock
 from zq.config import Limits
 from zq.encryption import BodyCipher, is_sealed, open_body
 from zq.errors import (
@@ -84,9 +95,12 @@ class QueueService:
 
     def __init__(self, limits: Limits, pools: Pools, *,
                  metadata_cache: MetadataCache | None = None,
-                 cipher: BodyCipher | None = None) -> None:
+                 cipher: BodyCipher | None = None, clock: Clock | None = None) -> None:
         self.limits = limits
         self.pools = pools
+        # The consumer log's times (zq.consumers); the drivers keep their own.
+        self.clock = clock or SystemClock()
+        self._consumers = consumers.ConsumerRule(limits.max_claim_ttl)
         self._metadata_cache = metadata_cache or MetadataCache(0)
         self._cipher = cipher  # None: no [encryption] keys configured
 
@@ -164,7 +178,11 @@ class QueueService:
     def delete_queue(self, project: str, queue: str) -> None:
         """Remove a queue with its messages and claims; no error when absent."""
         queue = self._queue_name(queue)
-        self._storage(project, queue).queues.delete(project, queue)
+        storage = self._storage(project, queue)
+        storage.queues.delete(project, queue)
+        # Who consumed from it goes with it: a new queue of the same name
+        # starts with no consumers (zq.consumers).
+        storage.consumers.forget(project, queue)
         self.pools.forget(project, queue)
         self._metadata_cache.forget(project, queue)
 
@@ -213,9 +231,10 @@ class QueueService:
         """Remove the queue's resources named by ``resource_types`` (all by default)."""
         queue = self._queue_name(queue)
         resource_types = validation.purge_document(document)
-        # zq has no subscriptions yet: purging them is a no-op.
         if "messages" in resource_types:
             self._storage(project, queue).queues.purge(project, queue)
+        if "subscriptions" in resource_types:
+            subscriptions.purge(self._storage(project, queue), project, queue)
 
     # -- messages -------------------------------------------------------
 
@@ -351,6 +370,9 @@ class QueueService:
             except MessageNotFound:
                 return
             raise ClaimMismatch("No claim has this id; it holds no message.")
+        # Naming the claim shows its holder is alive, even when it expired
+        # and the delete is refused (zq.consumers).
+        self._consumers.settled(storage.consumers, project, queue, claim_id, self.clock.now())
         storage.messages.delete(
             project, queue, message_id, claim_id=claim_id or None, client_id=client_id
         )
@@ -372,9 +394,14 @@ class QueueService:
             claims = _id_shaped(validation.id_list(list(claim_ids), self.limits, "claim_ids"))
         if not ids or claims == []:
             return []  # nothing named exists, or no named claim holds anything
-        return self._storage(project, queue).messages.delete_many(
+        storage = self._storage(project, queue)
+        deleted = storage.messages.delete_many(
             project, queue, ids, claim_ids=claims, client_id=client_id
         )
+        for claim in claims or []:
+            self._consumers.settled(storage.consumers, project, queue, claim,
+                                    self.clock.now())
+        return deleted
 
     def reject_message(
         self,
@@ -411,6 +438,7 @@ class QueueService:
             raise ClaimMismatch(
                 "Only the holder of the live claim on a message may reject it: "
                 "give that claim's id as claim_id.")
+        self._consumers.settled(storage.consumers, project, queue, claim_id, self.clock.now())
         if rejection.retry:
             storage.messages.reject(
                 project, queue, message_id, claim_id=claim_id, client_id=client_id,
@@ -475,6 +503,8 @@ class QueueService:
         storage = self._storage(project, queue)
 
         def claim(stored: dict[str, Any], version: str | None) -> ClaimRecord | None:
+            self._consumers.check(storage.consumers, project, queue, client_id, stored,
+                                  self.clock.now())
             policy = dead_letter.policy_from_metadata(stored)
             delay = backoff.policy_from_metadata(stored, self.limits.max_message_delay)
             if version is not None and storage.versioned is not None:
@@ -486,7 +516,10 @@ class QueueService:
                                          backoff=delay)
 
         claimed = self._with_metadata(project, queue, storage, claim)
-        return None if claimed is None else self._opened_claim(project, claimed)
+        if claimed is None:
+            return None
+        self._consumers.claimed(storage.consumers, project, queue, client_id, claimed)
+        return self._opened_claim(project, claimed)
 
     def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
         """A live claim with its messages; raises ClaimNotFound."""
@@ -508,7 +541,12 @@ class QueueService:
         queue = self._queue_name(queue)
         ttl, grace = validation.claim_options(document, self.limits)
         _check_claim_id(claim_id)
-        self._storage(project, queue).claims.renew(
+        storage = self._storage(project, queue)
+        # Also when the claim has expired (ClaimNotFound below): a late
+        # renew shows its holder is alive (zq.consumers).
+        self._consumers.renewed(storage.consumers, project, queue, claim_id, ttl,
+                                self.clock.now())
+        storage.claims.renew(
             project, queue, claim_id, ttl=ttl, grace=grace, client_id=client_id
         )
 
@@ -519,9 +557,17 @@ class QueueService:
         queue = self._queue_name(queue)
         if not validation.is_id_shaped(claim_id):
             return  # no such claim
-        self._storage(project, queue).claims.release(
-            project, queue, claim_id, client_id=client_id
-        )
+        storage = self._storage(project, queue)
+        storage.claims.release(project, queue, claim_id, client_id=client_id)
+        self._consumers.settled(storage.consumers, project, queue, claim_id,
+                                self.clock.now(), ended=True)
+
+    def consumers(self, project: str, queue: str) -> list[consumers.Consumer]:
+        """The Client-IDs that claimed from the queue in the last hour (zq.consumers)."""
+        queue = self._queue_name(queue)
+        storage = self._storage(project, queue)
+        stored = self._metadata_cache.get(storage, project, queue).read.metadata
+        return self._consumers.list(storage.consumers, project, queue, stored, self.clock.now())
 
     # -- redrive (zq.redrive) -------------------------------------------
 

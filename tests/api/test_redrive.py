@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.api.helpers import assert_error
+from tests.contract.helpers import events_of
 
 
 def dead_lettered(api, source="orders", count=2, description="KeyError: 'sku'"):
@@ -57,9 +58,8 @@ def test_dry_run_and_paging_with_next(api):
 
 def test_filter_by_fingerprint_from_the_events(api, storage, project):
     posted = dead_lettered(api, count=2)
-    wanted = next(e.detail["fingerprint"] for e in storage.events.read(after=None, limit=100)
-                  if e.project == project and e.kind == "dead_lettered"
-                  and e.message_id == posted[1])
+    wanted = next(e.detail["fingerprint"] for e in events_of(storage, project, "dead_lettered")
+                  if e.message_id == posted[1])
     result = redrive(api, filter={"fingerprint": wanted}, to="orders-retry")
     assert result.json["to"] == {"orders-retry": 1}
     assert api.get(f"/v2/queues/orders-retry/messages/{posted[1]}").status_code == 200

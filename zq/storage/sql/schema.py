@@ -109,6 +109,22 @@ claims = sa.Table(
     sa.Index("ix_claims_expires", "expires"),
 )
 
+# The consumer log (ConsumerLog in zq/storage/base.py): one row per claim,
+# kept a while after it ends so lapsed claims can be told apart.
+consumer_claims = sa.Table(
+    "consumer_claims",
+    metadata,
+    sa.Column("claim_id", name_type(ID), primary_key=True),
+    sa.Column("project", name_type(PROJECT), nullable=False),
+    sa.Column("queue", name_type(QUEUE), nullable=False),
+    sa.Column("client_id", sa.String(CLIENT), nullable=False),
+    sa.Column("ttl", sa.Integer(), nullable=False),
+    sa.Column("claimed", sa.Double(), nullable=False),
+    sa.Column("expires", sa.Double(), nullable=False),
+    sa.Column("settled", sa.Double(), nullable=True),
+    sa.Index("ix_consumer_claims_queue_expires", "project", "queue", "expires"),
+)
+
 events = sa.Table(
     "events",
     metadata,
@@ -134,3 +150,34 @@ POSTGRESQL_ONLY_INDEXES = {"ix_events_xid_seq"}
 # The claim's two partial indexes (migration 0009_claim_plans, read by
 # zq/storage/sql/postgresql.py's claim).
 POSTGRESQL_ONLY_INDEXES |= {"ix_messages_free_marker", "ix_messages_held_expiry"}
+
+# Where each subscription's notifications have got to, and who delivers
+# them (zq/storage/sql/cursors.py; migration 0008).
+notification_cursors = sa.Table(
+    "notification_cursors",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),  # the subscription id
+    sa.Column("cursor", sa.String(64), nullable=True),  # the last event handled
+    sa.Column("owner", sa.String(128), nullable=False),  # the lease holder
+    sa.Column("lease_until", sa.Double(), nullable=False),
+)
+
+# Subscriptions (SubscriptionController). ``subscriber_key`` is the
+# SHA-256 of the subscriber: unique per queue, where the subscriber itself
+# (a URL of any length) is too long for a unique index on MariaDB.
+subscriptions = sa.Table(
+    "subscriptions",
+    metadata,
+    sa.Column("id", name_type(ID), primary_key=True),
+    sa.Column("project", name_type(PROJECT), nullable=False),
+    sa.Column("queue", name_type(QUEUE), nullable=False),
+    sa.Column("subscriber", sa.Text(), nullable=False),
+    sa.Column("subscriber_key", sa.String(64), nullable=False),
+    sa.Column("ttl", sa.Integer(), nullable=False),
+    sa.Column("created", sa.Double(), nullable=False),
+    sa.Column("expires", sa.Double(), nullable=False),
+    sa.Column("options", long_text(), nullable=False),
+    sa.Column("confirmed", sa.Boolean(), nullable=False),
+    sa.UniqueConstraint("project", "queue", "subscriber_key", name="uq_subscriptions_subscriber"),
+    sa.Index("ix_subscriptions_expires", "expires"),
+)
