@@ -236,13 +236,13 @@ class Client:
 
     def redrive(self, dlq: str, *, to: str | None = None,
                 filter: Mapping[str, Any] | None = None, limit: int | None = None,
-                dry_run: bool = False) -> RedriveResult:
+                dry_run: bool = False, marker: str | None = None) -> RedriveResult:
         """Move dead letters of ``dlq`` back (to their source queue unless ``to``).
 
         ``filter`` keys as the API: ids, reason, from, fingerprint,
         dead_lettered_before, dead_lettered_after. At most ``limit`` per
-        call; ``RedriveResult.next`` is where a further call continues
-        (``redrive_all`` follows it).
+        call; ``RedriveResult.next``, given back as ``marker``, is where a
+        further call continues (``redrive_all`` follows it).
         """
         body: dict[str, Any] = {}
         if to is not None:
@@ -253,6 +253,8 @@ class Client:
             body["limit"] = limit
         if dry_run:
             body["dry_run"] = True
+        if marker is not None:
+            body["marker"] = marker
         doc = self._call("POST", f"/queues/{dlq}/redrive", json_body=body).json()
         return RedriveResult(matched=doc["matched"], moved=doc["moved"],
                              to=dict(doc.get("to", {})), next=doc.get("next"))
@@ -263,14 +265,18 @@ class Client:
         """Redrive page after page until ``next`` is null; the summed result."""
         matched = moved = 0
         totals: dict[str, int] = {}
+        marker = None
         while True:
-            page = self.redrive(dlq, to=to, filter=filter, limit=limit)
+            # A page may move nothing yet not be the last (a filter that
+            # selects few walks the queue in bounded steps): follow next.
+            page = self.redrive(dlq, to=to, filter=filter, limit=limit, marker=marker)
             matched += page.matched
             moved += page.moved
             for queue, count in page.to.items():
                 totals[queue] = totals.get(queue, 0) + count
-            if page.next is None or page.moved == 0:
+            if page.next is None:
                 return RedriveResult(matched=matched, moved=moved, to=totals, next=None)
+            marker = page.next
 
 
 __all__ = ["Client", "ZqClientError"]
