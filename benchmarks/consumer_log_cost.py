@@ -45,6 +45,9 @@ class NoLog(ConsumerLog):
                now: float) -> None:
         pass
 
+    def forget(self, project: str, queue: str) -> None:
+        pass
+
     def claims(self, project: str, queue: str, *, expires_after: float,
                client_id: str | None = None) -> list[ConsumerClaim]:
         return []

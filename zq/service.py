@@ -27,6 +27,7 @@ from zq import (
     events,
     moves,
     redrive,
+    subscriptions,
     validation,
 )
 from zq import metadata as meta
@@ -177,7 +178,11 @@ class QueueService:
     def delete_queue(self, project: str, queue: str) -> None:
         """Remove a queue with its messages and claims; no error when absent."""
         queue = self._queue_name(queue)
-        self._storage(project, queue).queues.delete(project, queue)
+        storage = self._storage(project, queue)
+        storage.queues.delete(project, queue)
+        # Who consumed from it goes with it: a new queue of the same name
+        # starts with no consumers (zq.consumers).
+        storage.consumers.forget(project, queue)
         self.pools.forget(project, queue)
         self._metadata_cache.forget(project, queue)
 
@@ -226,9 +231,10 @@ class QueueService:
         """Remove the queue's resources named by ``resource_types`` (all by default)."""
         queue = self._queue_name(queue)
         resource_types = validation.purge_document(document)
-        # zq has no subscriptions yet: purging them is a no-op.
         if "messages" in resource_types:
             self._storage(project, queue).queues.purge(project, queue)
+        if "subscriptions" in resource_types:
+            subscriptions.purge(self._storage(project, queue), project, queue)
 
     # -- messages -------------------------------------------------------
 

@@ -147,3 +147,10 @@ def test_the_setting_must_be_a_boolean(api, value):
 
 def test_consumers_of_a_badly_named_queue_is_a_400(api):
     assert_error(api.get("/v2/queues/bad%20name/consumers"), 400)
+
+
+def test_a_deleted_queue_forgets_its_consumers(api):
+    post(api, 1)
+    claim_id(api.claim("q", limit=1))
+    assert api.delete("/v2/queues/q").status_code == 204
+    assert consumers(api) == {}

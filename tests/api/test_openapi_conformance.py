@@ -539,6 +539,51 @@ def test_metrics(client: CheckedClient) -> None:
     assert "zq_messages_posted_total" in result.text
 
 
+# -- subscriptions -----------------------------------------------------------
+
+
+def test_subscription_lifecycle(client: CheckedClient) -> None:
+    base = "/v2/queues/orders/subscriptions"
+    created = client.post(base, json={"subscriber": "https://example.com/h", "ttl": 600,
+                                      "options": {"a": 1}})
+    assert created.status_code == 201
+    assert created.headers["location"] == base
+    sid = created.json["subscription_id"]
+    again = client.post(base, json={"subscriber": "https://example.com/h"})
+    assert (again.status_code, again.json) == (201, {"subscription_id": sid})
+    shown = client.get(f"{base}/{sid}").json
+    assert (shown["source"], shown["ttl"], shown["options"]) == ("orders", 600, {"a": 1})
+    client.post(base, json={"subscriber": "mailto:ops@example.com"})
+    page = client.get(base, params={"limit": 1}).json
+    assert len(page["subscriptions"]) == 1 and page["links"][0]["rel"] == "next"
+    assert client.patch(f"{base}/{sid}", json={"ttl": 900}).status_code == 204
+    assert client.get(f"{base}/{sid}").json["ttl"] == 900
+    assert client.put(f"{base}/{sid}/confirm", json={"confirmed": True}).status_code == 204
+    conflict = client.post(base, json={"subscriber": "https://example.com/h"})
+    assert conflict.status_code == 409
+    taken = client.get(base).json["subscriptions"]
+    other = next(s["id"] for s in taken if s["id"] != sid)
+    assert client.patch(f"{base}/{other}",
+                        json={"subscriber": "https://example.com/h"}).status_code == 409
+    assert client.delete(f"{base}/{sid}").status_code == 204
+    assert client.get(f"{base}/{sid}").status_code == 404
+    assert client.put(f"{base}/{sid}/confirm", json={"confirmed": True}).status_code == 404
+    assert client.patch(f"{base}/{sid}", json={"ttl": 900}).status_code == 404
+
+
+def test_subscription_refusals(client: CheckedClient) -> None:
+    base = "/v2/queues/orders/subscriptions"
+    for document in ({"subscriber": "ftp://x"}, {"ttl": 60}, {"subscriber": "http://h", "ttl": 1},
+                     {"subscriber": "http://h", "extra": 1}):
+        result = client.post(base, json=document, request_valid=False)
+        assert result.status_code == 400, document
+    assert client.get(base, params={"limit": 21}, request_valid=False).status_code == 400
+    sid = client.post(base, json={"subscriber": "http://h"}).json["subscription_id"]
+    assert client.patch(f"{base}/{sid}", json={}, request_valid=False).status_code == 400
+    assert client.put(f"{base}/{sid}/confirm", json={"confirmed": "yes"},
+                      request_valid=False).status_code == 400
+
+
 # -- redrive (zq) ---------------------------------------------------------------
 
 

@@ -125,6 +125,24 @@ def test_redrive_sends_the_api_body_and_reads_the_answer():
     assert seen == [{}, {"marker": "m2"}]
 
 
+def test_redrive_against_the_server(client):
+    client.create_queue("orders", {"_dead_letter_queue": "orders-dlq"})
+    ids = client.post("orders", {"n": 1}, {"n": 2}, {"n": 3}, ttl=3600)
+    claim = client.claim("orders", limit=3)
+    for message_id in ids:
+        client.reject("orders", message_id, claim.id, description=f"bad {message_id}")
+    dry = client.redrive("orders-dlq", dry_run=True)
+    assert (dry.matched, dry.moved, dry.to) == (3, 0, {"orders": 3})
+    one = client.redrive("orders-dlq", filter={"ids": [ids[0]]})
+    assert (one.matched, one.moved, one.to) == (1, 1, {"orders": 1})
+    rest = client.redrive_all("orders-dlq", filter={"reason": "rejected"}, limit=1)
+    assert (rest.matched, rest.moved, rest.to, rest.next) == (2, 2, {"orders": 2}, None)
+    back = client.list_messages("orders", include_history=True)
+    assert sorted(m.id for m in back) == sorted(ids)
+    assert {m.redrive_count for m in back} == {1}
+    assert client.stats("orders-dlq").total == 0
+
+
 def test_server_and_transport_failures_have_their_own_types():
     def unavailable(request: httpx.Request) -> httpx.Response:
         return httpx.Response(503, json={"title": "Service Unavailable",

@@ -106,3 +106,14 @@ def test_unknown_claims_change_nothing(storage, project, cid):
     storage.consumers.settle(project, "q", cid("nope"), now=NOW, ended=True)
     storage.consumers.extend(project, "q", cid("nope"), ttl=60, now=NOW)
     assert by_id(storage, project) == {}
+
+
+def test_forget_drops_only_that_queues_records(storage, project, cid):
+    record(storage, project, cid("a1"), queue="q")
+    record(storage, project, cid("a2"), queue="other")
+    storage.consumers.forget(project, "q")
+    assert by_id(storage, project, "q") == {}
+    assert set(by_id(storage, project, "other")) == {cid("a2")}
+    # A new record after forgetting is kept as any other.
+    record(storage, project, cid("a3"), queue="q")
+    assert set(by_id(storage, project, "q")) == {cid("a3")}

@@ -6,7 +6,7 @@ import falcon
 import falcon.media
 import orjson
 
-from zq.api import errors
+from zq.api import console, errors
 from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.consumers import QueueConsumers
 from zq.api.health import Health, Ping
@@ -19,6 +19,7 @@ from zq.api.queues import QueueCollection, QueueItem, QueuePurge, QueueStatsReso
 from zq.api.redrive import QueueRedrive
 from zq.api.resource import Resource
 from zq.api.share import QueueShare
+from zq.api.subscriptions import SUBSCRIPTION_ROUTES
 from zq.auth import Authenticate, keystone
 from zq.clock import Clock, SystemClock
 from zq.config import Config
@@ -30,6 +31,7 @@ from zq.pooling.admin import PoolAdmin
 from zq.pooling.setup import open_pools
 from zq.service import QueueService
 from zq.storage.base import Storage
+from zq.subscriptions import SubscriptionService
 
 ROUTES: list[tuple[str, type[Resource]]] = [
     ("/v2/ping", Ping),
@@ -119,6 +121,12 @@ def build_app(
     )
     for template, admin_resource in ADMIN_ROUTES:
         app.add_route(template, admin_resource(admin) if admin else PoolingOff())
+    subscriptions = SubscriptionService(
+        config.limits, service.pools,
+        require_confirmation=config.notifications.require_confirmation)
+    for template, subscription_resource in SUBSCRIPTION_ROUTES:
+        app.add_route(template, subscription_resource(subscriptions, clock))
+    console.install(app, config.auth.strategy)
     if telemetry is not None:
         app.add_route(METRICS_PATH, MetricsResource(
             telemetry, auth=config.auth.strategy != "none"))

@@ -241,8 +241,8 @@ class Client:
 
         ``filter`` keys as the API: ids, reason, from, fingerprint,
         dead_lettered_before, dead_lettered_after. At most ``limit`` per
-        call; ``RedriveResult.next``, given back as ``marker``, is where a
-        further call continues (``redrive_all`` follows it).
+        call; ``RedriveResult.next`` is the ``marker`` a further call
+        continues from (``redrive_all`` follows it).
         """
         body: dict[str, Any] = {}
         if to is not None:
@@ -267,8 +267,6 @@ class Client:
         totals: dict[str, int] = {}
         marker = None
         while True:
-            # A page may move nothing yet not be the last (a filter that
-            # selects few walks the queue in bounded steps): follow next.
             page = self.redrive(dlq, to=to, filter=filter, limit=limit, marker=marker)
             matched += page.matched
             moved += page.moved

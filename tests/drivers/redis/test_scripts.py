@@ -16,7 +16,8 @@ from zq.storage.redis.scripts import script_names, script_source
 STATE_CHANGES = {"post", "claim", "pop", "delete", "delete_many", "renew", "release",
                  "purge", "queue_create", "queue_set_metadata", "queue_delete", "gc",
                  "events_trim", "settle", "layout_upgrade", "move", "reject",
-                 "consumer_record", "consumer_settle"}
+                 "sub_create", "sub_update", "sub_confirm", "sub_delete", "sub_gc",
+                 "consumer_record", "consumer_settle", "consumer_forget"}
 
 
 def test_every_state_change_has_its_own_script() -> None:

@@ -37,6 +37,9 @@ class MongoConsumers(ConsumerLog):
         self._c.update_one({**mine, "expires": {"$lte": now}, "settled": None},
                            {"$set": {"settled": now}})
 
+    def forget(self, project: str, queue: str) -> None:
+        self._c.delete_many({"project": project, "queue": queue})
+
     def claims(self, project: str, queue: str, *, expires_after: float,
                client_id: str | None = None) -> list[ConsumerClaim]:
         query: dict[str, Any] = {"project": project, "queue": queue,

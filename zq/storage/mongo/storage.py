@@ -9,10 +9,12 @@ from zq.storage.mongo.claims import MongoClaims
 from zq.storage.mongo.connection import Connection
 from zq.storage.mongo.consumers import MongoConsumers
 from zq.storage.mongo.context import MongoContext
+from zq.storage.mongo.cursors import MongoNotificationCursors
 from zq.storage.mongo.events import MongoEventLog
 from zq.storage.mongo.indexes import ensure_indexes
 from zq.storage.mongo.messages import MongoMessages
 from zq.storage.mongo.queues import MongoQueues
+from zq.storage.mongo.subscriptions import MongoSubscriptions
 from zq.storage.mongo.unit import UnitRunner
 
 
@@ -29,6 +31,8 @@ class MongoStorage(Storage):
         self.claims = MongoClaims(self._b)
         self.consumers = MongoConsumers(connection.database)
         self.events = MongoEventLog(connection.database, transactions=connection.transactions)
+        self.notification_cursors = MongoNotificationCursors(connection.database, clock)
+        self.subscriptions = MongoSubscriptions(self._b)
 
     @property
     def transactions(self) -> bool:
@@ -43,7 +47,7 @@ class MongoStorage(Storage):
         return True
 
     def gc(self) -> Collected:
-        return gc.collect(self._b)
+        return gc.collect(self._b) + Collected(subscriptions=self.subscriptions.collect())
 
     def close(self) -> None:
         if not self._connection.shared:

@@ -31,6 +31,9 @@ class RedisConsumers(ConsumerLog):
                now: float) -> None:
         self._scripts.run("consumer_settle", now, project, queue, claim_id, "renew", int(ttl))
 
+    def forget(self, project: str, queue: str) -> None:
+        self._scripts.run("consumer_forget", 0.0, project, queue)
+
     def claims(self, project: str, queue: str, *, expires_after: float,
                client_id: str | None = None) -> list[ConsumerClaim]:
         flat = self._scripts.run("consumer_read", expires_after, project, queue,

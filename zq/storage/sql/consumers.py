@@ -45,6 +45,10 @@ class SqlConsumers(ConsumerLog):
                                             t.c.settled.is_(None)).values(settled=now))
         self._db.write(work)
 
+    def forget(self, project: str, queue: str) -> None:
+        self._db.write(lambda conn: conn.execute(
+            sa.delete(t).where(t.c.project == project, t.c.queue == queue)))
+
     def claims(self, project: str, queue: str, *, expires_after: float,
                client_id: str | None = None) -> list[ConsumerClaim]:
         query = sa.select(t.c.client_id, t.c.claim_id, t.c.ttl, t.c.claimed, t.c.expires,

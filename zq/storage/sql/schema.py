@@ -147,3 +147,34 @@ events = sa.Table(
 # zq/storage/sql/commit_order.py).
 POSTGRESQL_ONLY_COLUMNS = {("events", "xid")}
 POSTGRESQL_ONLY_INDEXES = {"ix_events_xid_seq"}
+
+# Where each subscription's notifications have got to, and who delivers
+# them (zq/storage/sql/cursors.py; migration 0008).
+notification_cursors = sa.Table(
+    "notification_cursors",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),  # the subscription id
+    sa.Column("cursor", sa.String(64), nullable=True),  # the last event handled
+    sa.Column("owner", sa.String(128), nullable=False),  # the lease holder
+    sa.Column("lease_until", sa.Double(), nullable=False),
+)
+
+# Subscriptions (SubscriptionController). ``subscriber_key`` is the
+# SHA-256 of the subscriber: unique per queue, where the subscriber itself
+# (a URL of any length) is too long for a unique index on MariaDB.
+subscriptions = sa.Table(
+    "subscriptions",
+    metadata,
+    sa.Column("id", name_type(ID), primary_key=True),
+    sa.Column("project", name_type(PROJECT), nullable=False),
+    sa.Column("queue", name_type(QUEUE), nullable=False),
+    sa.Column("subscriber", sa.Text(), nullable=False),
+    sa.Column("subscriber_key", sa.String(64), nullable=False),
+    sa.Column("ttl", sa.Integer(), nullable=False),
+    sa.Column("created", sa.Double(), nullable=False),
+    sa.Column("expires", sa.Double(), nullable=False),
+    sa.Column("options", long_text(), nullable=False),
+    sa.Column("confirmed", sa.Boolean(), nullable=False),
+    sa.UniqueConstraint("project", "queue", "subscriber_key", name="uq_subscriptions_subscriber"),
+    sa.Index("ix_subscriptions_expires", "expires"),
+)
