@@ -10,12 +10,14 @@ the lapsed claim's id (header ``X-Zq-Suspected``) until it shows it is
 alive (a delete, reject, release or renew naming that claim, even late) or
 until one claim ttl (the lapsed claim's) has passed since the lapse.
 
-The log (ConsumerLog) is written just after the operation it describes,
-not inside the claim's atomic step: it is advisory, and keeping it out of
-the claim scripts and transactions leaves every driver's delivery path as
-it is. A crash in between forgets one claim or one settle (the consumer
-is then shown with one claim fewer, or suspected for at most one claim
-ttl); it never touches a message.
+A claim's record is written inside the claim's own atomic step (the
+driver carries a ConsumerEntry from ``ConsumerRule.entry`` into its
+transaction or script), so recording a claim costs no extra round trip or
+commit. A settle (delete, reject, release, late renew) is written just
+after or before the operation it describes, once per claim per process
+(a delete batch settles its claim with one write): the log is advisory,
+and a crash in between forgets one settle (the consumer is then suspected
+for at most one claim ttl); it never touches a message.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zq import validation
-from zq.storage.base import ClaimRecord, ConsumerClaim, ConsumerLog
+from zq.storage.base import ConsumerClaim, ConsumerEntry, ConsumerLog
 
 SUSPECT_LAPSED_CONSUMERS = "_suspect_lapsed_consumers"
 HEADER = "X-Zq-Suspected"
@@ -134,14 +136,13 @@ class ConsumerRule:
         if open_:
             raise Suspected(open_[-1].claim_id)
 
-    def claimed(self, log: ConsumerLog, project: str, queue: str, client_id: str | None,
-                claim: ClaimRecord) -> None:
+    def entry(self, client_id: str | None) -> ConsumerEntry | None:
+        """What a claim by ``client_id`` writes into the log, in its own step
+        (ClaimController.create's ``consumer``); None: nothing (no Client-ID)."""
         if client_id is None:
-            return
-        log.record(project, queue, ConsumerClaim(
-            client_id=client_id, claim_id=claim.id, ttl=claim.ttl, claimed=claim.created,
-            expires=claim.expires), forget_before=forget_before(
-                claim.created, self._max_claim_ttl))
+            return None
+        return ConsumerEntry(client_id=client_id,
+                             keep_for=max(WINDOW, float(self._max_claim_ttl)))
 
     def settled(self, log: ConsumerLog, project: str, queue: str, claim_id: str | None,
                 now: float, *, ended: bool = False) -> None:

@@ -510,15 +510,17 @@ class QueueService:
             if version is not None and storage.versioned is not None:
                 return storage.versioned.claim(
                     project, queue, ttl=ttl, grace=grace, limit=size, client_id=client_id,
-                    dead_letter=policy, metadata_version=version, backoff=delay)
+                    dead_letter=policy, metadata_version=version, backoff=delay,
+                    consumer=consumer)
             return storage.claims.create(project, queue, ttl=ttl, grace=grace, limit=size,
                                          client_id=client_id, dead_letter=policy,
-                                         backoff=delay)
+                                         backoff=delay, consumer=consumer)
 
+        # The claim writes its consumer record in its own step (zq.consumers).
+        consumer = self._consumers.entry(client_id)
         claimed = self._with_metadata(project, queue, storage, claim)
         if claimed is None:
             return None
-        self._consumers.claimed(storage.consumers, project, queue, client_id, claimed)
         return self._opened_claim(project, claimed)
 
     def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord:

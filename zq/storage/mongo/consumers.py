@@ -7,20 +7,29 @@ from typing import Any
 from zq.storage.base import ConsumerClaim, ConsumerLog
 
 
+def write_record(collection: Any, project: str, queue: str, claim: ConsumerClaim, *,
+                 forget_before: float, session: Any = None) -> None:
+    """ConsumerLog.record; in the claim's transaction when given its session.
+
+    Two single-document writes: the record is advisory (ConsumerLog), and
+    without transactions a forgotten old record or a lost new one never
+    touches a message.
+    """
+    collection.delete_many({"project": project, "queue": queue,
+                            "expires": {"$lt": forget_before}}, session=session)
+    collection.insert_one({"_id": claim.claim_id, "project": project, "queue": queue,
+                           "client_id": claim.client_id, "ttl": claim.ttl,
+                           "claimed": claim.claimed, "expires": claim.expires,
+                           "settled": claim.settled}, session=session)
+
+
 class MongoConsumers(ConsumerLog):
     def __init__(self, database: Any) -> None:
         self._c = database["consumers"]
 
     def record(self, project: str, queue: str, claim: ConsumerClaim, *,
                forget_before: float) -> None:
-        # Two single-document writes: the record is advisory (ConsumerLog),
-        # and a forgotten old record or a lost new one never touches a message.
-        self._c.delete_many({"project": project, "queue": queue,
-                             "expires": {"$lt": forget_before}})
-        self._c.insert_one({"_id": claim.claim_id, "project": project, "queue": queue,
-                            "client_id": claim.client_id, "ttl": claim.ttl,
-                            "claimed": claim.claimed, "expires": claim.expires,
-                            "settled": claim.settled})
+        write_record(self._c, project, queue, claim, forget_before=forget_before)
 
     def settle(self, project: str, queue: str, claim_id: str, *, now: float,
                ended: bool) -> None:

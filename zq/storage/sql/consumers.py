@@ -9,20 +9,25 @@ from zq.storage.sql.database import Database
 from zq.storage.sql.schema import consumer_claims as t
 
 
+def write_record(conn: sa.Connection, project: str, queue: str, claim: ConsumerClaim, *,
+                 forget_before: float) -> None:
+    """ConsumerLog.record inside the caller's transaction (also a claim's own)."""
+    conn.execute(sa.delete(t).where(
+        t.c.project == project, t.c.queue == queue, t.c.expires < forget_before))
+    conn.execute(sa.insert(t).values(
+        claim_id=claim.claim_id, project=project, queue=queue,
+        client_id=claim.client_id, ttl=claim.ttl, claimed=claim.claimed,
+        expires=claim.expires, settled=claim.settled))
+
+
 class SqlConsumers(ConsumerLog):
     def __init__(self, db: Database) -> None:
         self._db = db
 
     def record(self, project: str, queue: str, claim: ConsumerClaim, *,
                forget_before: float) -> None:
-        def work(conn: sa.Connection) -> None:
-            conn.execute(sa.delete(t).where(
-                t.c.project == project, t.c.queue == queue, t.c.expires < forget_before))
-            conn.execute(sa.insert(t).values(
-                claim_id=claim.claim_id, project=project, queue=queue,
-                client_id=claim.client_id, ttl=claim.ttl, claimed=claim.claimed,
-                expires=claim.expires, settled=claim.settled))
-        self._db.write(work)
+        self._db.write(lambda conn: write_record(conn, project, queue, claim,
+                                                 forget_before=forget_before))
 
     def settle(self, project: str, queue: str, claim_id: str, *, now: float,
                ended: bool) -> None:

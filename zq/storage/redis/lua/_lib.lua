@@ -613,3 +613,18 @@ local function subscriber_holder(project, queue, subscriber)
   drop_subscription(other)
   return nil
 end
+
+-- Remember claim ``cid`` in the queue's consumer log and forget the records
+-- that expired before ``forget_before`` (ConsumerLog.record); also called by
+-- claim.lua, in the claim's own script. Times are strings as given.
+local function consumer_record(project, queue, cid, ttl, claimed, expires, settled, client,
+                               forget_before)
+  local log, by_expiry = K.consumers(project, queue), K.consumer_expiry(project, queue)
+  local old = redis.call('ZRANGEBYSCORE', by_expiry, '-inf', '(' .. forget_before)
+  for _, id in ipairs(old) do
+    redis.call('HDEL', log, id)
+  end
+  redis.call('ZREMRANGEBYSCORE', by_expiry, '-inf', '(' .. forget_before)
+  redis.call('HSET', log, cid, ttl .. '|' .. claimed .. '|' .. expires .. '|' .. settled .. '|' .. client)
+  redis.call('ZADD', by_expiry, expires, cid)
+end
