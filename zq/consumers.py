@@ -13,9 +13,11 @@ until one claim ttl (the lapsed claim's) has passed since the lapse.
 A claim's record is written inside the claim's own atomic step (the
 driver carries a ConsumerEntry from ``ConsumerRule.entry`` into its
 transaction or script), so recording a claim costs no extra round trip or
-commit. A settle (delete, reject, release, late renew) is written just
-after or before the operation it describes, once per claim per process
-(a delete batch settles its claim with one write): the log is advisory,
+commit. Likewise the first delete of a claim's message in a process
+settles the claim inside the delete's own step (``to_settle``: the driver
+is told ``settle_claim``). The other settles (a refused delete, a batch
+delete, reject, release, late renew) are written just before or after the
+operation they describe, once per claim per process: the log is advisory,
 and a crash in between forgets one settle (the consumer is then suspected
 for at most one claim ttl); it never touches a message.
 """
@@ -149,11 +151,22 @@ class ConsumerRule:
         """A delete, reject (ended False) or release (ended True) named ``claim_id``."""
         if not claim_id or not validation.is_id_shaped(claim_id):
             return
-        key = f"{project}\n{queue}\n{claim_id}"
-        if not ended and key in self._settled:
+        if not ended and not self.to_settle(project, queue, claim_id):
             return  # settle is idempotent: this process already wrote it
         log.settle(project, queue, claim_id, now=now, ended=ended)
-        self._settled[key] = None
+        self.settled_in_step(project, queue, claim_id)
+
+    def to_settle(self, project: str, queue: str, claim_id: str | None) -> bool:
+        """Whether a delete naming ``claim_id`` settles it in its own step
+        (MessageController.delete's ``settle_claim``): not when this process
+        already settled it."""
+        if not claim_id or not validation.is_id_shaped(claim_id):
+            return False
+        return f"{project}\n{queue}\n{claim_id}" not in self._settled
+
+    def settled_in_step(self, project: str, queue: str, claim_id: str) -> None:
+        """``claim_id`` is settled (by a delete's own step, or by ``settled``)."""
+        self._settled[f"{project}\n{queue}\n{claim_id}"] = None
         if len(self._settled) > SETTLED_CACHE:
             self._settled.popitem(last=False)
 

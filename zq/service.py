@@ -370,12 +370,21 @@ class QueueService:
             except MessageNotFound:
                 return
             raise ClaimMismatch("No claim has this id; it holds no message.")
-        # Naming the claim shows its holder is alive, even when it expired
-        # and the delete is refused (zq.consumers).
-        self._consumers.settled(storage.consumers, project, queue, claim_id, self.clock.now())
-        storage.messages.delete(
-            project, queue, message_id, claim_id=claim_id or None, client_id=client_id
-        )
+        # Naming the claim shows its holder is alive: the delete settles it
+        # in its own step, and a refused one (even for an expired claim)
+        # right after (zq.consumers).
+        settle = self._consumers.to_settle(project, queue, claim_id)
+        try:
+            storage.messages.delete(
+                project, queue, message_id, claim_id=claim_id or None, client_id=client_id,
+                settle_claim=settle,
+            )
+        except (ClaimMismatch, MessageIsClaimed):
+            self._consumers.settled(storage.consumers, project, queue, claim_id,
+                                    self.clock.now())
+            raise
+        if settle and claim_id:
+            self._consumers.settled_in_step(project, queue, claim_id)
 
     def delete_messages(
         self,

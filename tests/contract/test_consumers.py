@@ -184,3 +184,30 @@ def test_a_claim_that_moves_a_message_still_records_its_delivery(storage, projec
     made = claim_with_record(storage, project, dead_letter=policy)
     assert made is not None and len(made.messages) == 2
     assert set(by_id(storage, project)) == {made.id}
+
+
+# -- a delete's own settle (MessageController.delete with ``settle_claim``) ----
+
+def test_a_delete_settles_its_claim_in_its_own_step(storage, project, clock):
+    post(storage, project, "q", 2)
+    made = claim_with_record(storage, project)
+    first, second = (m.id for m in made.messages)
+    clock.advance(5)
+    storage.messages.delete(project, "q", first, claim_id=made.id, client_id="c1",
+                            settle_claim=True)
+    assert by_id(storage, project)[made.id].settled == pytest.approx(clock.now())
+    settled = clock.now()
+    clock.advance(5)
+    # The first settle is kept.
+    storage.messages.delete(project, "q", second, claim_id=made.id, client_id="c1",
+                            settle_claim=True)
+    assert by_id(storage, project)[made.id].settled == pytest.approx(settled)
+    assert by_id(storage, project)[made.id].expires == pytest.approx(made.expires)
+
+
+def test_a_delete_without_settle_claim_leaves_the_record(storage, project):
+    post(storage, project, "q", 1)
+    made = claim_with_record(storage, project)
+    storage.messages.delete(project, "q", made.messages[0].id, claim_id=made.id,
+                            client_id="c1")
+    assert by_id(storage, project)[made.id].settled is None

@@ -442,6 +442,7 @@ class MessageController(ABC):
         *,
         claim_id: str | None,
         client_id: str | None,
+        settle_claim: bool = False,
     ) -> None:
         """Delete one message.
 
@@ -451,6 +452,11 @@ class MessageController(ABC):
           (free, expired claim, or another claim): ClaimMismatch;
         - otherwise deleted, with a ``deleted`` event (claim id, client id,
           claim count).
+
+        With ``settle_claim`` (and a ``claim_id``), the consumer log's record
+        of ``claim_id`` is settled at the delete's time (ConsumerLog.settle,
+        not ended) in the same atomic step, at least when the delete is not
+        refused (zq.consumers writes the settle of a refused one itself).
         """
 
     @abstractmethod

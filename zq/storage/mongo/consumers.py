@@ -23,6 +23,17 @@ def write_record(collection: Any, project: str, queue: str, claim: ConsumerClaim
                            "settled": claim.settled}, session=session)
 
 
+def write_settle(collection: Any, project: str, queue: str, claim_id: str, *, now: float,
+                 ended: bool, session: Any = None) -> None:
+    """ConsumerLog.settle; in a delete's transaction when given its session."""
+    mine = {"_id": claim_id, "project": project, "queue": queue}
+    collection.update_one({**mine, "settled": None}, {"$set": {"settled": now}},
+                          session=session)
+    if ended:
+        collection.update_one({**mine, "expires": {"$gt": now}}, {"$set": {"expires": now}},
+                              session=session)
+
+
 class MongoConsumers(ConsumerLog):
     def __init__(self, database: Any) -> None:
         self._c = database["consumers"]
@@ -33,10 +44,7 @@ class MongoConsumers(ConsumerLog):
 
     def settle(self, project: str, queue: str, claim_id: str, *, now: float,
                ended: bool) -> None:
-        mine = {"_id": claim_id, "project": project, "queue": queue}
-        self._c.update_one({**mine, "settled": None}, {"$set": {"settled": now}})
-        if ended:
-            self._c.update_one({**mine, "expires": {"$gt": now}}, {"$set": {"expires": now}})
+        write_settle(self._c, project, queue, claim_id, now=now, ended=ended)
 
     def extend(self, project: str, queue: str, claim_id: str, *, ttl: int,
                now: float) -> None:

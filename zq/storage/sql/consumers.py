@@ -20,6 +20,15 @@ def write_record(conn: sa.Connection, project: str, queue: str, claim: ConsumerC
         expires=claim.expires, settled=claim.settled))
 
 
+def write_settle(conn: sa.Connection, project: str, queue: str, claim_id: str, *,
+                 now: float, ended: bool) -> None:
+    """ConsumerLog.settle inside the caller's transaction (also a delete's own)."""
+    mine = (t.c.claim_id == claim_id, t.c.project == project, t.c.queue == queue)
+    conn.execute(sa.update(t).where(*mine, t.c.settled.is_(None)).values(settled=now))
+    if ended:
+        conn.execute(sa.update(t).where(*mine, t.c.expires > now).values(expires=now))
+
+
 class SqlConsumers(ConsumerLog):
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -31,13 +40,8 @@ class SqlConsumers(ConsumerLog):
 
     def settle(self, project: str, queue: str, claim_id: str, *, now: float,
                ended: bool) -> None:
-        mine = (t.c.claim_id == claim_id, t.c.project == project, t.c.queue == queue)
-
-        def work(conn: sa.Connection) -> None:
-            conn.execute(sa.update(t).where(*mine, t.c.settled.is_(None)).values(settled=now))
-            if ended:
-                conn.execute(sa.update(t).where(*mine, t.c.expires > now).values(expires=now))
-        self._db.write(work)
+        self._db.write(lambda conn: write_settle(conn, project, queue, claim_id, now=now,
+                                                 ended=ended))
 
     def extend(self, project: str, queue: str, claim_id: str, *, ttl: int,
                now: float) -> None:
