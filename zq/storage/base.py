@@ -949,11 +949,12 @@ class ConsumerLog(ABC):
 
     An advisory record beside the claims themselves. A new claim's record
     is written by the claim's own atomic step (ClaimController.create with
-    ``consumer``); the settles, renewals and forgets are written by the
-    service just after the operation they describe (zq.consumers), so a
-    crash in between loses one settle, never a message. Every write is
-    idempotent. Times are given by the caller (the service reads the
-    driver's clock).
+    ``consumer``), a claim's first delete settles it in the delete's own
+    step (MessageController.delete with ``settle_claim``); the other
+    settles, renewals and forgets are written by the service just before
+    or after the operation they describe (zq.consumers), so a crash in
+    between loses one settle, never a message. Every write is idempotent.
+    Times are given by the caller (the service reads the driver's clock).
     """
 
     @abstractmethod
