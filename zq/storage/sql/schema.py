@@ -178,3 +178,7 @@ subscriptions = sa.Table(
     sa.UniqueConstraint("project", "queue", "subscriber_key", name="uq_subscriptions_subscriber"),
     sa.Index("ix_subscriptions_expires", "expires"),
 )
+
+# The claim's two partial indexes (migration 0009_claim_plans, read by
+# zq/storage/sql/postgresql.py's claim).
+POSTGRESQL_ONLY_INDEXES |= {"ix_messages_free_marker", "ix_messages_held_expiry"}
