@@ -19,7 +19,7 @@ too. A claim now reads two disjoint sets (zq/storage/sql/postgresql.py):
 SQLite and MariaDB/MySQL keep their general path; nothing changes there.
 
 Revision ID: 0009_claim_plans
-Revises: 0005
+Revises: 0008_notification_cursors
 Create Date: 2026-11-27
 """
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0009_claim_plans"
-down_revision = "0005"
+down_revision = "0008_notification_cursors"
 branch_labels = None
 depends_on = None
 
