@@ -19,7 +19,7 @@ too. A claim now reads two disjoint sets (zq/storage/sql/postgresql.py):
 SQLite and MariaDB/MySQL keep their general path; nothing changes there.
 
 Revision ID: 0009_claim_plans
-Revises: 0008_notification_cursors
+Revises: 0008_notification_cursors (written on 0005; re-chained when main was merged)
 Create Date: 2026-11-27
 """
 
