@@ -49,10 +49,13 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real webhook servers
+
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 receiver.count += 1
                 self.send_response(204)
+                self.send_header("Content-Length", "0")
                 self.end_headers()
 
             def log_message(self, *args: object) -> None:

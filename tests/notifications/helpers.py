@@ -61,6 +61,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    peer: tuple[str, int] = ("", 0)  # the client's address: one per connection
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -77,10 +78,13 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real webhook servers
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
-                receiver.received.append(Received(self.path, dict(self.headers), body))
+                receiver.received.append(
+                    Received(self.path, dict(self.headers), body, self.client_address))
                 if receiver.redirect and self.path == "/redirect":
                     self.send_response(307)
                     self.send_header("Location", receiver.redirect)

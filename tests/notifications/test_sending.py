@@ -161,3 +161,23 @@ def test_created_at_reads_the_exact_creation_or_errs_early() -> None:
     # The ttl changed at 105 (expires - ttl later than the creation): two seconds early.
     patched = FakeSubscription("s", "p", "q", "http://x", ttl=60, expires=165.0, age=9)
     assert created_at(patched, 109.9) == 109.9 - 9 - 2
+
+
+def test_a_kept_alive_connection_is_reused_and_a_stale_one_replaced() -> None:
+    with receiver() as hook:
+        allowed = AllowedHosts.from_setting(f"127.0.0.1:{hook.port}")
+        pool = webhook.Connections()
+
+        def send() -> webhook.Outcome:
+            return webhook.post(hook.url(), b"{}", {}, allowed=allowed, timeout=5,
+                                max_redirects=0, secret=None, now=0, connections=pool)
+
+        assert send().delivered and send().delivered
+        assert hook.received[0].peer == hook.received[1].peer  # one connection for both
+        idle = pool.take(allowed.check(hook.url()))
+        assert idle is not None and idle.sock is not None
+        idle.sock.close()  # as if the subscriber had closed it meanwhile
+        pool.give(allowed.check(hook.url()), idle)
+        outcome = send()
+        assert outcome.delivered and len(hook.received) == 3
+        assert hook.received[2].peer != hook.received[0].peer

@@ -58,6 +58,7 @@ class Sender:
         self._config = config
         self._allowed = allowed
         self._clock = clock
+        self._connections = webhook.Connections()
 
     def deliver(self, subscription: Subscription, notification: Notification) -> webhook.Outcome:
         options = subscription.options
@@ -78,7 +79,7 @@ class Sender:
                             timeout=self._config.timeout,
                             max_redirects=self._config.max_redirects,
                             secret=secret if isinstance(secret, str) else None,
-                            now=self._clock.now())
+                            now=self._clock.now(), connections=self._connections)
 
 
 def fetcher(storage: Storage, cipher: BodyCipher | None) -> Fetch:
