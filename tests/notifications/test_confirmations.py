@@ -269,3 +269,16 @@ def test_a_mail_subscriber_gets_the_request_as_a_mail(
     assert message["Message_Type"] == "SubscriptionConfirmation"
     assert message["URL-Paths"] == f"/v2/queues/q/subscriptions/{sid}/confirm"
     assert storage.notification_cursors.positions()[key(sid)] == SENT
+
+
+def test_a_post_just_after_the_confirmation_is_sent(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    """The notifier's copy of the subscription is up to a refresh old; the post still goes."""
+    with receiver() as hook:
+        sid = storage.subscriptions.create(project, "q", hook.url("/c"), 3600, {})
+        notifier = make(storage, clock, config(hook.port, require_confirmation=True))
+        drain(notifier)
+        storage.subscriptions.confirm(project, "q", sid, confirmed=True)
+        post(storage, project, "q", {"n": 1})
+        drain(notifier)  # no refresh yet: the clock has not moved
+        assert [r.json().get("body") for r in hook.on("/c")] == [None, {"n": 1}]
