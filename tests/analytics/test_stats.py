@@ -54,6 +54,7 @@ def test_edge_cases_are_classified_as_documented(spark, dataset):
     consumers = {r["client_id"]: r for r in printed["consumers"]}
     assert consumers["slowpoke"] == {
         "client_id": "slowpoke", "deliveries": 3, "claims": 3, "deleted": 0, "released": 0,
+        "rejected": 0,
         "expired": 2, "expired_claims": 2}  # k1 (popped after), k3 (dead lettered); k7 open
     assert consumers["ghost"]["expired_claims"] == 1 and consumers["ghost"]["deliveries"] == 0
     assert consumers["bulk"]["deleted"] == 0 and consumers["bulk"]["expired"] == 0
@@ -126,7 +127,8 @@ def test_table_format_prints_every_table(spark, dataset):
     _, out, _ = stats(spark, "--events", root, "--since", str(T0), "--until", str(T0 + 1000))
     assert re.findall(r"^== (\w+)", out, re.M) == [
         "queue_totals", "queue_daily", "claims_distribution", "latency",
-        "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate"]
+        "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate",
+        "rejections", "dead_letters_by_reason", "redrive_outcomes"]
 
 
 def test_missing_dataset_is_a_clear_error(spark, tmp_path, capsys):

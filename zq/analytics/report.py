@@ -28,6 +28,7 @@ FORMATS = ("table", "json", "csv")
 TABLE_NAMES = (
     "queue_totals", "queue_daily", "claims_distribution", "latency",
     "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate",
+    "rejections", "dead_letters_by_reason", "redrive_outcomes",
 )
 
 
