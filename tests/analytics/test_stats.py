@@ -113,9 +113,14 @@ def test_out_writes_tables_charts_and_one_html_report(spark, dataset, tmp_path):
         assert pq.read_table(tmp_path / f"{name}.parquet").num_rows >= 1
     page = (tmp_path / "report.html").read_text()
     images = re.findall(r"src='data:image/png;base64,([^']+)'", page)
-    assert len(images) == 3
+    charts = ("claims_per_message", "dead_letter_rate", "latency_percentiles",
+              "flow_per_queue", "redrive_outcomes")
+    assert len(images) == len(charts)
     assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
-    for chart in ("claims_per_message", "dead_letter_rate", "latency_percentiles"):
+    posted_all = sum(e.kind == "posted" for e in events)
+    assert f"{posted_all:,} posted" in page  # the headline summary
+    assert page.count("what the columns mean") == 11  # definitions under every table
+    for chart in charts:
         assert (tmp_path / f"{chart}.png").read_bytes().startswith(b"\x89PNG")
     posted = sum(e.kind == "posted" for e in events)
     totals = pq.read_table(tmp_path / "queue_totals.parquet").column("posted").to_pylist()
