@@ -21,6 +21,7 @@ COMMANDS = [
     ["serve"], ["db"], ["db", "upgrade"], ["gc"], ["config"],
     ["events"], ["events", "export"], ["stats"],
     ["token"], ["token", "add"], ["token", "list"], ["token", "revoke"],
+    ["redrive"],
 ]
 
 

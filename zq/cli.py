@@ -3,7 +3,7 @@
 Each module listed in COMMAND_MODULES has ``register(subparsers)``, which adds
 its subcommand(s) and binds ``handler(args) -> int | None``. Exit status: 0 on
 success, 1 when the command fails (bad configuration, unreachable storage,
-...), 2 for a bad command line. Errors are one line on stderr, never a
+...), 2 for a bad command line, 130 when stopped by Ctrl-C. Errors are one line on stderr, never a
 traceback (``zq --traceback ...`` shows it when debugging zq itself).
 """
 
@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "zq.commands.config",
     "zq.commands.token",  # token add / list / revoke
     "zq.analytics.cli",  # events export, stats
+    "zq.commands.redrive",  # redrive DLQ
 )
 
 # Modules whose import failed: name -> reason. Shown by `zq --help`; the
@@ -48,11 +49,13 @@ examples:
   zq db upgrade --storage mysql://zq@db/zq    create or migrate an SQL schema
   zq gc                                       remove expired messages now
   zq config                                   show the effective configuration
+  zq redrive orders-dlq --project shop        send dead letters back to their queues
 
 Run `zq COMMAND --help` for the options of a command.
 Configuration: defaults < --config FILE or $ZQ_CONFIG < ZQ_* variables < flags."""
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # Ctrl-C, as the shell reports a command stopped by SIGINT
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(args, exc, str(exc))
     except KeyboardInterrupt:
         print("zq: interrupted", file=sys.stderr)
-        return EXIT_FAILURE
+        return EXIT_INTERRUPTED
     except Exception as exc:  # a driver's or library's own error
         return fail(args, exc, f"{type(exc).__name__}: {exc}")
     return EXIT_OK if result is None else int(result)

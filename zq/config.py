@@ -66,6 +66,14 @@ class Limits:
     # Levels of nested arrays and objects in a request body, the post's
     # envelope included (a message body gets 3 fewer).
     max_json_depth: int = 64
+    # Subscriptions (Zaqar's max_subscriptions_per_page, MIN_SUBSCRIPTION_TTL,
+    # default_subscription_ttl). Zaqar bounds a ttl only by the year 9999;
+    # zq by a configurable maximum (default: 2**31 - 1 s, about 68 years).
+    max_subscriptions_per_page: int = 20
+    min_subscription_ttl: int = 60
+    max_subscription_ttl: int = 2147483647
+    default_subscription_ttl: int = 3600
+    max_subscriber_length: int = 2048  # characters of a subscriber URI
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_json_depth <= MAX_JSON_DEPTH:
@@ -278,6 +286,15 @@ class MetricsConfig:
 
 
 @dataclass(frozen=True)
+class NotificationsConfig:
+    """Subscriptions' notifications (Zaqar's [notification] options)."""
+
+    # Zaqar's require_confirmation: an unconfirmed subscriber gets nothing,
+    # and is sent a confirmation request (zq.subscriptions).
+    require_confirmation: bool = False
+
+
+@dataclass(frozen=True)
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
@@ -289,6 +306,7 @@ class Config:
     pooling: PoolingConfig = field(default_factory=PoolingConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     encryption: EncryptionConfig = field(default_factory=EncryptionConfig)
+    notifications: NotificationsConfig = field(default_factory=NotificationsConfig)
 
     def with_overrides(self, **sections: Mapping[str, Any]) -> Config:
         """A copy with some fields replaced: ``with_overrides(server={"port": 1})``."""

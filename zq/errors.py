@@ -173,3 +173,23 @@ class MetadataChanged(Exception):
     so it never reaches a client (a write that keeps failing becomes a
     MetadataConflict).
     """
+
+
+class SubscriptionNotFound(NotFound):
+    title = "Subscription not found"
+
+    @classmethod
+    def gone(cls, subscription_id: str) -> SubscriptionNotFound:
+        """The one text for an id that names no live subscription (Zaqar's), on every driver."""
+        return cls(f"Subscription {subscription_id} does not exist")
+
+
+class SubscriptionConflict(Conflict):
+    """A subscriber already subscribed to the queue (409)."""
+
+    title = "Subscription already exists"
+
+    @classmethod
+    def duplicate(cls) -> SubscriptionConflict:
+        return cls("Such subscription already exists.Subscriptions are unique by project "
+                   "+ queue + subscriber URI.")

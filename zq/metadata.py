@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from zq import backoff, dead_letter, validation
+from zq import backoff, consumers, dead_letter, validation
 from zq.config import Limits
 from zq.errors import InvalidRequest
 
@@ -30,6 +30,7 @@ ENCRYPT_MESSAGES = "_enable_encrypt_messages"
 RETRY_DELAY = backoff.RETRY_DELAY
 RETRY_MAX_DELAY = backoff.RETRY_MAX_DELAY
 RETRY_BACKOFF = backoff.RETRY_BACKOFF
+SUSPECT_LAPSED_CONSUMERS = consumers.SUSPECT_LAPSED_CONSUMERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +103,11 @@ RESERVED: dict[str, ReservedKey] = {
     ),
     RETRY_BACKOFF: ReservedKey(
         lambda v, lim: validation.choice(v, RETRY_BACKOFF, backoff.KINDS),
+        _no_default,
+    ),
+    # Suspected consumers (zq.consumers); shown only when set.
+    SUSPECT_LAPSED_CONSUMERS: ReservedKey(
+        lambda v, lim: consumers.check_setting(v),
         _no_default,
     ),
 }

@@ -19,14 +19,26 @@ from typing import Any, TypeVar
 
 import orjson
 
-from zq import backoff, dead_letter, dead_letter_chain, events, moves, validation
+from zq import (
+    backoff,
+    consumers,
+    dead_letter,
+    dead_letter_chain,
+    events,
+    moves,
+    redrive,
+    subscriptions,
+    validation,
+)
 from zq import metadata as meta
+from zq.clock import Clock, SystemClock
 from zq.config import Limits
 from zq.encryption import BodyCipher, is_sealed, open_body
 from zq.errors import (
     ClaimMismatch,
     ClaimNotFound,
     Conflict,
+    DeadLetterConflict,
     EncryptionFailure,
     EncryptionNotConfigured,
     InvalidRequest,
@@ -83,9 +95,12 @@ class QueueService:
 
     def __init__(self, limits: Limits, pools: Pools, *,
                  metadata_cache: MetadataCache | None = None,
-                 cipher: BodyCipher | None = None) -> None:
+                 cipher: BodyCipher | None = None, clock: Clock | None = None) -> None:
         self.limits = limits
         self.pools = pools
+        # The consumer log's times (zq.consumers); the drivers keep their own.
+        self.clock = clock or SystemClock()
+        self._consumers = consumers.ConsumerRule(limits.max_claim_ttl)
         self._metadata_cache = metadata_cache or MetadataCache(0)
         self._cipher = cipher  # None: no [encryption] keys configured
 
@@ -163,7 +178,11 @@ class QueueService:
     def delete_queue(self, project: str, queue: str) -> None:
         """Remove a queue with its messages and claims; no error when absent."""
         queue = self._queue_name(queue)
-        self._storage(project, queue).queues.delete(project, queue)
+        storage = self._storage(project, queue)
+        storage.queues.delete(project, queue)
+        # Who consumed from it goes with it: a new queue of the same name
+        # starts with no consumers (zq.consumers).
+        storage.consumers.forget(project, queue)
         self.pools.forget(project, queue)
         self._metadata_cache.forget(project, queue)
 
@@ -212,9 +231,10 @@ class QueueService:
         """Remove the queue's resources named by ``resource_types`` (all by default)."""
         queue = self._queue_name(queue)
         resource_types = validation.purge_document(document)
-        # zq has no subscriptions yet: purging them is a no-op.
         if "messages" in resource_types:
             self._storage(project, queue).queues.purge(project, queue)
+        if "subscriptions" in resource_types:
+            subscriptions.purge(self._storage(project, queue), project, queue)
 
     # -- messages -------------------------------------------------------
 
@@ -350,6 +370,9 @@ class QueueService:
             except MessageNotFound:
                 return
             raise ClaimMismatch("No claim has this id; it holds no message.")
+        # Naming the claim shows its holder is alive, even when it expired
+        # and the delete is refused (zq.consumers).
+        self._consumers.settled(storage.consumers, project, queue, claim_id, self.clock.now())
         storage.messages.delete(
             project, queue, message_id, claim_id=claim_id or None, client_id=client_id
         )
@@ -371,9 +394,14 @@ class QueueService:
             claims = _id_shaped(validation.id_list(list(claim_ids), self.limits, "claim_ids"))
         if not ids or claims == []:
             return []  # nothing named exists, or no named claim holds anything
-        return self._storage(project, queue).messages.delete_many(
+        storage = self._storage(project, queue)
+        deleted = storage.messages.delete_many(
             project, queue, ids, claim_ids=claims, client_id=client_id
         )
+        for claim in claims or []:
+            self._consumers.settled(storage.consumers, project, queue, claim,
+                                    self.clock.now())
+        return deleted
 
     def reject_message(
         self,
@@ -410,6 +438,7 @@ class QueueService:
             raise ClaimMismatch(
                 "Only the holder of the live claim on a message may reject it: "
                 "give that claim's id as claim_id.")
+        self._consumers.settled(storage.consumers, project, queue, claim_id, self.clock.now())
         if rejection.retry:
             storage.messages.reject(
                 project, queue, message_id, claim_id=claim_id, client_id=client_id,
@@ -474,6 +503,8 @@ class QueueService:
         storage = self._storage(project, queue)
 
         def claim(stored: dict[str, Any], version: str | None) -> ClaimRecord | None:
+            self._consumers.check(storage.consumers, project, queue, client_id, stored,
+                                  self.clock.now())
             policy = dead_letter.policy_from_metadata(stored)
             delay = backoff.policy_from_metadata(stored, self.limits.max_message_delay)
             if version is not None and storage.versioned is not None:
@@ -485,7 +516,10 @@ class QueueService:
                                          backoff=delay)
 
         claimed = self._with_metadata(project, queue, storage, claim)
-        return None if claimed is None else self._opened_claim(project, claimed)
+        if claimed is None:
+            return None
+        self._consumers.claimed(storage.consumers, project, queue, client_id, claimed)
+        return self._opened_claim(project, claimed)
 
     def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
         """A live claim with its messages; raises ClaimNotFound."""
@@ -507,7 +541,12 @@ class QueueService:
         queue = self._queue_name(queue)
         ttl, grace = validation.claim_options(document, self.limits)
         _check_claim_id(claim_id)
-        self._storage(project, queue).claims.renew(
+        storage = self._storage(project, queue)
+        # Also when the claim has expired (ClaimNotFound below): a late
+        # renew shows its holder is alive (zq.consumers).
+        self._consumers.renewed(storage.consumers, project, queue, claim_id, ttl,
+                                self.clock.now())
+        storage.claims.renew(
             project, queue, claim_id, ttl=ttl, grace=grace, client_id=client_id
         )
 
@@ -518,9 +557,124 @@ class QueueService:
         queue = self._queue_name(queue)
         if not validation.is_id_shaped(claim_id):
             return  # no such claim
-        self._storage(project, queue).claims.release(
-            project, queue, claim_id, client_id=client_id
-        )
+        storage = self._storage(project, queue)
+        storage.claims.release(project, queue, claim_id, client_id=client_id)
+        self._consumers.settled(storage.consumers, project, queue, claim_id,
+                                self.clock.now(), ended=True)
+
+    def consumers(self, project: str, queue: str) -> list[consumers.Consumer]:
+        """The Client-IDs that claimed from the queue in the last hour (zq.consumers)."""
+        queue = self._queue_name(queue)
+        storage = self._storage(project, queue)
+        stored = self._metadata_cache.get(storage, project, queue).read.metadata
+        return self._consumers.list(storage.consumers, project, queue, stored, self.clock.now())
+
+    # -- redrive (zq.redrive) -------------------------------------------
+
+    def redrive(
+        self, project: str, queue: str, document: Any | None, *, client_id: str | None
+    ) -> redrive.RedriveResult:
+        """Move dead letters of ``queue`` back (``POST /v2/queues/{dlq}/redrive``).
+
+        Selects with zq.redrive's rule over at most ``limit`` messages (and
+        a bounded walk, ``next`` continues), checks every destination's pool
+        before anything moves (another pool: DeadLetterConflict, 409), and
+        moves each destination's messages in one atomic step of the move
+        primitive (zq.moves.redriven). A message moved meanwhile by another
+        caller (a racing redrive, a consumer's claim) is matched but not
+        moved: the primitive skips it, so nothing moves twice.
+        """
+        queue = self._queue_name(queue)
+        request = validation.redrive_document(document, self.limits)
+        if request.to == queue:
+            raise InvalidRequest(
+                f"to names the dead letter queue itself ({queue!r}): a redrive moves "
+                "messages out of it; name another queue, or leave to out to send each "
+                "message back where it was dead lettered from.")
+        storage = self._storage(project, queue)
+        groups, matched, following = self._redrive_selection(project, queue, storage, request)
+        self._check_redrive_destinations(project, queue, list(groups), create=not request.dry_run)
+        if request.dry_run:
+            counts = {to: len(ids) for to, ids in groups.items()}
+            return redrive.RedriveResult(matched, 0, counts, following)
+        counts = {}
+        for to, ids in groups.items():
+            ttl = meta.effective(self._stored_metadata(project, to),
+                                 meta.DEFAULT_MESSAGE_TTL, self.limits)
+            moved = storage.messages.move(project, queue, ids, moves.redriven(to, ttl),
+                                          client_id=client_id)
+            if moved:
+                counts[to] = len(moved)
+        return redrive.RedriveResult(matched, sum(counts.values()), counts, following)
+
+    def _redrive_selection(
+        self, project: str, queue: str, storage: Storage, request: redrive.RedriveRequest
+    ) -> tuple[dict[str, list[str]], int, str | None]:
+        """The selected ids by destination, how many, and the ``next`` marker."""
+        page_size = validation.redrive_limit_cap(self.limits)
+        groups: dict[str, list[str]] = {}
+
+        def take(records: list[MessageRecord], room: int) -> int | None:
+            # A held message is not taken from its holder (the primitive
+            # would skip it too), nor one that would go back into the queue.
+            free = [r for r in records if r.claim_id is None]
+            found, read, last = redrive.select(free, request, self._fingerprint_of(project), room)
+            for to, ids in found.items():
+                if to != queue:
+                    groups.setdefault(to, []).extend(ids)
+            if read < len(free):  # stopped inside the page: the last one read is the marker
+                return last
+            return records[-1].marker if records else None
+
+        if request.filter.ids is not None:
+            if request.filter.ids:
+                take(storage.messages.get_many(project, queue, request.filter.ids),
+                     request.limit)
+            return groups, _count(groups), None
+        marker = validation.message_marker(request.marker)
+        budget = page_size * redrive.SCAN_FACTOR
+        while True:
+            page = storage.messages.list(project, queue, marker=marker, limit=page_size,
+                                         echo=True, include_delayed=True, include_claimed=True)
+            room = request.limit - _count(groups)
+            last = take(page, room)
+            if last is not None:
+                marker = last
+            budget -= len(page)
+            if len(page) < page_size and _count(groups) < request.limit:
+                return groups, _count(groups), None  # the end of the queue
+            if _count(groups) >= request.limit or budget <= 0 or not page:
+                return groups, _count(groups), None if not page else str(marker)
+
+    def _fingerprint_of(self, project: str) -> Callable[[MessageRecord], str]:
+        """The fingerprint events and analytics give a stored message (keyed if sealed)."""
+
+        def fingerprint(record: MessageRecord) -> str:
+            if not is_sealed(record.body):
+                return events.fingerprint(record.body)
+            opened = open_body(self._cipher, record.body, project, record.id)
+            assert self._cipher is not None  # open_body refused otherwise
+            return self._cipher.fingerprint(opened)
+
+        return fingerprint
+
+    def _check_redrive_destinations(
+        self, project: str, queue: str, destinations: list[str], *, create: bool
+    ) -> None:
+        """Every destination on the dead letter queue's pool; missing ones placed there."""
+        home = self.pools.pool_of(project, queue)
+        for to in sorted(destinations):
+            pool = self.pools.pool_of(project, to)
+            if pool is not None and pool != home:
+                raise DeadLetterConflict(
+                    f"Queue {to!r} lives on pool {pool!r} but dead letter queue {queue!r} "
+                    f"lives on pool {home!r}: a redrive moves messages within one pool. "
+                    "Nothing was moved; leave this destination out with filter.from, "
+                    "or redrive to a queue of that pool.")
+            if pool is None and create:
+                # Created by the move in the dead letter queue's backend:
+                # registered there first, so the catalog says where it is.
+                self.pools.place_beside(project, to, beside=queue)
 
     # -- operations -----------------------------------------------------
 
@@ -666,6 +820,10 @@ class QueueService:
 def _id_shaped(ids: list[str]) -> list[str]:
     """The ids that could name something; the others are unknown ids, skipped."""
     return [i for i in ids if validation.is_id_shaped(i)]
+
+
+def _count(groups: Mapping[str, list[str]]) -> int:
+    return sum(len(ids) for ids in groups.values())
 
 
 def _check_claim_id(claim_id: str) -> None:

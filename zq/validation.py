@@ -17,6 +17,7 @@ from typing import Any
 
 from zq.config import Limits
 from zq.errors import InvalidRequest
+from zq.redrive import DEAD_LETTER_REASONS, RedriveFilter, RedriveRequest
 
 # Patterns are matched whole (re.fullmatch): "$" would let a final newline
 # through.
@@ -395,3 +396,91 @@ def message_marker(value: str | None) -> int | None:
     if len(value) > len(str(MAX_MARKER)) or not (value.isascii() and value.isdigit()):
         return MAX_MARKER
     return min(int(value), MAX_MARKER)
+
+
+# -- redrive (zq.redrive) -------------------------------------------------
+
+REDRIVE_FIELDS = frozenset({"to", "filter", "limit", "dry_run", "marker"})
+REDRIVE_FILTER_FIELDS = frozenset({"ids", "reason", "from", "fingerprint",
+                                   "dead_lettered_before", "dead_lettered_after"})
+# zq.events.fingerprint and zq.encryption.BodyCipher.fingerprint: 16 hex digits.
+FINGERPRINT_PATTERN = re.compile(r"[0-9a-f]{16}")
+
+
+def redrive_limit_cap(limits: Limits) -> int:
+    """The most messages one redrive call moves, and its default (API.md)."""
+    return limits.max_messages_per_page * 10
+
+
+def redrive_document(document: Any, limits: Limits) -> RedriveRequest:
+    """A redrive body (all optional), checked: a zq.redrive.RedriveRequest.
+
+    ``{"to", "filter": {"ids", "reason", "from", "fingerprint",
+    "dead_lettered_before", "dead_lettered_after"}, "limit", "dry_run",
+    "marker"}``; ``null`` values count as absent. Unknown fields, here or
+    in the filter, are refused: they would be silently ignored.
+    """
+    document = {} if document is None else object_document(document, "The redrive body")
+    unknown = sorted(set(document) - REDRIVE_FIELDS)
+    if unknown:
+        raise InvalidRequest(
+            "The redrive body may only hold " + ", ".join(f'"{k}"' for k in sorted(REDRIVE_FIELDS))
+            + f", not {', '.join(repr(k) for k in unknown)}.")
+    to = document.get("to")
+    if to is not None:
+        to = name(to, field="to", max_length=limits.max_queue_name_length)
+    cap = redrive_limit_cap(limits)
+    limit = document.get("limit")
+    limit = cap if limit is None else integer(limit, "limit", 1, cap)
+    dry_run = document.get("dry_run")
+    dry_run = False if dry_run is None else boolean(dry_run, "dry_run")
+    marker = document.get("marker")
+    if marker is not None and (not isinstance(marker, str) or not marker.isascii()
+                               or not marker.isdigit() or len(marker) > len(str(MAX_MARKER))):
+        raise InvalidRequest(
+            'marker must be the "next" string a previous redrive answered with.')
+    raw = document.get("filter")
+    raw = {} if raw is None else object_document(raw, "filter")
+    unknown = sorted(set(raw) - REDRIVE_FILTER_FIELDS)
+    if unknown:
+        raise InvalidRequest(
+            "filter may only hold " + ", ".join(f'"{k}"' for k in sorted(REDRIVE_FILTER_FIELDS))
+            + f", not {', '.join(repr(k) for k in unknown)}.")
+    ids = raw.get("ids")
+    if ids is not None:
+        if (not isinstance(ids, list) or not 0 < len(ids) <= cap
+                or not all(isinstance(i, str) and i for i in ids)):
+            raise InvalidRequest(
+                f"filter.ids must be a list of 1 to {cap} message ids (strings).")
+        ids = tuple(i for i in ids if is_id_shaped(i))  # others name no message
+    reason = raw.get("reason")
+    if reason is not None:
+        reason = choice(reason, "filter.reason", DEAD_LETTER_REASONS)
+    source = raw.get("from")
+    if source is not None:
+        source = name(source, field="filter.from", max_length=limits.max_queue_name_length)
+    fingerprint = raw.get("fingerprint")
+    if fingerprint is not None and (not isinstance(fingerprint, str)
+                                    or not FINGERPRINT_PATTERN.fullmatch(fingerprint)):
+        raise InvalidRequest(
+            "filter.fingerprint must be a message fingerprint: 16 lowercase hex digits "
+            "(as zq stats and the dead_lettered events show it).")
+    before = _posix_time(raw.get("dead_lettered_before"), "filter.dead_lettered_before")
+    after = _posix_time(raw.get("dead_lettered_after"), "filter.dead_lettered_after")
+    if before is not None and after is not None and after >= before:
+        raise InvalidRequest(
+            "filter.dead_lettered_after must be earlier than filter.dead_lettered_before: "
+            "no message was dead lettered between them.")
+    selected = RedriveFilter(ids=ids, reason=reason, source=source, fingerprint=fingerprint,
+                             dead_lettered_before=before, dead_lettered_after=after)
+    return RedriveRequest(to=to, filter=selected, limit=limit, dry_run=dry_run, marker=marker)
+
+
+def _posix_time(value: Any, field: str) -> float | None:
+    """POSIX seconds (a JSON number >= 0), or None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value \
+            or not 0 <= value < 2**53:
+        raise InvalidRequest(f"{field} must be a time in POSIX seconds (a number >= 0).")
+    return float(value)

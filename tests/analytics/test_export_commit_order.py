@@ -19,7 +19,7 @@ import pytest
 
 from tests.backends import backend_name, clock, project, storage, storage_factory
 from tests.contract.helpers import post
-from zq import events as kinds
+from zq import events
 from zq.analytics.export import DEFAULT_SETTLE, BackendResult, export
 from zq.clock import ManualClock
 from zq.storage.base import Storage
@@ -61,7 +61,7 @@ def late_event(storage: Storage, backend: str, project: str, clock: ManualClock
 
         with storage.engine.connect() as conn:
             conn.begin()
-            record(conn, [event_row(kinds.POSTED, project, "q", clock.now(),
+            record(conn, [event_row(events.POSTED, project, "q", clock.now(),
                                     message_id="late")])
             yield lambda: post(storage, project, "q", 1)
             conn.commit()
@@ -73,7 +73,7 @@ def late_event(storage: Storage, backend: str, project: str, clock: ManualClock
         yield lambda: post(storage, project, "q", 1)
         database["events"].insert_one({
             "_id": number, "time": clock.now(), "project": project, "queue": "q",
-            "kind": kinds.POSTED, "message_id": "late", "detail": {}})
+            "kind": events.POSTED, "message_id": "late", "detail": {}})
     else:
         pytest.skip(f"{backend}: an event cannot commit behind a later one")
 

@@ -58,6 +58,7 @@ def test_the_recount_knows_the_constructed_answers():
     check_known_answers(recount(poison_workflow_events()))
 
 
+@pytest.mark.slow
 def test_spark_finds_the_constructed_answers(spark, dataset):
     root, events = dataset
     code, out, _ = stats(spark, "--events", root, "--format", "json", "--project", W)
@@ -67,6 +68,7 @@ def test_spark_finds_the_constructed_answers(spark, dataset):
     assert_same(printed, recount([e for e in events if e.project == W]))
 
 
+@pytest.mark.slow
 def test_rejections_are_ranked_within_each_queue_and_cut_at_top(spark, dataset):
     root, events = dataset
     _, out, _ = stats(spark, "--events", root, "--format", "json", "--top", "2")

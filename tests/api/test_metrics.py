@@ -127,6 +127,18 @@ def test_rejects_count_whether_retry_or_terminal(api: Api, clock: ManualClock) -
     assert value(samples, "zq_messages_dead_lettered_total", project=p, reason="rejected") == 1
 
 
+def test_redrives_count_each_moved_message(api: Api, clock: ManualClock) -> None:
+    api.put("/v2/queues/src", json={"_dead_letter_queue": "dlq"})
+    posted = api.post_messages("src", MESSAGE, MESSAGE)
+    claim_id = api.claim("src", limit=2).headers["Location"].rsplit("/", 1)[1]
+    for message_id in posted:
+        api.post(f"/v2/queues/src/messages/{message_id}/reject", params={"claim_id": claim_id})
+    assert api.post("/v2/queues/dlq/redrive", json={"dry_run": True}).json["matched"] == 2
+    assert value(scrape(api, clock), "zq_messages_redriven_total", project=api.project) is None
+    assert api.post("/v2/queues/dlq/redrive").json["moved"] == 2
+    assert value(scrape(api, clock), "zq_messages_redriven_total", project=api.project) == 2
+
+
 def test_dead_letter_depth_follows_moves(api: Api, clock: ManualClock) -> None:
     p = api.project
     api.put("/v2/queues/src", json={"_max_claim_count": 1, "_dead_letter_queue": "dlq"})

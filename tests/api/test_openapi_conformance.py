@@ -427,6 +427,22 @@ def test_reject_errors(client: CheckedClient) -> None:
                        params={"claim_id": claim_id}, json={"retry_after": 1}).status_code == 404
 
 
+def test_consumers_and_a_suspected_claim(client: CheckedClient, clock: Any) -> None:
+    client.put("/v2/queues/m", json={"_suspect_lapsed_consumers": True})
+    post(client, "m", 1, 2)
+    lapsed = claim_id_of(claim(client, "m", limit=1))
+    clock.advance(61)
+    refused = claim(client, "m")
+    assert refused.status_code == 204
+    assert refused.headers["X-Zq-Suspected"] == lapsed
+    shown = client.get("/v2/queues/m/consumers").json["consumers"]
+    assert [(c["client_id"], c["lapsed_claims"], c["suspected"]) for c in shown] == [
+        (client.headers["Client-ID"], 1, True)]
+    assert client.get("/v2/queues/never/consumers").json == {"consumers": []}
+    assert client.put("/v2/queues/n", json={"_suspect_lapsed_consumers": "yes"},
+                      request_valid=False).status_code == 400
+
+
 # -- operations and common errors ---------------------------------------------
 
 
@@ -521,3 +537,91 @@ def test_metrics(client: CheckedClient) -> None:
     result = client.request("GET", "/metrics")
     assert result.status_code == 200
     assert "zq_messages_posted_total" in result.text
+
+
+# -- subscriptions -----------------------------------------------------------
+
+
+def test_subscription_lifecycle(client: CheckedClient) -> None:
+    base = "/v2/queues/orders/subscriptions"
+    created = client.post(base, json={"subscriber": "https://example.com/h", "ttl": 600,
+                                      "options": {"a": 1}})
+    assert created.status_code == 201
+    assert created.headers["location"] == base
+    sid = created.json["subscription_id"]
+    again = client.post(base, json={"subscriber": "https://example.com/h"})
+    assert (again.status_code, again.json) == (201, {"subscription_id": sid})
+    shown = client.get(f"{base}/{sid}").json
+    assert (shown["source"], shown["ttl"], shown["options"]) == ("orders", 600, {"a": 1})
+    client.post(base, json={"subscriber": "mailto:ops@example.com"})
+    page = client.get(base, params={"limit": 1}).json
+    assert len(page["subscriptions"]) == 1 and page["links"][0]["rel"] == "next"
+    assert client.patch(f"{base}/{sid}", json={"ttl": 900}).status_code == 204
+    assert client.get(f"{base}/{sid}").json["ttl"] == 900
+    assert client.put(f"{base}/{sid}/confirm", json={"confirmed": True}).status_code == 204
+    conflict = client.post(base, json={"subscriber": "https://example.com/h"})
+    assert conflict.status_code == 409
+    taken = client.get(base).json["subscriptions"]
+    other = next(s["id"] for s in taken if s["id"] != sid)
+    assert client.patch(f"{base}/{other}",
+                        json={"subscriber": "https://example.com/h"}).status_code == 409
+    assert client.delete(f"{base}/{sid}").status_code == 204
+    assert client.get(f"{base}/{sid}").status_code == 404
+    assert client.put(f"{base}/{sid}/confirm", json={"confirmed": True}).status_code == 404
+    assert client.patch(f"{base}/{sid}", json={"ttl": 900}).status_code == 404
+
+
+def test_subscription_refusals(client: CheckedClient) -> None:
+    base = "/v2/queues/orders/subscriptions"
+    for document in ({"subscriber": "ftp://x"}, {"ttl": 60}, {"subscriber": "http://h", "ttl": 1},
+                     {"subscriber": "http://h", "extra": 1}):
+        result = client.post(base, json=document, request_valid=False)
+        assert result.status_code == 400, document
+    assert client.get(base, params={"limit": 21}, request_valid=False).status_code == 400
+    sid = client.post(base, json={"subscriber": "http://h"}).json["subscription_id"]
+    assert client.patch(f"{base}/{sid}", json={}, request_valid=False).status_code == 400
+    assert client.put(f"{base}/{sid}/confirm", json={"confirmed": "yes"},
+                      request_valid=False).status_code == 400
+
+
+# -- redrive (zq) ---------------------------------------------------------------
+
+
+def dead_lettered(client: CheckedClient, source: str, *bodies: Any) -> list[str]:
+    """Messages posted to ``source`` and rejected into its dead letter queue ``dlq``."""
+    client.put(f"/v2/queues/{source}", json={"_dead_letter_queue": "dlq"})
+    posted = post(client, source, *bodies)
+    claim_id = claim_id_of(claim(client, source, limit=len(bodies)))
+    for message_id in posted:
+        client.post(f"/v2/queues/{source}/messages/{message_id}/reject",
+                    params={"claim_id": claim_id}, json={"description": "boom"})
+    return posted
+
+
+def test_redrive(client: CheckedClient) -> None:
+    posted = dead_lettered(client, "src", 1, 2, 3)
+    dry = client.post("/v2/queues/dlq/redrive", json={"dry_run": True, "limit": 2})
+    assert dry.status_code == 200
+    assert (dry.json["matched"], dry.json["moved"], dry.json["to"]) == (2, 0, {"src": 2})
+    assert dry.json["next"] is not None
+    result = client.post("/v2/queues/dlq/redrive",
+                         json={"filter": {"reason": "rejected", "from": "src"}})
+    assert result.json == {"matched": 3, "moved": 3, "to": {"src": 3}, "next": None}
+    back = client.get(f"/v2/queues/src/messages/{posted[0]}",
+                      params={"include_history": "true"}).json
+    assert back["redrive_count"] == 1
+    assert {h["reason"] for h in back["history"]} == {"rejected", "redriven"}
+    empty = client.post("/v2/queues/dlq/redrive")
+    assert empty.json == {"matched": 0, "moved": 0, "to": {}, "next": None}
+
+
+def test_redrive_errors(client: CheckedClient) -> None:
+    dead_lettered(client, "src", 1)
+    path = "/v2/queues/dlq/redrive"
+    for bad in ({"limit": 201}, {"limit": 0}, {"dry_run": "yes"}, {"colour": 1},
+                {"filter": {"reason": "bored"}}, {"filter": {"fingerprint": "XYZ"}},
+                {"filter": {"ids": []}}, {"filter": {"since": 1}}, {"to": "a/b"},
+                {"filter": {"dead_lettered_before": -1}}, {"marker": "abc"}):
+        assert client.post(path, json=bad, request_valid=False).status_code == 400, bad
+    assert client.post(path, json={"to": "dlq"}).status_code == 400
+    assert client.post(path, json=[1], request_valid=False).status_code == 400

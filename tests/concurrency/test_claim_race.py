@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 
 from tests.contract.helpers import events_of, new_message
-from zq import events as kinds
+from zq import events
 from zq.dead_letter import policy_from_metadata
 
 pytestmark = pytest.mark.slow
@@ -117,12 +117,12 @@ def test_concurrent_claimers_never_share_and_dead_letter_exactly_once(
     assert sorted(m.id for m in in_dlq) == sorted(poison)
     assert all(m.claim_count == MAX_CLAIMS and len(m.history) == 1 for m in in_dlq)
 
-    events = events_of(storage, project)
-    claimed_per_id = Counter(e.message_id for e in events if e.kind == kinds.CLAIMED)
+    logged = events_of(storage, project)
+    claimed_per_id = Counter(e.message_id for e in logged if e.kind == events.CLAIMED)
     assert {message_id: claimed_per_id[message_id] for message_id in poison} == dict.fromkeys(
         poison, MAX_CLAIMS)
     assert all(claimed_per_id[message_id] == 1 for message_id in good)
-    moved = Counter(e.message_id for e in events if e.kind == kinds.DEAD_LETTERED)
+    moved = Counter(e.message_id for e in logged if e.kind == events.DEAD_LETTERED)
     assert moved == Counter(poison)
-    deleted_events = Counter(e.message_id for e in events if e.kind == kinds.DELETED)
+    deleted_events = Counter(e.message_id for e in logged if e.kind == events.DELETED)
     assert deleted_events == Counter(good)

@@ -16,8 +16,7 @@ from collections import Counter
 import pytest
 
 from tests.contract.helpers import events_of, new_message
-from zq import events as kinds
-from zq import moves
+from zq import events, moves
 
 pytestmark = pytest.mark.slow
 
@@ -88,7 +87,7 @@ def test_racing_moves_move_each_message_once(storage, project):
     assert found["q"] & found["final"] == set()
     moved_events = Counter(
         e.message_id for e in events_of(storage, project)
-        if e.kind in (kinds.REDRIVEN, kinds.DEAD_LETTERED))
+        if e.kind in (events.REDRIVEN, events.DEAD_LETTERED))
     assert moved_events == Counter(posted)
     for message in storage.messages.get_many(project, "q", sorted(found["q"])):
         assert (message.redrive_count, message.claim_count) == (1, 0)

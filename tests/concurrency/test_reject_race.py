@@ -20,8 +20,7 @@ from collections import Counter
 import pytest
 
 from tests.contract.helpers import events_of, new_message
-from zq import events as kinds
-from zq import moves
+from zq import events, moves
 from zq.backoff import BackoffPolicy
 
 pytestmark = pytest.mark.slow
@@ -116,11 +115,11 @@ def test_concurrent_rejects_with_backoff_never_share_and_move_once(storage, proj
     assert all(m.claim_count == 2 and [h["reason"] for h in m.history] == ["rejected"]
                for m in in_dlq)
 
-    events = events_of(storage, project)
-    rejected = Counter(e.message_id for e in events if e.kind == kinds.REJECTED)
+    logged = events_of(storage, project)
+    rejected = Counter(e.message_id for e in logged if e.kind == events.REJECTED)
     assert rejected == Counter(poison)
-    moved = Counter(e.message_id for e in events if e.kind == kinds.DEAD_LETTERED)
+    moved = Counter(e.message_id for e in logged if e.kind == events.DEAD_LETTERED)
     assert moved == Counter(poison)
-    claimed_per_id = Counter(e.message_id for e in events if e.kind == kinds.CLAIMED)
+    claimed_per_id = Counter(e.message_id for e in logged if e.kind == events.CLAIMED)
     assert all(claimed_per_id[m] == 2 for m in poison)
     assert all(claimed_per_id[m] == 1 for m in good)

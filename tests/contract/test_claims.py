@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zq import events as kinds
+from zq import events
 from zq.errors import ClaimNotFound
 
 from .helpers import CLAIM_TTL, GRACE, claim, events_of, ids, post
@@ -135,7 +135,7 @@ def test_release_unknown_or_expired_claim_is_quiet(storage, project, clock):
     claimed = claim(storage, project, "q")
     clock.advance(CLAIM_TTL)
     storage.claims.release(project, "q", claimed.id, client_id=None)
-    assert events_of(storage, project, kinds.RELEASED) == []
+    assert events_of(storage, project, events.RELEASED) == []
 
 
 def test_two_claims_never_share_a_message(storage, project):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from zq import events as kinds
+from zq import events
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import MessageNotFound
 
@@ -153,11 +153,11 @@ def test_dead_lettered_event(storage, project):
     poison = exhaust(storage, project, "q", 1)
     body = storage.messages.get(project, "q", poison[0]).body
     claim(storage, project, "q", dead_letter=POLICY, client_id="w")
-    [event] = events_of(storage, project, kinds.DEAD_LETTERED)
+    [event] = events_of(storage, project, events.DEAD_LETTERED)
     assert (event.queue, event.message_id, event.claim_count) == ("q", poison[0], 2)
     assert event.detail == {
         "to": "dlq", "reason": "max_claim_count",
-        "fingerprint": kinds.fingerprint(body), "sample": body}
+        "fingerprint": events.fingerprint(body), "sample": body}
 
 
 def test_dead_lettered_event_samples_long_bodies(storage, project):
@@ -167,6 +167,6 @@ def test_dead_lettered_event_samples_long_bodies(storage, project):
     first = claim(storage, project, "q", dead_letter=policy)
     storage.claims.release(project, "q", first.id, client_id=None)
     claim(storage, project, "q", dead_letter=policy)
-    [event] = events_of(storage, project, kinds.DEAD_LETTERED)
-    assert event.detail["sample"] == text[:kinds.SAMPLE_CHARS]
+    [event] = events_of(storage, project, events.DEAD_LETTERED)
+    assert event.detail["sample"] == text[:events.SAMPLE_CHARS]
     assert storage.messages.get(project, "dlq", message_id).body == text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zq import events as kinds
+from zq import events
 from zq.errors import MessageIsClaimed
 
 from .helpers import claim, events_of, post, raw_message
@@ -16,9 +16,9 @@ def test_posted_events(storage, project, clock):
         project, "q", [raw_message(body, ttl=120, delay=5)], client_id="poster")
     [event] = events_of(storage, project)
     assert (event.kind, event.queue, event.message_id, event.client_id) == (
-        kinds.POSTED, "q", message_id, "poster")
+        events.POSTED, "q", message_id, "poster")
     assert event.time == pytest.approx(clock.now())
-    assert event.detail == {"ttl": 120, "delay": 5, "fingerprint": kinds.fingerprint(body),
+    assert event.detail == {"ttl": 120, "delay": 5, "fingerprint": events.fingerprint(body),
                             "size": len(body.encode())}
 
 
@@ -30,14 +30,14 @@ def test_claimed_renewed_released_events(storage, project, clock):
     storage.messages.delete(project, "q", posted[0], claim_id=claimed.id, client_id="w1")
     storage.claims.release(project, "q", claimed.id, client_id="w3")
     seen = [(e.kind, e.message_id, e.claim_id, e.client_id, e.claim_count)
-            for e in events_of(storage, project) if e.kind != kinds.POSTED]
+            for e in events_of(storage, project) if e.kind != events.POSTED]
     assert seen == [
-        (kinds.CLAIMED, posted[0], claimed.id, "w1", 1),
-        (kinds.CLAIMED, posted[1], claimed.id, "w1", 1),
-        (kinds.RENEWED, posted[0], claimed.id, "w2", 1),
-        (kinds.RENEWED, posted[1], claimed.id, "w2", 1),
-        (kinds.DELETED, posted[0], claimed.id, "w1", 1),
-        (kinds.RELEASED, posted[1], claimed.id, "w3", 1),
+        (events.CLAIMED, posted[0], claimed.id, "w1", 1),
+        (events.CLAIMED, posted[1], claimed.id, "w1", 1),
+        (events.RENEWED, posted[0], claimed.id, "w2", 1),
+        (events.RENEWED, posted[1], claimed.id, "w2", 1),
+        (events.DELETED, posted[0], claimed.id, "w1", 1),
+        (events.RELEASED, posted[1], claimed.id, "w3", 1),
     ]
 
 
@@ -45,9 +45,9 @@ def test_claimed_event_counts_follow_the_message(storage, project):
     posted = post(storage, project, "q", 1)
     for _ in range(3):
         storage.claims.release(project, "q", claim(storage, project, "q").id, client_id=None)
-    counts = [e.claim_count for e in events_of(storage, project, kinds.CLAIMED)]
+    counts = [e.claim_count for e in events_of(storage, project, events.CLAIMED)]
     assert counts == [1, 2, 3]
-    assert {e.message_id for e in events_of(storage, project, kinds.CLAIMED)} == set(posted)
+    assert {e.message_id for e in events_of(storage, project, events.CLAIMED)} == set(posted)
 
 
 def test_failed_operations_record_nothing(storage, project):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zq import events as kinds
+from zq import events
 from zq.errors import MessageNotFound
 
 from .helpers import claim, events_of, ids, post
@@ -48,16 +48,16 @@ def test_gc_removes_expired_messages_with_events(storage, project, clock):
     removed = storage.gc()
     # At least ours; other tests' leftovers in a shared backend may go too.
     assert removed.messages >= 1 and removed.claims >= 1
-    events = events_of(storage, project, kinds.EXPIRED)
-    assert [(e.message_id, e.queue, e.claim_count) for e in events if e.message_id] == [
+    logged = events_of(storage, project, events.EXPIRED)
+    assert [(e.message_id, e.queue, e.claim_count) for e in logged if e.message_id] == [
         (expiring[1], "q", 0)]
     clock.advance(30)
     storage.gc()
-    expired = [e.message_id for e in events_of(storage, project, kinds.EXPIRED)
+    expired = [e.message_id for e in events_of(storage, project, events.EXPIRED)
                if e.message_id]
     assert sorted(expired) == sorted(expiring)
     message_events = {e.message_id: e.claim_count
-                      for e in events_of(storage, project, kinds.EXPIRED) if e.message_id}
+                      for e in events_of(storage, project, events.EXPIRED) if e.message_id}
     assert message_events[expiring[0]] == 1
     assert ids(storage.messages.list(project, "q", echo=True)) == kept
 
@@ -72,12 +72,12 @@ def test_gc_records_expired_claims_that_still_held_messages(storage, project, cl
     # Both claims went (the finished one held nothing any more); at least
     # ours: other tests' leftovers in a shared backend may go too.
     assert storage.gc().claims >= 2
-    claim_events = [e for e in events_of(storage, project, kinds.EXPIRED)
+    claim_events = [e for e in events_of(storage, project, events.EXPIRED)
                     if e.message_id is None]
     assert [(e.claim_id, e.client_id, e.queue, e.detail) for e in claim_events] == [
         (held.id, "slow-worker", "q", {"target": "claim", "messages": 2})]
     storage.gc()
-    assert len(events_of(storage, project, kinds.EXPIRED)) == 1
+    assert len(events_of(storage, project, events.EXPIRED)) == 1
 
 
 def test_gc_does_not_touch_alive_messages_or_live_claims(storage, project, clock):
@@ -86,7 +86,7 @@ def test_gc_does_not_touch_alive_messages_or_live_claims(storage, project, clock
     storage.gc()
     assert ids(storage.messages.list(project, "q", echo=True, include_claimed=True)) == posted
     assert ids(storage.claims.get(project, "q", claimed.id).messages) == posted[:1]
-    assert events_of(storage, project, kinds.EXPIRED) == []
+    assert events_of(storage, project, events.EXPIRED) == []
 
 
 def test_concurrent_gc_records_each_expiry_once(storage_factory, clock, project):
@@ -107,7 +107,7 @@ def test_concurrent_gc_records_each_expiry_once(storage_factory, clock, project)
             thread.start()
         for thread in threads:
             thread.join()
-        expired = [e.message_id for e in events_of(stores[0], project, kinds.EXPIRED)]
+        expired = [e.message_id for e in events_of(stores[0], project, events.EXPIRED)]
         assert sorted(expired) == sorted(posted)
     finally:
         for store in stores:

@@ -11,8 +11,7 @@ import json
 
 import pytest
 
-from zq import dead_letter, moves
-from zq import events as kinds
+from zq import dead_letter, events, moves
 from zq.errors import ClaimNotFound, MessageNotFound
 
 from .helpers import claim, events_of, ids, post, raw_message
@@ -55,11 +54,11 @@ def test_gc_moves_an_expired_message_with_the_expired_move(storage, project, clo
                                                           pytest.approx(now + 60))
     assert (moved.claim_id, moved.claim_count, moved.redrive_count) == (None, 0, 0)
     assert moved.history == [{"queue": "q", "reason": "expired", "time": pytest.approx(now)}]
-    assert events_of(storage, project, kinds.EXPIRED) == []
-    [event] = events_of(storage, project, kinds.DEAD_LETTERED)
+    assert events_of(storage, project, events.EXPIRED) == []
+    [event] = events_of(storage, project, events.DEAD_LETTERED)
     assert (event.queue, event.message_id, event.client_id, event.claim_id,
             event.claim_count) == ("q", mid, None, None, 0)
-    assert event.detail == move.event_detail(kinds.fingerprint(body), body)
+    assert event.detail == move.event_detail(events.fingerprint(body), body)
     assert storage.gc().moved == 0  # moved once
 
 
@@ -82,7 +81,7 @@ def test_a_claim_with_the_policy_moves_expired_messages_first(storage, project, 
     assert ids(held.messages) == long
     assert ids(storage.messages.list(project, "dlq", echo=True)) == short
     # One event each (in no promised order: by expiry, then as the backend keeps them).
-    assert sorted(e.message_id for e in events_of(storage, project, kinds.DEAD_LETTERED)) == (
+    assert sorted(e.message_id for e in events_of(storage, project, events.DEAD_LETTERED)) == (
         sorted(short))
     assert storage.gc().moved == 0
 
@@ -105,7 +104,7 @@ def test_queues_without_the_setting_still_drop_expired_messages(storage, project
     collected = storage.gc()
     assert (collected.messages, collected.moved) == (2, 1)
     assert ids(storage.messages.list(project, "dlq", echo=True)) == [moving]
-    assert {e.message_id for e in events_of(storage, project, kinds.EXPIRED)} == {
+    assert {e.message_id for e in events_of(storage, project, events.EXPIRED)} == {
         dropped, implicit}
 
 
@@ -165,4 +164,4 @@ def test_many_expired_messages_all_move_once(storage, project, clock):
         listed += page
         marker = page[-1].marker
     assert ids(listed) == posted
-    assert len(events_of(storage, project, kinds.DEAD_LETTERED)) == 120
+    assert len(events_of(storage, project, events.DEAD_LETTERED)) == 120

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.drivers.mongo.session import real_server_url
-from zq import events as kinds
+from zq import events
 from zq.config import Limits
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
 from zq.validation import MAX_MARKER
@@ -138,7 +138,7 @@ def test_delete_free_message(storage, project):
     with pytest.raises(MessageNotFound):
         storage.messages.get(project, "q", posted[0])
     assert ids(storage.messages.list(project, "q", echo=True)) == posted[1:]
-    [event] = events_of(storage, project, kinds.DELETED)
+    [event] = events_of(storage, project, events.DELETED)
     assert (event.message_id, event.claim_id, event.client_id, event.claim_count) == (
         posted[0], None, "c", 0)
 
@@ -149,7 +149,7 @@ def test_delete_missing_or_expired_message_is_quiet(storage, project, clock):
     storage.messages.delete(project, "q", "unknown", claim_id="some-claim", client_id=None)
     clock.advance(60)
     storage.messages.delete(project, "q", posted[0], claim_id=None, client_id=None)
-    assert events_of(storage, project, kinds.DELETED) == []
+    assert events_of(storage, project, events.DELETED) == []
 
 
 def test_delete_claimed_message_without_claim_id_is_refused(storage, project):
@@ -188,7 +188,7 @@ def test_delete_with_its_claim(storage, project):
     storage.messages.delete(project, "q", posted[0], claim_id=claimed.id, client_id="worker")
     assert ids(storage.messages.get_many(project, "q", posted)) == posted[1:]
     assert ids(storage.claims.get(project, "q", claimed.id).messages) == posted[1:]
-    [event] = events_of(storage, project, kinds.DELETED)
+    [event] = events_of(storage, project, events.DELETED)
     assert (event.message_id, event.claim_id, event.client_id, event.claim_count) == (
         posted[0], claimed.id, "worker", 1)
 
@@ -201,7 +201,7 @@ def test_delete_many_without_claim_ids_deletes_claimed_too(storage, project):
     assert sorted(deleted) == sorted([posted[0], posted[2]])
     assert ids(storage.messages.list(project, "q", echo=True, include_claimed=True)) == [
         posted[1], posted[3]]
-    assert sorted(e.message_id for e in events_of(storage, project, kinds.DELETED)) == sorted(
+    assert sorted(e.message_id for e in events_of(storage, project, events.DELETED)) == sorted(
         deleted)
 
 
@@ -216,8 +216,8 @@ def test_delete_many_with_claim_ids_deletes_only_what_they_hold(storage, project
     left = storage.messages.list(project, "q", echo=True, include_claimed=True)
     assert ids(left) == posted[4:]
     assert left[0].claim_id == third.id
-    events = events_of(storage, project, kinds.DELETED)
-    assert {e.message_id: e.claim_id for e in events} == {
+    logged = events_of(storage, project, events.DELETED)
+    assert {e.message_id: e.claim_id for e in logged} == {
         posted[0]: first.id, posted[1]: first.id, posted[2]: second.id, posted[3]: second.id}
 
 
@@ -239,8 +239,8 @@ def test_pop_takes_free_messages_in_order_and_counts_a_claim(storage, project):
     assert json.loads(popped[0].body) == {"n": 1}
     assert ids(storage.messages.list(project, "q", echo=True, include_claimed=True)) == [
         posted[0], posted[3], posted[4]]
-    events = events_of(storage, project, kinds.DELETED)
-    assert [(e.message_id, e.client_id, e.claim_count, e.detail) for e in events] == [
+    logged = events_of(storage, project, events.DELETED)
+    assert [(e.message_id, e.client_id, e.claim_count, e.detail) for e in logged] == [
         (posted[1], "popper", 1, {"pop": True}), (posted[2], "popper", 1, {"pop": True})]
 
 

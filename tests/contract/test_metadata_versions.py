@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from zq import events as kinds
+from zq import events
 from zq.errors import MetadataChanged
 from zq.storage.base import MISSING_VERSION
 
@@ -111,7 +111,7 @@ def test_the_current_version_acts(storage, project, action):
     storage.queues.set_metadata(project, "q", {"a": 1})
     current = storage.queues.read_metadata(project, "q").version
     STALE_ACTIONS[action](storage, project, current)
-    expected = {"post": kinds.POSTED, "claim": kinds.CLAIMED, "pop": kinds.DELETED}[action]
+    expected = {"post": events.POSTED, "claim": events.CLAIMED, "pop": events.DELETED}[action]
     assert events_of(storage, project)[-1].kind == expected
 
 

@@ -11,8 +11,7 @@ import json
 
 import pytest
 
-from zq import events as kinds
-from zq import moves
+from zq import events, moves
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageNotFound
 
@@ -86,15 +85,15 @@ def test_a_move_records_its_event_in_the_same_step(storage, project, clock):
     claimed = claim(storage, project, "q", 1)
     storage.messages.move(project, "q", [mid], moves.rejected("dlq", None, "bad"),
                           claim_id=claimed.id, client_id="rejecter")
-    [event] = events_of(storage, project, kinds.DEAD_LETTERED)
+    [event] = events_of(storage, project, events.DEAD_LETTERED)
     assert (event.queue, event.message_id, event.claim_id, event.client_id,
             event.claim_count) == ("q", mid, claimed.id, "rejecter", 1)
     assert event.time == pytest.approx(clock.now())
     assert event.detail == {"to": "dlq", "reason": "rejected", "description": "bad",
-                            "fingerprint": kinds.fingerprint(body),
-                            "sample": body[:kinds.SAMPLE_CHARS]}
+                            "fingerprint": events.fingerprint(body),
+                            "sample": body[:events.SAMPLE_CHARS]}
     assert event.detail == moves.rejected("dlq", None, "bad").event_detail(
-        kinds.fingerprint(body), body)
+        events.fingerprint(body), body)
 
 
 def test_a_redrive_resets_claims_counts_redrives_and_records_redriven(storage, project, clock):
@@ -115,7 +114,7 @@ def test_a_redrive_resets_claims_counts_redrives_and_records_redriven(storage, p
         {"queue": "q", "reason": "max_claim_count", "time": pytest.approx(dead_at)},
         {"queue": "dlq", "reason": "redriven", "time": pytest.approx(clock.now())},
     ]
-    [event] = events_of(storage, project, kinds.REDRIVEN)
+    [event] = events_of(storage, project, events.REDRIVEN)
     assert (event.queue, event.message_id, event.client_id, event.claim_count) == (
         "dlq", mid, "operator", 1)
     assert event.detail["to"] == "q" and event.detail["reason"] == "redriven"
@@ -165,7 +164,7 @@ def test_with_a_claim_id_only_its_holder_moves_it(storage, project):
                                   client_id=None)
     assert [where(storage, project, i) for i in posted] == [["q"], ["q"], ["q"]]
     assert not storage.queues.exists(project, "dlq")
-    assert events_of(storage, project, kinds.DEAD_LETTERED) == []
+    assert events_of(storage, project, events.DEAD_LETTERED) == []
     assert storage.messages.move(project, "q", posted[:2], reject, claim_id=mine.id,
                                  client_id=None) == posted[:2]
     assert storage.messages.move(project, "q", [posted[2]], reject, claim_id=other.id,
@@ -196,7 +195,7 @@ def test_unknown_expired_and_other_queues_ids_are_skipped(storage, project, cloc
     assert storage.messages.get(project, "other", elsewhere).id == elsewhere
     assert storage.messages.move(project, "missing", [kept], moves.redriven("back", 60),
                                  client_id=None) == []
-    assert [e.message_id for e in events_of(storage, project, kinds.REDRIVEN)] == [kept]
+    assert [e.message_id for e in events_of(storage, project, events.REDRIVEN)] == [kept]
 
 
 def test_a_delayed_message_is_free_once_moved(storage, project):
@@ -252,6 +251,6 @@ def test_a_claims_dead_letter_move_is_the_same_move(storage, project, clock):
         values.ttl, pytest.approx(values.created), pytest.approx(values.expires))
     assert (moved.claim_count, moved.redrive_count) == (1, 0)
     assert moved.history == [policy.move.history_entry("q", pytest.approx(clock.now()))]
-    [event] = events_of(storage, project, kinds.DEAD_LETTERED)
+    [event] = events_of(storage, project, events.DEAD_LETTERED)
     assert (event.client_id, event.claim_id, event.claim_count) == ("w", None, 1)
-    assert event.detail == policy.move.event_detail(kinds.fingerprint(body), body)
+    assert event.detail == policy.move.event_detail(events.fingerprint(body), body)

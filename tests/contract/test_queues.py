@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zq import events as kinds
+from zq import events
 from zq.errors import ClaimNotFound, QueueNotFound
 
 from .helpers import claim, events_of, post
@@ -53,7 +53,7 @@ def test_delete_removes_queue_messages_and_claims(storage, project):
     assert storage.queues.stats(project, "q").total == 0
     with pytest.raises(ClaimNotFound):
         storage.claims.get(project, "q", claimed.id)
-    purged = events_of(storage, project, kinds.PURGED)
+    purged = events_of(storage, project, events.PURGED)
     assert [(e.queue, e.detail) for e in purged] == [
         ("q", {"messages": 3, "queue_deleted": True})]
 
@@ -63,7 +63,7 @@ def test_delete_missing_or_empty_queue_is_quiet_and_records_nothing(storage, pro
     storage.queues.create(project, "empty", {})
     storage.queues.delete(project, "empty")
     assert not storage.queues.exists(project, "empty")
-    assert events_of(storage, project, kinds.PURGED) == []
+    assert events_of(storage, project, events.PURGED) == []
 
 
 def test_list_orders_by_name_and_pages_with_marker(storage, project):
@@ -204,6 +204,6 @@ def test_purge_keeps_the_queue_and_records_one_event(storage, project):
     assert storage.messages.list(project, "q", include_claimed=True) == []
     with pytest.raises(ClaimNotFound):
         storage.claims.get(project, "q", claimed.id)
-    assert [e.detail for e in events_of(storage, project, kinds.PURGED)] == [{"messages": 4}]
+    assert [e.detail for e in events_of(storage, project, events.PURGED)] == [{"messages": 4}]
     storage.queues.purge(project, "q")
-    assert len(events_of(storage, project, kinds.PURGED)) == 1
+    assert len(events_of(storage, project, events.PURGED)) == 1

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zq import events as kinds
-from zq import moves
+from zq import events, moves
 from zq.backoff import BackoffPolicy
 from zq.errors import ClaimMismatch, MessageNotFound
 
@@ -71,7 +70,7 @@ def test_retry_reject_records_a_rejected_event(storage, project, clock):
     held = claim(storage, project, "q")
     reject(storage, project, posted[0], held.id, retry_after=7,
            description="KeyError: 'order_id'", client_id="w1")
-    [event] = events_of(storage, project, kinds.REJECTED)
+    [event] = events_of(storage, project, events.REJECTED)
     assert (event.queue, event.message_id, event.claim_id, event.client_id,
             event.claim_count) == ("q", posted[0], held.id, "w1", 1)
     assert event.detail == {"description": "KeyError: 'order_id'", "retry_after": 7}
@@ -79,7 +78,7 @@ def test_retry_reject_records_a_rejected_event(storage, project, clock):
     clock.advance(7)
     held = claim(storage, project, "q")
     reject(storage, project, posted[0], held.id, description=None)
-    assert events_of(storage, project, kinds.REJECTED)[-1].detail == {
+    assert events_of(storage, project, events.REJECTED)[-1].detail == {
         "description": None, "retry_after": None}
 
 
@@ -95,7 +94,7 @@ def test_only_the_live_claim_holding_it_may_reject(storage, project, clock):
     with pytest.raises(ClaimMismatch):
         reject(storage, project, posted[0], first.id)  # its claim expired
     post(storage, project, "q", 1, ttl=TTL)
-    assert events_of(storage, project, kinds.REJECTED) == []
+    assert events_of(storage, project, events.REJECTED) == []
 
 
 def test_rejecting_a_missing_message_raises_not_found(storage, project, clock):
@@ -121,7 +120,7 @@ def test_terminal_reject_moves_with_its_description(storage, project, clock):
     [entry] = moved.history
     assert (entry["queue"], entry["reason"], entry["description"]) == (
         "q", "rejected", "ValueError: bad total")
-    [event] = events_of(storage, project, kinds.DEAD_LETTERED)
+    [event] = events_of(storage, project, events.DEAD_LETTERED)
     assert (event.claim_id, event.detail["reason"], event.detail["description"]) == (
         held.id, "rejected", "ValueError: bad total")
     assert ids(storage.claims.get(project, "q", held.id).messages) == [posted[1]]

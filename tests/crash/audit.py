@@ -74,6 +74,9 @@ def replay(log: list[Event]) -> dict[str, Fate]:
             fate.claim_count += 1
         elif event.kind == events.DEAD_LETTERED:
             fate.queue = event.detail["to"]
+        elif event.kind == events.REDRIVEN:  # claims start over in the destination
+            fate.queue = event.detail["to"]
+            fate.claim_count = 0
         elif event.kind in (events.DELETED, events.EXPIRED, events.PURGED):
             fate.alive = False
     return fates

@@ -281,3 +281,37 @@ def test_health_through_the_client_needs_the_admin_role(
     assert health["storage_reachable"] is True
     volume = health["message_volume"]
     assert volume["total"] == volume["free"] + volume["claimed"] >= 1
+
+
+def test_subscription_calls(server: ServerProcess, project: str) -> None:
+    client = connect(server, project)
+    name = unique("events")
+    hook = "https://example.com/hooks/" + name
+    created = client.subscription(name, subscriber=hook, ttl=600, options={"k": "v"})
+    assert created.id
+    fetched = client.subscription(name, id=created.id)  # GET by id
+    assert (fetched.subscriber, fetched.ttl, fetched.options) == (hook, 600, {"k": "v"})
+
+    mail = client.subscription(name, subscriber="mailto:ops@example.com")
+    extra = [client.subscription(name, subscriber=f"{hook}/{n}").id for n in range(3)]
+    # The client's streaming iterator follows the `next` links page by page.
+    assert len(list(client.subscriptions(name, limit=2))) == 2
+    listed = list(client.subscriptions(name, limit=2).stream())
+    assert sorted(s.id for s in listed) == sorted([created.id, mail.id, *extra])
+    assert {s.queue_name for s in listed} == {name}
+    shown = next(s for s in listed if s.id == created.id)
+    assert (shown.subscriber, shown.ttl, shown.options) == (hook, 600, {"k": "v"})
+
+    created.update({"ttl": 1200, "options": {"k": "w"}})
+    again = client.subscription(name, id=created.id)
+    assert (again.ttl, again.options) == (1200, {"k": "w"})
+
+    # A repeated create of an unconfirmed subscription gets its id, as from Zaqar.
+    assert client.subscription(name, subscriber=hook).id == created.id
+
+    created.delete()
+    assert created.id not in {s.id for s in client.subscriptions(name)}
+    with pytest.raises(client_errors.ResourceNotFound):
+        client.subscription(name, id=created.id)
+    # Another project sees none of them.
+    assert list(connect(server, project + "-other").subscriptions(name)) == []

@@ -47,6 +47,17 @@ def dead_letter_round_trip(server: ServerProcess) -> None:
     assert dlq.stats["messages"]["total"] == 0
 
 
+def console_served(server: ServerProcess) -> None:
+    """The operator console's page and a script of it, from the wheel's static files."""
+    page = httpx.get(f"{server.url}/console", timeout=10, trust_env=False)
+    assert page.status_code == 200
+    assert '<script type="module" src="/console/static/main.js">' in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    script = httpx.get(f"{server.url}/console/static/deadletters.js", timeout=10,
+                       trust_env=False)
+    assert script.status_code == 200 and "export function renderDeadLetters" in script.text
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql", "mariadb", "redis"])
 def test_serve_on_each_backend_with_zaqarclient(
     backend: str, serve: Serve, zq, tmp_path: Path
@@ -63,6 +74,8 @@ def test_serve_on_each_backend_with_zaqarclient(
             assert "Created the zq schema" in migrated.stdout
         server = serve("--workers", "2", "--storage", uri)
         dead_letter_round_trip(server)
+        if backend == "sqlite":
+            console_served(server)
         assert server.stop() == 0
 
 

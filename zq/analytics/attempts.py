@@ -21,7 +21,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from zq import events as ev
+from zq import events
 from zq.analytics.lifecycles import MESSAGE, ORDER, is_kind
 
 SAMPLE_IDS = 5
@@ -38,20 +38,20 @@ def per_message(steps: DataFrame) -> DataFrame:
     """
     running = Window.partitionBy(*_PER).orderBy(*ORDER).rowsBetween(
         Window.unboundedPreceding, Window.currentRow)
-    claim_time = F.when(is_kind(ev.CLAIMED), F.col("time"))
+    claim_time = F.when(is_kind(events.CLAIMED), F.col("time"))
     ends = (steps
             .withColumn("queue_claims", F.count(claim_time).over(running))
             .withColumn("first_claim", F.min(claim_time).over(running))
             .withColumn("last_claim", F.max(claim_time).over(running))
-            .where(F.col("kind").isin(ev.DELETED, ev.DEAD_LETTERED, ev.EXPIRED))
+            .where(F.col("kind").isin(events.DELETED, events.DEAD_LETTERED, events.EXPIRED))
             .groupBy(*_PER)
             .agg(F.min(F.struct(*ORDER, "kind", "pop", "queue_claims", "first_claim",
                                 "last_claim")).alias("end")))
     kind = F.col("end.kind")
-    popped = F.coalesce(F.col("end.pop"), F.lit(False)) & (kind == ev.DELETED)
+    popped = F.coalesce(F.col("end.pop"), F.lit(False)) & (kind == events.DELETED)
     claims = F.col("end.queue_claims") + F.when(popped, 1).otherwise(0)
-    outcome = (F.when(kind == ev.DELETED, "succeeded")
-               .when((kind == ev.DEAD_LETTERED) | (claims >= 1), "failed"))
+    outcome = (F.when(kind == events.DELETED, "succeeded")
+               .when((kind == events.DEAD_LETTERED) | (claims >= 1), "failed"))
     succeeded_at = F.when(popped, F.col("end.time")).otherwise(F.col("end.last_claim"))
     first_attempt = F.coalesce(F.col("end.first_claim"), F.col("end.time"))
     recovery = F.when((outcome == "succeeded") & (claims >= 2), succeeded_at - first_attempt)
@@ -67,7 +67,7 @@ def attempt_counts(messages: DataFrame) -> DataFrame:
 
 def attempt_gaps(steps: DataFrame) -> DataFrame:
     ordered = Window.partitionBy(*_PER).orderBy(*ORDER)
-    gaps = (steps.where(is_kind(ev.CLAIMED))
+    gaps = (steps.where(is_kind(events.CLAIMED))
             .withColumn("gap", F.col("time") - F.lag("time").over(ordered))
             .where(F.col("gap").isNotNull()))
     return (gaps.groupBy(*_QUEUE).agg(
@@ -82,9 +82,9 @@ def recoveries(messages: DataFrame) -> DataFrame:
             .orderBy(*_QUEUE))
 
 
-def poison_signatures(events: DataFrame, top: int = 20) -> DataFrame:
+def poison_signatures(log: DataFrame, top: int = 20) -> DataFrame:
     """Failing messages grouped by body shape and by description, most messages first."""
-    failing = events.where(F.col("kind").isin(ev.DEAD_LETTERED, ev.REJECTED)
+    failing = log.where(F.col("kind").isin(events.DEAD_LETTERED, events.REJECTED)
                            & F.col("message_id").isNotNull())
     keyed = failing.where(F.col("shape").isNotNull()).select(
         F.lit("shape").alias("by"), F.col("shape").alias("signature"), *MESSAGE, "queue",

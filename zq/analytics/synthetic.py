@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from zq import events as ev
+from zq import events
 from zq.events import (
     CLAIMED,
     DEAD_LETTERED,
@@ -267,7 +267,7 @@ def advisor_events(start: float = 1_700_200_000.0) -> list[Event]:
     workflow, and dead letter moves); one dead letter has an encrypted
     sample and one a sample cut at the sample limit: neither has a shape.
     """
-    events: list[Event] = []
+    made: list[Event] = []
     number = 0
 
     def history(queue: str, claims: int, ends: str, body: dict, *,
@@ -279,32 +279,33 @@ def advisor_events(start: float = 1_700_200_000.0) -> list[Event]:
         t = start + number * 1000.0
 
         def event(offset: float, kind: str, **fields) -> None:
-            events.append(Event(cursor="", time=t + offset, project=ADVISOR_PROJECT,
+            made.append(Event(cursor="", time=t + offset, project=ADVISOR_PROJECT,
                                 queue=fields.pop("queue", queue), kind=kind,
                                 message_id=message_id, **fields))
 
-        event(0, ev.POSTED, client_id="producer",
+        event(0, events.POSTED, client_id="producer",
               detail={"ttl": 3600, "delay": 0, "fingerprint": fingerprint(text)})
         for attempt in range(1, claims + 1):
             claim_id = f"{message_id}-{attempt}"
             at = 10.0 * attempt
-            event(at, ev.CLAIMED, claim_id=claim_id, client_id=ADVISOR_WORKER, claim_count=attempt)
+            event(at, events.CLAIMED, claim_id=claim_id, client_id=ADVISOR_WORKER,
+                  claim_count=attempt)
             if attempt == claims and ends == "deleted":
-                event(at + 1, ev.DELETED, claim_id=claim_id, client_id=ADVISOR_WORKER,
+                event(at + 1, events.DELETED, claim_id=claim_id, client_id=ADVISOR_WORKER,
                       claim_count=attempt)
             elif description is not None and attempt == claims:
-                event(at + 1, ev.REJECTED, claim_id=claim_id, client_id=ADVISOR_WORKER,
+                event(at + 1, events.REJECTED, claim_id=claim_id, client_id=ADVISOR_WORKER,
                       claim_count=attempt, detail={"description": description})
             else:
-                event(at + 1, ev.RELEASED, claim_id=claim_id, client_id=ADVISOR_WORKER,
+                event(at + 1, events.RELEASED, claim_id=claim_id, client_id=ADVISOR_WORKER,
                       claim_count=attempt)
         if ends == "dead_lettered":
             detail = {"to": f"{queue}-dlq", "reason": "max_claim_count",
                       "fingerprint": fingerprint(text),
-                      "sample": text[: ev.SAMPLE_CHARS] if sample is None else sample}
+                      "sample": text[: events.SAMPLE_CHARS] if sample is None else sample}
             if description is not None:
                 detail["description"] = description
-            event(10.0 * claims + 5, ev.DEAD_LETTERED, claim_count=claims, detail=detail)
+            event(10.0 * claims + 5, events.DEAD_LETTERED, claim_count=claims, detail=detail)
 
     good = {"order_id": 1, "items": [{"sku": "a", "qty": 1}]}
     for _ in range(30):
@@ -324,8 +325,8 @@ def advisor_events(start: float = 1_700_200_000.0) -> list[Event]:
     for index in range(20):
         history("retry-b", 3, "dead_lettered", {"order_id": str(index), "items": []})
     history("retry-b", 3, "dead_lettered", good, sample="zqe1:k1:AAAA")
-    history("retry-b", 3, "dead_lettered", {"blob": "x" * ev.SAMPLE_CHARS})
-    return events
+    history("retry-b", 3, "dead_lettered", {"blob": "x" * events.SAMPLE_CHARS})
+    return made
 
 
 WORKFLOW_PROJECT = "workflow"
@@ -369,40 +370,40 @@ def poison_workflow_events(start: float = 1_700_300_000.0) -> list[Event]:
             detail: dict = {}
             fields: dict = {}
             where = queue
-            if kind == ev.POSTED:
+            if kind == events.POSTED:
                 detail = {"ttl": 3600, "delay": 0, "fingerprint": f"fp-{message_id}"}
-            elif kind == ev.CLAIMED:
+            elif kind == events.CLAIMED:
                 claims += 1
                 claim_id = f"{message_id}-c{offset}"
                 fields = {"claim_id": claim_id, "client_id": worker}
-            elif kind in (ev.RELEASED, ev.DELETED):
+            elif kind in (events.RELEASED, events.DELETED):
                 fields = {"claim_id": claim_id, "client_id": worker}
-            elif kind == ev.REJECTED:
+            elif kind == events.REJECTED:
                 fields = {"claim_id": claim_id, "client_id": worker}
                 detail = {"description": args[0] if args else None, "retry_after": 30}
-            elif kind == ev.DEAD_LETTERED:
+            elif kind == events.DEAD_LETTERED:
                 reason = args[0]
                 detail = {"to": dlq, "reason": reason, "fingerprint": f"fp-{message_id}",
                           "sample": "{}"}
                 if reason == "rejected":
                     fields = {"claim_id": claim_id, "client_id": worker}
                     detail["description"] = args[1]
-            elif kind == ev.REDRIVEN:
+            elif kind == events.REDRIVEN:
                 where = dlq
                 detail = {"to": queue, "reason": "redriven", "fingerprint": f"fp-{message_id}",
                           "sample": "{}"}
             out.append(Event(cursor="", time=at, project=WORKFLOW_PROJECT, queue=where,
                              kind=kind, message_id=message_id, claim_count=claims,
                              detail=detail, **fields))
-            if kind == ev.REDRIVEN:
+            if kind == events.REDRIVEN:
                 claims = 0  # a redrive starts the claims over
 
-    posted, claimed = (ev.POSTED,), (ev.CLAIMED,)
-    terminal = (ev.DEAD_LETTERED, "rejected", "bad sku")
-    redriven, deleted = (ev.REDRIVEN,), (ev.DELETED,)
-    timeout = (ev.REJECTED, "timeout")
-    exhausted = (ev.DEAD_LETTERED, "max_claim_count")
-    expired = (ev.DEAD_LETTERED, "expired")
+    posted, claimed = (events.POSTED,), (events.CLAIMED,)
+    terminal = (events.DEAD_LETTERED, "rejected", "bad sku")
+    redriven, deleted = (events.REDRIVEN,), (events.DELETED,)
+    timeout = (events.REJECTED, "timeout")
+    exhausted = (events.DEAD_LETTERED, "max_claim_count")
+    expired = (events.DEAD_LETTERED, "expired")
     histories = {
         **{f"A{i}": [posted, claimed, terminal, redriven, claimed, deleted] for i in range(1, 5)},
         **{f"A{i}": [posted, claimed, terminal, redriven, claimed, terminal] for i in (5, 6)},
@@ -413,9 +414,9 @@ def poison_workflow_events(start: float = 1_700_300_000.0) -> list[Event]:
         **{f"B{i}": [posted, claimed, timeout, claimed, timeout, claimed, exhausted]
            for i in (3, 4)},
         "C1": [posted, expired, redriven],
-        "C2": [posted, expired, redriven, (ev.EXPIRED,)],
-        "C3": [posted, expired, redriven, claimed, (ev.RELEASED,)],
-        **{f"D{i}": [posted, claimed, (ev.REJECTED,), claimed, deleted] for i in (1, 2)},
+        "C2": [posted, expired, redriven, (events.EXPIRED,)],
+        "C3": [posted, expired, redriven, claimed, (events.RELEASED,)],
+        **{f"D{i}": [posted, claimed, (events.REJECTED,), claimed, deleted] for i in (1, 2)},
     }
     for number, (message_id, steps) in enumerate(histories.items()):
         history(number, message_id, steps)

@@ -6,8 +6,9 @@ import falcon
 import falcon.media
 import orjson
 
-from zq.api import errors
+from zq.api import console, errors
 from zq.api.claims import ClaimCollection, ClaimItem
+from zq.api.consumers import QueueConsumers
 from zq.api.health import Health, Ping
 from zq.api.home import Home, Versions
 from zq.api.messages import MessageCollection, MessageItem, MessageReject
@@ -15,8 +16,10 @@ from zq.api.metrics import METRICS_PATH, MetricsResource, RequestMetrics
 from zq.api.middleware import AccessLog, RequestId, RequestRules
 from zq.api.pools import ADMIN_ROUTES, PoolingOff
 from zq.api.queues import QueueCollection, QueueItem, QueuePurge, QueueStatsResource
+from zq.api.redrive import QueueRedrive
 from zq.api.resource import Resource
 from zq.api.share import QueueShare
+from zq.api.subscriptions import SUBSCRIPTION_ROUTES
 from zq.auth import Authenticate, keystone
 from zq.clock import Clock, SystemClock
 from zq.config import Config
@@ -28,6 +31,7 @@ from zq.pooling.admin import PoolAdmin
 from zq.pooling.setup import open_pools
 from zq.service import QueueService
 from zq.storage.base import Storage
+from zq.subscriptions import SubscriptionService
 
 ROUTES: list[tuple[str, type[Resource]]] = [
     ("/v2/ping", Ping),
@@ -41,6 +45,8 @@ ROUTES: list[tuple[str, type[Resource]]] = [
     ("/v2/queues/{queue_name}/messages/{message_id}/reject", MessageReject),
     ("/v2/queues/{queue_name}/claims", ClaimCollection),
     ("/v2/queues/{queue_name}/claims/{claim_id}", ClaimItem),
+    ("/v2/queues/{queue_name}/redrive", QueueRedrive),
+    ("/v2/queues/{queue_name}/consumers", QueueConsumers),
 ]
 
 
@@ -69,7 +75,7 @@ def create_app(
         pools, admin = open_pools(config, clock=clock, storage=storage)
     service = QueueService(config.limits, pools,
                            metadata_cache=MetadataCache(config.server.metadata_cache),
-                           cipher=BodyCipher.from_config(config.encryption))
+                           cipher=BodyCipher.from_config(config.encryption), clock=clock)
     telemetry = None
     if config.metrics.enabled:
         telemetry = open_telemetry(config.metrics, pools.storages, clock,
@@ -115,6 +121,12 @@ def build_app(
     )
     for template, admin_resource in ADMIN_ROUTES:
         app.add_route(template, admin_resource(admin) if admin else PoolingOff())
+    subscriptions = SubscriptionService(
+        config.limits, service.pools,
+        require_confirmation=config.notifications.require_confirmation)
+    for template, subscription_resource in SUBSCRIPTION_ROUTES:
+        app.add_route(template, subscription_resource(subscriptions, clock))
+    console.install(app, config.auth.strategy)
     if telemetry is not None:
         app.add_route(METRICS_PATH, MetricsResource(
             telemetry, auth=config.auth.strategy != "none"))

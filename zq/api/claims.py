@@ -7,15 +7,23 @@ import falcon
 from zq.api import representation
 from zq.api.bodies import read_json
 from zq.api.resource import Resource
+from zq.consumers import HEADER, Suspected
 
 
 class ClaimCollection(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
         body = read_json(req, self.limits, "The claim body")
-        claim = self.service.claim(
-            req.context.project, queue_name, body.document,
-            limit=req.get_param_as_int("limit"), client_id=req.context.client_id,
-        )
+        try:
+            claim = self.service.claim(
+                req.context.project, queue_name, body.document,
+                limit=req.get_param_as_int("limit"), client_id=req.context.client_id,
+            )
+        except Suspected as suspected:
+            # Nothing for a consumer that let a claim lapse (zq.consumers):
+            # 204 as for an empty queue, and which claim it must show alive.
+            resp.status = falcon.HTTP_204
+            resp.set_header(HEADER, suspected.lapsed_claim_id)
+            return
         if claim is None:
             resp.status = falcon.HTTP_204
             return

@@ -72,6 +72,17 @@ _QUEUE_RESOURCES = {
                             post=True, **_Q, claim_id="param/claim_id"),
     "rel/delete_claim": _rel("/v2/queues/{queue_name}/claims/{claim_id}", ["DELETE"],
                              **_Q, claim_id="param/claim_id"),
+    "rel/subscriptions_get": _rel(
+        "/v2/queues/{queue_name}/subscriptions{?marker,limit}", ["GET"],
+        **_Q, marker="param/marker", limit="param/subscription_limit"),
+    "rel/subscriptions_post": _rel("/v2/queues/{queue_name}/subscriptions", ["POST"],
+                                   post=True, **_Q, limit="param/subscription_limit"),
+    "rel/subscription": _rel("/v2/queues/{queue_name}/subscriptions/{subscriptions_id}",
+                             ["GET", "DELETE"], **_Q,
+                             subscriptions_id="param/subscriptions_id"),
+    "rel/subscription_patch": _rel(
+        "/v2/queues/{queue_name}/subscriptions/{subscriptions_id}", ["PATCH"], post=True,
+        **_Q, subscriptions_id="param/subscriptions_id"),
     "rel/ping": {"href-template": "/v2/ping",
                  "hints": {"allow": ["GET"], "formats": {"application/json": {}}}},
     "rel/health": _rel("/v2/health", ["GET"]),

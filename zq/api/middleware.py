@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 import falcon
 
 from zq import validation
+from zq.api.console import is_console_path
 from zq.auth.middleware import API_PREFIX, OPERATOR_PATHS
 from zq.auth.middleware import require_admin as require_admin  # the hook's old home
 from zq.config import Limits
@@ -121,6 +122,8 @@ class RequestRules:
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         if req.path in OPERATOR_PATHS:  # not the JSON API: text for a scraper
+            return
+        if is_console_path(req.path):  # the console's page and files, for a browser
             return
         if not req.client_accepts_json:
             raise falcon.HTTPNotAcceptable(

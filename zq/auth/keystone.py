@@ -5,7 +5,10 @@ token with Keystone, strips identity headers the client sent and sets
 ``X-Identity-Status``, ``X-Project-Id`` and ``X-Roles`` for
 zq.auth.middleware to read. Requests carrying a pre-signed URL
 (``URL-Signature``) bypass it, as in Zaqar: their signature is their
-credential, checked by zq.auth.middleware, and they never get roles.
+credential, checked by zq.auth.middleware, and they never get roles. The
+operator console's page and files (``/console``) bypass it too: they hold
+no data, and the page's API calls carry the Keystone token the operator
+types, checked here like any other.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from zq.config import AuthConfig, ConfigError
+from zq.console import is_console_path
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -51,6 +55,6 @@ class SignedUrlBypass:
         self.protected = protected
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        if SIGNATURE_ENVIRON_KEY in environ:
+        if SIGNATURE_ENVIRON_KEY in environ or is_console_path(environ.get("PATH_INFO", "")):
             return self.app(environ, start_response)
         return self.protected(environ, start_response)

@@ -60,7 +60,7 @@ class Metrics:
         )
         # Declared for the poison workflow and subscriptions: they stay 0
         # until those features land (docs/metrics.md).
-        self.redriven = counter("zq_messages_redriven", "Messages redriven (not yet in zq).")
+        self.redriven = counter("zq_messages_redriven", "Dead letters moved back by a redrive.")
         self.rejected = counter(
             "zq_messages_rejected", "Messages rejected by their claim's holder (retry or terminal)."
         )

@@ -220,6 +220,8 @@ class EventTail:
                 m.by(m.rejected, project).inc()
         elif kind == events.REJECTED:  # a retry reject
             m.by(m.rejected, project).inc()
+        elif kind == events.REDRIVEN:
+            m.by(m.redriven, project).inc()
         elif kind == events.EXPIRED:
             if event.message_id is not None:
                 m.by(m.expired, project).inc()

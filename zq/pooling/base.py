@@ -67,6 +67,16 @@ class Pools(Protocol):
         """
         ...
 
+    def place_beside(self, project: str, queue: str, *, beside: str) -> Storage:
+        """Register the queue (unless it is) on the pool of queue ``beside``; its storage.
+
+        For a queue a move creates (a redrive's missing destination): it
+        must live where the messages are. The placement rules still apply
+        (DeadLetterConflict when queues dead lettering into it live on
+        another pool).
+        """
+        ...
+
     def link_dead_letter(self, project: str, queue: str, target: str | None) -> None:
         """Record that ``queue`` dead letters into ``target`` (None: into nothing).
 

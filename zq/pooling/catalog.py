@@ -115,14 +115,23 @@ class Catalog:
         *,
         flavor: str | None = None,
         dead_letter_queue: str | None = None,
+        beside: str | None = None,
     ) -> Location:
-        """Register the queue unless it is; where it lives (see Pools.place)."""
+        """Register the queue unless it is; where it lives (see Pools.place).
+
+        ``beside``: a queue whose pool it must share (Pools.place_beside).
+        """
 
         def work(conn: sa.Connection) -> str:
             existing = _pool_of(conn, project, queue)
             if existing is not None:
                 return existing
             requirements = self._requirements(conn, project, queue, dead_letter_queue)
+            beside_pool = None if beside is None else _pool_of(conn, project, beside)
+            if beside_pool is not None:
+                requirements.append(Requirement(
+                    beside_pool, f"it receives messages from queue {beside!r}, which lives "
+                    f"on pool {beside_pool!r}"))
             pool = placement.decide(
                 queue, flavor=flavor, candidates=self._candidates(conn, flavor),
                 requirements=requirements, rng=self._rng,

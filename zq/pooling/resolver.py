@@ -97,6 +97,12 @@ class CatalogPools:
             self.store.catalog.link_dead_letter(project, queue, dead_letter_queue)
         return self.backend(location)
 
+    def place_beside(self, project: str, queue: str, *, beside: str) -> Storage:
+        location = self.locate(project, queue)
+        if location is None:
+            location = self.store.catalog.place(project, queue, beside=beside)
+        return self.backend(location)
+
     def link_dead_letter(self, project: str, queue: str, target: str | None) -> None:
         self.store.catalog.link_dead_letter(project, queue, target)
 

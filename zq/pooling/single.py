@@ -34,6 +34,9 @@ class SingleBackend:
     ) -> Storage:
         return self._storage
 
+    def place_beside(self, project: str, queue: str, *, beside: str) -> Storage:
+        return self._storage
+
     def link_dead_letter(self, project: str, queue: str, target: str | None) -> None:
         """One backend: every dead letter queue shares its source's pool."""
 

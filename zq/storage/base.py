@@ -37,6 +37,7 @@ Conventions every driver follows:
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -164,10 +165,11 @@ class Collected:
     messages: int = 0  # expired messages, each with its ``expired`` event
     claims: int = 0  # expired claims
     moved: int = 0  # expired messages moved to a dead letter queue (``_dead_letter_expired``)
+    subscriptions: int = 0  # expired subscriptions removed
 
     def __add__(self, other: Collected) -> Collected:
         return Collected(self.messages + other.messages, self.claims + other.claims,
-                         self.moved + other.moved)
+                         self.moved + other.moved, self.subscriptions + other.subscriptions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -724,8 +726,10 @@ class Storage(ABC):
     messages: MessageController
     claims: ClaimController
     events: EventLog
+    consumers: ConsumerLog
     # The driver's VersionedDeliveries, when it has the capability.
     versioned: VersionedDeliveries | None = None
+    subscriptions: SubscriptionController
 
     @abstractmethod
     def ping(self) -> bool:
@@ -733,7 +737,10 @@ class Storage(ABC):
 
     @abstractmethod
     def gc(self) -> Collected:
-        """Remove expired messages and claims; returns how many of each went.
+        """Remove expired messages, claims and subscriptions; returns how many of each went.
+
+        Expired subscriptions are removed without an event
+        (``Collected.subscriptions``).
 
         An expired message of a queue whose stored metadata asks for it
         (zq.dead_letter.expiry_move_from_metadata, ``_dead_letter_expired``)
@@ -753,3 +760,190 @@ class Storage(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections."""
+
+
+# -- subscriptions (Zaqar v2's notifications) --------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionRecord:
+    """A live subscription as a driver returns it.
+
+    ``age`` is whole seconds since it was created (the clock's now at the
+    read); ``expires`` is created (or the last ttl change) + ``ttl``.
+    """
+
+    id: str
+    project: str
+    queue: str
+    subscriber: str  # http(s)://... or mailto:..., unique per (project, queue)
+    ttl: int
+    expires: float
+    options: dict[str, Any]
+    confirmed: bool
+    age: int
+
+
+def new_subscription_id() -> str:
+    """A subscription id: unique across backends, and checkable by its shape."""
+    return str(uuid.uuid4())
+
+
+def subscriber_key(subscriber: str) -> str:
+    """The fixed-length key drivers index a subscriber by (URLs have any length)."""
+    return hashlib.sha256(subscriber.encode()).hexdigest()
+
+
+def subscription_age(created: float, now: float) -> int:
+    """``SubscriptionRecord.age``: whole seconds since creation, never negative."""
+    return max(0, int(now - created))
+
+
+class SubscriptionController(ABC):
+    """Subscriptions of queues to subscribers (webhooks, mail addresses).
+
+    A subscription is *live* while ``now < expires``; an expired one is
+    invisible to every read and write at once (as if deleted), before
+    ``Storage.gc`` removes it. Subscriptions do not depend on their queue
+    existing (as in Zaqar, deleting a queue keeps its subscriptions), and
+    are unique by (project, queue, subscriber) among live ones. Ids are
+    ``new_subscription_id()`` values; ``list`` pages in id order.
+    """
+
+    @abstractmethod
+    def create(
+        self,
+        project: str,
+        queue: str,
+        subscriber: str,
+        ttl: int,
+        options: dict[str, Any],
+    ) -> str | None:
+        """Store a new, unconfirmed subscription expiring at now + ttl; its id.
+
+        None, and nothing changes, when a live subscription of the same
+        subscriber to the queue exists (Zaqar's storage answer; see
+        ``find``). An expired one of the same subscriber is replaced, in
+        the same atomic step.
+        """
+
+    @abstractmethod
+    def get(self, project: str, queue: str, subscription_id: str) -> SubscriptionRecord:
+        """One live subscription of the queue; raises SubscriptionNotFound."""
+
+    @abstractmethod
+    def find(self, project: str, queue: str, subscriber: str) -> SubscriptionRecord | None:
+        """The live subscription of ``subscriber`` to the queue, if any."""
+
+    @abstractmethod
+    def exists(self, project: str, queue: str, subscription_id: str) -> bool:
+        """Whether ``get`` would find it."""
+
+    @abstractmethod
+    def list(
+        self,
+        project: str,
+        queue: str,
+        *,
+        marker: str | None = None,
+        limit: int = 10,
+    ) -> list[SubscriptionRecord]:
+        """Live subscriptions of the queue by id, strictly after ``marker``, at most ``limit``."""
+
+    @abstractmethod
+    def update(
+        self,
+        project: str,
+        queue: str,
+        subscription_id: str,
+        *,
+        subscriber: str | None = None,
+        ttl: int | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        """Change the given fields of a live subscription (None: keep).
+
+        A new ``ttl`` makes it expire at now + ttl; ``options`` replaces the
+        whole options object. SubscriptionNotFound when it is not live;
+        SubscriptionConflict, nothing changed, when ``subscriber`` is that
+        of another live subscription to the queue.
+        """
+
+    @abstractmethod
+    def delete(self, project: str, queue: str, subscription_id: str) -> None:
+        """Remove the subscription; no error when it does not exist."""
+
+    @abstractmethod
+    def confirm(
+        self, project: str, queue: str, subscription_id: str, *, confirmed: bool
+    ) -> None:
+        """Set whether the subscriber confirmed it; raises SubscriptionNotFound."""
+
+    @abstractmethod
+    def for_queue(self, project: str, queue: str) -> list[SubscriptionRecord]:
+        """Every live subscription of the queue (for delivery), by id."""
+
+    @abstractmethod
+    def live(self) -> list[SubscriptionRecord]:
+        """Every live subscription of the backend, across projects (for delivery)."""
+
+
+# -- consumers (GET /v2/queues/{q}/consumers, _suspect_lapsed_consumers) ------
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerClaim:
+    """One claim as the consumer log remembers it (zq.consumers reads these).
+
+    ``expires`` follows renewals, and a release sets it to the release time
+    (the claim ended). ``settled`` is the first time a delete, reject or
+    release named the claim, or a renew named it after it had expired: the
+    moments its holder showed it was alive. None: never.
+    """
+
+    client_id: str
+    claim_id: str
+    ttl: int
+    claimed: float
+    expires: float
+    settled: float | None = None
+
+
+class ConsumerLog(ABC):
+    """Who claims from a queue, and which of their claims lapsed.
+
+    An advisory record beside the claims themselves: the service writes it
+    just after the operation it describes (zq.consumers), so a crash in
+    between loses one record, never a message. Every write is idempotent.
+    Times are given by the caller (the service reads the driver's clock).
+    """
+
+    @abstractmethod
+    def record(self, project: str, queue: str, claim: ConsumerClaim, *,
+               forget_before: float) -> None:
+        """Remember a new claim; forget the queue's records whose
+        ``expires`` is before ``forget_before``, in the same step."""
+
+    @abstractmethod
+    def settle(self, project: str, queue: str, claim_id: str, *, now: float,
+               ended: bool) -> None:
+        """Set ``settled`` to ``now`` unless already set; with ``ended`` (a
+        release) also lower ``expires`` to ``now`` when it is later. An
+        unknown claim id changes nothing."""
+
+    @abstractmethod
+    def extend(self, project: str, queue: str, claim_id: str, *, ttl: int,
+               now: float) -> None:
+        """A renew: a claim still live at ``now`` gets ``expires = now + ttl``
+        and ``ttl``; one that had expired is settled instead (a late renew
+        shows its holder is alive). An unknown claim id changes nothing."""
+
+    @abstractmethod
+    def forget(self, project: str, queue: str) -> None:
+        """Drop every record of the queue (it was deleted)."""
+
+    @abstractmethod
+    def claims(self, project: str, queue: str, *, expires_after: float,
+               client_id: str | None = None) -> list[ConsumerClaim]:
+        """The queue's records with ``expires >= expires_after`` (only
+        ``client_id``'s when given), in no particular order."""

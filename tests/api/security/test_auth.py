@@ -126,6 +126,19 @@ def test_keystone_wraps_the_app_and_honours_its_headers(
     assert spoofed.json["messages"]["total"] == 1  # counted in ks-project, not "spoofed"
 
 
+def test_keystone_lets_the_console_page_through_but_not_its_api_calls(
+    fake_keystonemiddleware, storage, clock
+):
+    app = create_app(keystone_config(), storage=storage, clock=clock)
+    client = falcon.testing.TestClient(app)
+    page = client.simulate_get("/console")
+    assert page.status_code == 200
+    assert '<meta name="zq-auth" content="keystone">' in page.text
+    assert client.simulate_get("/console/static/api.js").status_code == 200
+    assert Api(app, "p").get("/v2/queues").status_code == 401  # the API still needs a token
+    assert client.simulate_get("/consoles").status_code == 401  # only the console's paths
+
+
 def test_keystone_status_other_than_confirmed_is_401(storage, clock):
     # delay_auth_decision lets invalid tokens through marked "Invalid": zq refuses them.
     from zq.api.app import build_app  # the falcon app without the keystone wrapper

@@ -55,6 +55,18 @@ def _every_operation(storage, project: str, clock) -> None:
     messages.delete_many(project, "q", ids, client_id="c")
     messages.delete_many(project, "q", ids, claim_ids=[claim.id], client_id="c")
     messages.post(project, "q", bodies(1), client_id="c")
+    subs = storage.subscriptions
+    sid = subs.create(project, "q", "http://h/1", 60, {})
+    subs.create(project, "q", "http://h/1", 60, {})
+    subs.get(project, "q", sid)
+    subs.find(project, "q", "http://h/1")
+    subs.exists(project, "q", sid)
+    subs.list(project, "q", marker="a", limit=5)
+    subs.update(project, "q", sid, subscriber="http://h/2", ttl=30, options={"a": 1})
+    subs.confirm(project, "q", sid, confirmed=True)
+    subs.for_queue(project, "q")
+    subs.live()
+    subs.delete(project, "q", sid)
     clock.advance(100_000)
     storage.gc()
     cursor = storage.events.read(limit=3)[-1].cursor

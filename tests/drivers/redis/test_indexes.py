@@ -28,7 +28,7 @@ from hypothesis.stateful import (
 )
 
 from tests.drivers.redis.helpers import message, post
-from zq import events as kinds
+from zq import events
 from zq.backoff import BackoffPolicy
 from zq.clock import ManualClock
 from zq.dead_letter import DeadLetterPolicy
@@ -236,7 +236,7 @@ def test_claim_behind_more_expired_messages_than_the_budget(
                                  dead_letter=None)
     assert made is not None and [m.id for m in made.messages] == kept
     expired = [e.message_id for e in storage.events.read(limit=1000)
-               if e.kind == kinds.EXPIRED and e.project == "p"]
+               if e.kind == events.EXPIRED and e.project == "p"]
     assert sorted(expired) == sorted(expiring)
 
 
@@ -325,7 +325,7 @@ def test_sweeping_expired_messages_keeps_their_claims_expiry_record(
                                  dead_letter=None) is None
     storage.gc()
     expired = [e for e in storage.events.read(limit=10000)
-               if e.project == project and e.kind == kinds.EXPIRED]
+               if e.project == project and e.kind == events.EXPIRED]
     assert [(e.claim_id, e.client_id, e.detail) for e in expired if e.message_id is None] == [
         (held.id, "slow-worker", {"target": "claim", "messages": 2})]
     assert sorted(e.message_id for e in expired if e.message_id) == sorted(posted)

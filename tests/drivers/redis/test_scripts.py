@@ -15,7 +15,9 @@ from zq.storage.redis.scripts import script_names, script_source
 
 STATE_CHANGES = {"post", "claim", "pop", "delete", "delete_many", "renew", "release",
                  "purge", "queue_create", "queue_set_metadata", "queue_delete", "gc",
-                 "events_trim", "settle", "layout_upgrade", "move", "reject"}
+                 "events_trim", "settle", "layout_upgrade", "move", "reject",
+                 "sub_create", "sub_update", "sub_confirm", "sub_delete", "sub_gc",
+                 "consumer_record", "consumer_settle", "consumer_forget"}
 
 
 def test_every_state_change_has_its_own_script() -> None:

@@ -37,13 +37,26 @@ INDEXES: dict[str, list[tuple[str, list[tuple[str, int]], dict[str, Any]]]] = {
         ("expires", [("expires", ASC)], {}),
         ("ttl", [("expires_at", ASC)], {"expireAfterSeconds": TTL_INDEX_DELAY}),
     ],
+    "subscriptions": [
+        # create's uniqueness; get/find/list/for_queue by queue.
+        ("queue_subscriber", [("project", ASC), ("queue", ASC), ("key", ASC)],
+         {"unique": True}),
+        # gc and live(): by expiry.
+        ("expires", [("expires", ASC)], {}),
+    ],
+    # The consumer log: a queue's records by expiry (read, forget); the
+    # writes naming one claim go by _id.
+    "consumers": [
+        ("queue_expires", [("project", ASC), ("queue", ASC), ("expires", ASC)], {}),
+    ],
     # counters, events and links are only addressed by _id.
 }
 
 
 # Collections created up front: a transaction on an older server cannot
 # create a collection implicitly.
-COLLECTIONS = ("queues", "messages", "claims", "counters", "events", "links")
+COLLECTIONS = ("queues", "messages", "claims", "counters", "events", "links", "consumers",
+               "subscriptions")
 
 
 def ensure_indexes(database: Any) -> None:

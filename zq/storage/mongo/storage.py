@@ -7,11 +7,13 @@ from zq.storage.base import Collected, Storage
 from zq.storage.mongo import gc
 from zq.storage.mongo.claims import MongoClaims
 from zq.storage.mongo.connection import Connection
+from zq.storage.mongo.consumers import MongoConsumers
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.events import MongoEventLog
 from zq.storage.mongo.indexes import ensure_indexes
 from zq.storage.mongo.messages import MongoMessages
 from zq.storage.mongo.queues import MongoQueues
+from zq.storage.mongo.subscriptions import MongoSubscriptions
 from zq.storage.mongo.unit import UnitRunner
 
 
@@ -26,7 +28,9 @@ class MongoStorage(Storage):
         self.queues = MongoQueues(self._b)
         self.messages = MongoMessages(self._b)
         self.claims = MongoClaims(self._b)
+        self.consumers = MongoConsumers(connection.database)
         self.events = MongoEventLog(connection.database, transactions=connection.transactions)
+        self.subscriptions = MongoSubscriptions(self._b)
 
     @property
     def transactions(self) -> bool:
@@ -41,7 +45,7 @@ class MongoStorage(Storage):
         return True
 
     def gc(self) -> Collected:
-        return gc.collect(self._b)
+        return gc.collect(self._b) + Collected(subscriptions=self.subscriptions.collect())
 
     def close(self) -> None:
         if not self._connection.shared:

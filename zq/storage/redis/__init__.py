@@ -8,9 +8,10 @@ flags, exclusive XRANGE, XTRIM MINID).
 
 Atomicity. Each state change (post, claim, pop, delete, delete_many, move,
 renew, release, purge, queue_create, queue_set_metadata, queue_delete, gc,
-events_trim) is one script in ``lua/``, with its events appended by XADD
-inside the same script. Scripts receive the time from the driver's clock
-and never read the server's TIME. Dead letter decisions are made in
+events_trim, sub_create, sub_update, sub_confirm, sub_delete, sub_gc) is one
+script in ``lua/``, with its events appended by XADD inside the same script.
+Scripts receive the time from the driver's clock and never read the
+server's TIME. Dead letter decisions are made in
 zq.dead_letter and passed in as arguments (see ``wire.policy_args``); the
 claim and pop scripts only apply them. Scripts check everything before their
 first write, and are flagged (``#!lua``) so that Redis refuses them before
@@ -50,6 +51,14 @@ bytes) can make two keys collide::
     P events           stream of events, read by the exporter
     P layout           string the key layout version
     P trash            set   ids of purged and deleted queues whose keys gc reclaims
+    P s:<sid>          hash  project, queue, subscriber, ttl, created, expires,
+                             options (JSON text), confirmed ('0'/'1')
+    P sq:enc(project)queue  zset  the queue's subscription ids (score 0, by id)
+    P sb:enc(project)queue  hash  subscriber -> subscription id
+    P sx               zset  subscription ids by expiry (gc, live())
+    P u:enc(project)queue   hash  the consumer log: claim id ->
+                             "ttl|claimed|expires|settled|client" (zq.consumers)
+    P ux:enc(project)queue  zset  the same claim ids by expires (forgetting)
 
 Every message of a queue is in its order, its expiry index and exactly one
 of ready, held and waiting (and in qb only while in held). No script walks

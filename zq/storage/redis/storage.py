@@ -10,11 +10,13 @@ from zq.clock import Clock
 from zq.errors import StorageUnavailable
 from zq.storage.base import Collected, Storage
 from zq.storage.redis.claims import RedisClaims
+from zq.storage.redis.consumers import RedisConsumers
 from zq.storage.redis.eventlog import RedisEventLog
 from zq.storage.redis.layout import check_layout
 from zq.storage.redis.messages import RedisMessages
 from zq.storage.redis.queues import RedisQueues
 from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.subscriptions import RedisSubscriptions
 from zq.storage.redis.uri import parse_uri
 from zq.storage.redis.versioned import RedisVersionedDeliveries
 from zq.storage.redis.wire import Budget
@@ -38,7 +40,9 @@ class RedisStorage(Storage):
         self.messages = RedisMessages(self._scripts, clock, budget)
         self.claims = RedisClaims(self._scripts, clock, budget)
         self.events = RedisEventLog(self._scripts, clock)
+        self.consumers = RedisConsumers(self._scripts)
         self.versioned = RedisVersionedDeliveries(self.messages, self.claims)
+        self.subscriptions = RedisSubscriptions(self._scripts, client, prefix, clock)
 
     def ping(self) -> bool:
         try:
@@ -54,7 +58,7 @@ class RedisStorage(Storage):
                 "gc", self._clock.now(), GC_BATCH)
             collected += Collected(int(gone), int(claims_seen), int(moved))
             if claims_seen < GC_BATCH and not more:
-                return collected
+                return collected + Collected(subscriptions=self.subscriptions.collect())
 
     def close(self) -> None:
         self.client.close()

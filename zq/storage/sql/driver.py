@@ -8,8 +8,9 @@ from sqlalchemy import exc
 from zq.clock import Clock
 from zq.errors import StorageUnavailable
 from zq.storage.base import Collected, Storage
-from zq.storage.sql import dialects, gc, migrate, postgresql
+from zq.storage.sql import dialects, gc, migrate, postgresql, subscriptions
 from zq.storage.sql.claims import SqlClaims
+from zq.storage.sql.consumers import SqlConsumers
 from zq.storage.sql.database import Database
 from zq.storage.sql.events import SqlEventLog
 from zq.storage.sql.messages import SqlMessages
@@ -31,6 +32,8 @@ class SqlStorage(Storage):
         self.messages = SqlMessages(self._db, clock, one_statement=one_statement)
         self.claims = SqlClaims(self._db, clock, one_statement=one_statement)
         self.events = SqlEventLog(self._db)
+        self.subscriptions = subscriptions.SqlSubscriptions(self._db, clock)
+        self.consumers = SqlConsumers(self._db)
 
     @property
     def engine(self) -> sa.Engine:
@@ -44,7 +47,8 @@ class SqlStorage(Storage):
         return True
 
     def gc(self) -> Collected:
-        return gc.collect(self._db, self._clock)
+        collected = gc.collect(self._db, self._clock)
+        return collected + Collected(subscriptions=subscriptions.collect(self._db, self._clock))
 
     def close(self) -> None:
         self._db.close()

@@ -29,7 +29,7 @@ from zq.storage.sql.delivery import take_deliverable
 from zq.storage.sql.events import event_row, record
 from zq.storage.sql.moves import move_rows
 from zq.storage.sql.queues import ensure_queue, queue_row
-from zq.storage.sql.records import message_record
+from zq.storage.sql.records import live_claim_id, message_record
 from zq.storage.sql.schema import messages as m
 
 
@@ -44,7 +44,7 @@ def _deleted_events(
 ) -> list[dict[str, Any]]:
     return [
         event_row(events.DELETED, project, queue, now, message_id=row.id,
-                  claim_id=row.claim_id if (row.claim_expires or 0) > now else None,
+                  claim_id=live_claim_id(row, now),
                   client_id=client_id, claim_count=row.claim_count)
         for row in rows
     ]
@@ -175,7 +175,7 @@ class SqlMessages(MessageController):
             if row is None:
                 return
             check_delete(message_id, claim_id,
-                         row.claim_id if (row.claim_expires or 0) > now else None)
+                         live_claim_id(row, now))
             _delete_rows(conn, [row])
             record(conn, _deleted_events(project, queue, [row], now, client_id))
 
@@ -234,7 +234,7 @@ class SqlMessages(MessageController):
             if row is None:
                 raise MessageNotFound(f"Message {message_id!r} does not exist.")
             check_move(message_id, claim_id,
-                       row.claim_id if (row.claim_expires or 0) > now else None)
+                       live_claim_id(row, now))
             wait = (release_delay(row.delay_until, row.claim_expires)
                     if retry_after is None else retry_after)
             conn.execute(
@@ -265,18 +265,21 @@ class SqlMessages(MessageController):
 
         def work(conn: sa.Connection) -> list[str]:
             now = self._clock.now()
-            rows = conn.execute(
+            # No ORDER BY: with one, SQLite walks the whole queue by its
+            # (project, queue, marker) index instead of looking the ids up
+            # (a redrive of a 100,000-message queue went quadratic); the
+            # rows are put in queue order here.
+            rows = sorted(conn.execute(
                 sa.select(m)
                 .where(predicates.in_queue(project, queue), predicates.alive(now),
                        m.c.id.in_(list(message_ids)))
-                .order_by(m.c.marker)
                 .with_for_update()
-            ).all()
+            ).all(), key=lambda row: row.marker)
             # Every row checked before any moves: a mismatch moves nothing.
             chosen = [
                 row for row in rows
                 if check_move(row.id, claim_id,
-                              row.claim_id if (row.claim_expires or 0) > now else None)
+                              live_claim_id(row, now))
             ]
             record(conn, move_rows(conn, project, queue, chosen, move, now,
                                    claim_id=claim_id, client_id=client_id))

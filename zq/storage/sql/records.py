@@ -18,9 +18,13 @@ def load_json(text: str | None) -> Any:
     return json.loads(text) if text else None
 
 
+def live_claim_id(row: sa.Row[Any], now: float) -> str | None:
+    """The row's claim id while that claim lives; an expired claim holds nothing."""
+    return row.claim_id if (row.claim_expires or 0) > now else None
+
+
 def message_record(row: sa.Row[Any], now: float) -> MessageRecord:
     """A messages row as the contract shows it (claim id only while live)."""
-    live = row.claim_id is not None and (row.claim_expires or 0) > now
     return MessageRecord(
         id=row.id,
         queue=row.queue,
@@ -29,7 +33,7 @@ def message_record(row: sa.Row[Any], now: float) -> MessageRecord:
         created=row.created,
         expires=row.expires,
         client_id=row.client_id,
-        claim_id=row.claim_id if live else None,
+        claim_id=live_claim_id(row, now),
         claim_count=row.claim_count,
         history=load_json(row.history) or [],
         marker=row.marker,

@@ -109,6 +109,22 @@ claims = sa.Table(
     sa.Index("ix_claims_expires", "expires"),
 )
 
+# The consumer log (ConsumerLog in zq/storage/base.py): one row per claim,
+# kept a while after it ends so lapsed claims can be told apart.
+consumer_claims = sa.Table(
+    "consumer_claims",
+    metadata,
+    sa.Column("claim_id", name_type(ID), primary_key=True),
+    sa.Column("project", name_type(PROJECT), nullable=False),
+    sa.Column("queue", name_type(QUEUE), nullable=False),
+    sa.Column("client_id", sa.String(CLIENT), nullable=False),
+    sa.Column("ttl", sa.Integer(), nullable=False),
+    sa.Column("claimed", sa.Double(), nullable=False),
+    sa.Column("expires", sa.Double(), nullable=False),
+    sa.Column("settled", sa.Double(), nullable=True),
+    sa.Index("ix_consumer_claims_queue_expires", "project", "queue", "expires"),
+)
+
 events = sa.Table(
     "events",
     metadata,
@@ -131,3 +147,23 @@ events = sa.Table(
 # zq/storage/sql/commit_order.py).
 POSTGRESQL_ONLY_COLUMNS = {("events", "xid")}
 POSTGRESQL_ONLY_INDEXES = {"ix_events_xid_seq"}
+
+# Subscriptions (SubscriptionController). ``subscriber_key`` is the
+# SHA-256 of the subscriber: unique per queue, where the subscriber itself
+# (a URL of any length) is too long for a unique index on MariaDB.
+subscriptions = sa.Table(
+    "subscriptions",
+    metadata,
+    sa.Column("id", name_type(ID), primary_key=True),
+    sa.Column("project", name_type(PROJECT), nullable=False),
+    sa.Column("queue", name_type(QUEUE), nullable=False),
+    sa.Column("subscriber", sa.Text(), nullable=False),
+    sa.Column("subscriber_key", sa.String(64), nullable=False),
+    sa.Column("ttl", sa.Integer(), nullable=False),
+    sa.Column("created", sa.Double(), nullable=False),
+    sa.Column("expires", sa.Double(), nullable=False),
+    sa.Column("options", long_text(), nullable=False),
+    sa.Column("confirmed", sa.Boolean(), nullable=False),
+    sa.UniqueConstraint("project", "queue", "subscriber_key", name="uq_subscriptions_subscriber"),
+    sa.Index("ix_subscriptions_expires", "expires"),
+)

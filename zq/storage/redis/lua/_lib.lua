@@ -40,6 +40,9 @@ function K.claim_expiry() return P .. 'xc' end
 function K.events() return P .. 'events' end
 function K.layout() return P .. 'layout' end
 function K.trash() return P .. 'trash' end
+-- The consumer log (consumer_*.lua), keyed by names: it outlives a purge.
+function K.consumers(project, name) return P .. 'u:' .. enc(project) .. name end
+function K.consumer_expiry(project, name) return P .. 'ux:' .. enc(project) .. name end
 
 local function queue_id(project, name)
   return redis.call('HGET', K.catalog(), enc(project) .. name)
@@ -563,4 +566,50 @@ local function reclaim(qid, n)
     return done, true
   end
   return done, false
+end
+
+-- Subscriptions (SubscriptionController; key layout in zq/storage/redis/__init__.py).
+function K.sub(sid) return P .. 's:' .. sid end
+function K.sub_ids(project, queue) return P .. 'sq:' .. enc(project) .. queue end
+function K.sub_by(project, queue) return P .. 'sb:' .. enc(project) .. queue end
+function K.sub_expiry() return P .. 'sx' end
+
+-- The subscription ``sid`` when it is live and belongs to (project, queue):
+-- its {subscriber, expires}; nil otherwise.
+local function live_subscription(sid, project, queue)
+  local s = redis.call('HMGET', K.sub(sid), 'project', 'queue', 'subscriber', 'expires')
+  if s[1] ~= project or s[2] ~= queue or tonumber(s[4]) <= NOW then
+    return nil
+  end
+  return {s[3], s[4]}
+end
+
+-- Remove subscription ``sid`` and its index entries (no-op when missing).
+local function drop_subscription(sid)
+  local s = redis.call('HMGET', K.sub(sid), 'project', 'queue', 'subscriber')
+  redis.call('ZREM', K.sub_expiry(), sid)
+  if not s[1] then
+    return 0
+  end
+  redis.call('ZREM', K.sub_ids(s[1], s[2]), sid)
+  local by = K.sub_by(s[1], s[2])
+  if redis.call('HGET', by, s[3]) == sid then
+    redis.call('HDEL', by, s[3])
+  end
+  redis.call('DEL', K.sub(sid))
+  return 1
+end
+
+-- Make room for ``subscriber`` on (project, queue), dropping an expired
+-- holder. Returns the id of a live subscription holding it, else nil.
+local function subscriber_holder(project, queue, subscriber)
+  local other = redis.call('HGET', K.sub_by(project, queue), subscriber)
+  if not other then
+    return nil
+  end
+  if live_subscription(other, project, queue) then
+    return other
+  end
+  drop_subscription(other)
+  return nil
 end

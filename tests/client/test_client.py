@@ -1,0 +1,161 @@
+"""zq.client.Client: each call against the real app, and its error types."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from zq.client import (
+    BadRequest,
+    Client,
+    Conflict,
+    Forbidden,
+    NotFound,
+    RedriveResult,
+    Suspected,
+    TransportError,
+    Unavailable,
+)
+
+
+def test_queues(client):
+    assert client.create_queue("q", {"color": "red"}) is True
+    assert client.create_queue("q") is False
+    assert client.queue_metadata("q")["color"] == "red"
+    shown = client.set_metadata("q", {"_max_claim_count": 3}, remove=["color"])
+    assert shown["_max_claim_count"] == 3 and "color" not in shown
+    assert [q["name"] for q in client.list_queues()] == ["q"]
+    client.delete_queue("q")
+    assert client.list_queues() == []
+
+
+def test_messages_claims_and_stats(client, other, clock):
+    ids = client.post("q", {"n": 1}, {"n": 2}, {"n": 3}, ttl=600)
+    assert [m.body for m in client.get_messages("q", ids)] == [{"n": 1}, {"n": 2}, {"n": 3}]
+    assert client.get_message("q", ids[0]).ttl == 600
+    # echo: a client's own messages are hidden only when asked.
+    assert other.list_messages("q", echo=False)[0].id == ids[0]
+    claim = client.claim("q", limit=2, ttl=60, grace=60)
+    assert [m.id for m in claim.messages] == ids[:2]
+    assert {m.claim_id for m in claim.messages} == {claim.id}
+    assert claim.messages[0].claim_count == 1
+    assert client.stats("q").claimed == 2
+    client.renew("q", claim.id, ttl=120)
+    assert [m.id for m in client.get_claim("q", claim.id).messages] == ids[:2]
+    client.delete_message("q", ids[0], claim_id=claim.id)
+    client.release("q", claim.id)
+    stats = client.stats("q")
+    assert (stats.free, stats.claimed, stats.total) == (2, 0, 2)
+    assert [m.id for m in client.pop("q", 1)] == [ids[1]]
+    client.delete_messages("q", [ids[2]])
+    assert client.stats("q").total == 0
+    assert client.claim("q") is None
+
+
+def test_errors_carry_the_servers_title_and_description(client):
+    client.post("q", "x")
+    claim = client.claim("q", limit=1)
+    with pytest.raises(Forbidden) as forbidden:
+        client.delete_message("q", claim.messages[0].id)
+    assert forbidden.value.status == 403
+    assert "claim" in forbidden.value.description
+    assert forbidden.value.title
+    with pytest.raises(NotFound):
+        client.get_message("q", "0" * 32)
+    with pytest.raises(BadRequest) as bad:
+        client.post("q", "x", ttl=1)
+    assert "ttl" in bad.value.description
+    with pytest.raises(Conflict) as conflict:  # no dead letter queue for a terminal reject
+        client.reject("q", claim.messages[0].id, claim.id, description="boom")
+    assert "_dead_letter_queue" in conflict.value.description
+
+
+def test_reject_terminal_and_retry(client):
+    client.create_queue("q", {"_dead_letter_queue": "dlq"})
+    first, second = client.post("q", "a", "b", ttl=600)
+    claim = client.claim("q", limit=2)
+    client.reject("q", first, claim.id, description="KeyError: 'order_id'")
+    client.reject("q", second, claim.id, description="flaky", retry_after=0)
+    [dead] = client.list_messages("dlq", include_history=True)
+    assert dead.id == first
+    assert dead.history[-1]["description"] == "KeyError: 'order_id'"
+    assert [m.id for m in client.claim("q").messages] == [second]
+
+
+def test_consumers_and_suspected(client, clock):
+    client.create_queue("q", {"_suspect_lapsed_consumers": True})
+    client.post("q", "a", "b", ttl=3600)
+    lapsed = client.claim("q", limit=1, ttl=60)
+    clock.advance(61)
+    with pytest.raises(Suspected) as suspected:
+        client.claim("q")
+    assert suspected.value.lapsed_claim_id == lapsed.id
+    [me] = client.consumers("q")
+    assert (me.client_id, me.lapsed_claims, me.suspected) == (client.client_id, 1, True)
+    client.release("q", lapsed.id)
+    assert client.claim("q") is not None
+
+
+def redrive_transport(seen: list[dict]) -> httpx.MockTransport:
+    """A stand-in for POST /v2/queues/{dlq}/redrive as API.md describes it."""
+    pages = [{"matched": 2, "moved": 2, "to": {"orders": 2}, "next": "m2"},
+             {"matched": 1, "moved": 1, "to": {"orders": 1}, "next": None}]
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/v2/queues/dlq/redrive"
+        assert request.headers["X-Project-ID"] == "p"
+        seen.append(json.loads(request.content))
+        return httpx.Response(200, json=pages[min(len(seen), 2) - 1])
+    return httpx.MockTransport(answer)
+
+
+def test_redrive_sends_the_api_body_and_reads_the_answer():
+    seen: list[dict] = []
+    client = Client("http://zq.test", project="p", transport=redrive_transport(seen))
+    result = client.redrive("dlq", to="orders", filter={"reason": "rejected"}, limit=2,
+                            dry_run=True)
+    assert result == RedriveResult(matched=2, moved=2, to={"orders": 2}, next="m2")
+    assert seen == [{"to": "orders", "filter": {"reason": "rejected"}, "limit": 2,
+                     "dry_run": True}]
+    seen.clear()
+    assert client.redrive_all("dlq") == RedriveResult(matched=3, moved=3, to={"orders": 3},
+                                                      next=None)
+    assert seen == [{}, {"marker": "m2"}]
+
+
+def test_redrive_against_the_server(client):
+    client.create_queue("orders", {"_dead_letter_queue": "orders-dlq"})
+    ids = client.post("orders", {"n": 1}, {"n": 2}, {"n": 3}, ttl=3600)
+    claim = client.claim("orders", limit=3)
+    for message_id in ids:
+        client.reject("orders", message_id, claim.id, description=f"bad {message_id}")
+    dry = client.redrive("orders-dlq", dry_run=True)
+    assert (dry.matched, dry.moved, dry.to) == (3, 0, {"orders": 3})
+    one = client.redrive("orders-dlq", filter={"ids": [ids[0]]})
+    assert (one.matched, one.moved, one.to) == (1, 1, {"orders": 1})
+    rest = client.redrive_all("orders-dlq", filter={"reason": "rejected"}, limit=1)
+    assert (rest.matched, rest.moved, rest.to, rest.next) == (2, 2, {"orders": 2}, None)
+    back = client.list_messages("orders", include_history=True)
+    assert sorted(m.id for m in back) == sorted(ids)
+    assert {m.redrive_count for m in back} == {1}
+    assert client.stats("orders-dlq").total == 0
+
+
+def test_server_and_transport_failures_have_their_own_types():
+    def unavailable(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, json={"title": "Service Unavailable",
+                                         "description": "The storage backend is unreachable."})
+    client = Client("http://zq.test/v2", project="p",
+                    transport=httpx.MockTransport(unavailable))
+    with pytest.raises(Unavailable) as down:
+        client.stats("q")
+    assert down.value.description == "The storage backend is unreachable."
+
+    def refused(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused")
+    client = Client("http://zq.test", project="p", transport=httpx.MockTransport(refused))
+    with pytest.raises(TransportError) as lost:
+        client.stats("q")
+    assert "connection refused" in lost.value.description

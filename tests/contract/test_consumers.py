@@ -1,0 +1,119 @@
+"""ConsumerLog: the consumer log every driver keeps (zq.consumers reads it)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from zq.storage.base import ConsumerClaim
+
+NOW = 1_700_000_000.25
+
+
+@pytest.fixture
+def cid():
+    """Claim ids are unique across a backend (uuids), as the drivers make them."""
+    made: dict[str, str] = {}
+
+    def named(name: str) -> str:
+        return made.setdefault(name, uuid.uuid4().hex)
+    return named
+
+
+def record(storage, project, claim_id, *, client="c1", ttl=60, claimed=NOW, queue="q",
+           forget_before=0.0):
+    storage.consumers.record(project, queue, ConsumerClaim(
+        client_id=client, claim_id=claim_id, ttl=ttl, claimed=claimed,
+        expires=claimed + ttl), forget_before=forget_before)
+
+
+def by_id(storage, project, queue="q", *, after=0.0, client_id=None):
+    found = storage.consumers.claims(project, queue, expires_after=after, client_id=client_id)
+    return {c.claim_id: c for c in found}
+
+
+def test_a_recorded_claim_reads_back_exactly(storage, project, cid):
+    record(storage, project, cid("a"), client="client|with:odd|bytes", ttl=90,
+           claimed=NOW + 0.123456789)
+    assert by_id(storage, project) == {cid("a"): ConsumerClaim(
+        client_id="client|with:odd|bytes", claim_id=cid("a"), ttl=90,
+        claimed=NOW + 0.123456789, expires=NOW + 0.123456789 + 90, settled=None)}
+
+
+def test_reads_filter_by_expiry_and_client(storage, project, cid):
+    record(storage, project, cid("a1"), client="c1", claimed=NOW)
+    record(storage, project, cid("a2"), client="c2", claimed=NOW + 100)
+    assert set(by_id(storage, project, after=NOW + 61)) == {cid("a2")}
+    assert set(by_id(storage, project, after=NOW + 60)) == {cid("a1"), cid("a2")}
+    assert set(by_id(storage, project, client_id="c1")) == {cid("a1")}
+
+
+def test_projects_and_queues_are_separate(storage, project, cid):
+    record(storage, project, cid("a1"), queue="q")
+    record(storage, project, cid("a2"), queue="other")
+    record(storage, project + "x", cid("a3"), queue="q")
+    assert set(by_id(storage, project, "q")) == {cid("a1")}
+    assert set(by_id(storage, project, "other")) == {cid("a2")}
+    # A write naming another queue's claim changes nothing.
+    storage.consumers.settle(project, "q", cid("a2"), now=NOW, ended=True)
+    assert by_id(storage, project, "other")[cid("a2")].settled is None
+
+
+def test_record_forgets_the_queue_records_that_expired_before_the_bound(storage, project, cid):
+    record(storage, project, cid("old"), claimed=NOW)
+    record(storage, project, cid("kept"), claimed=NOW + 30)
+    record(storage, project, cid("elsewhere"), claimed=NOW, queue="other")
+    record(storage, project, cid("new"), claimed=NOW + 200, forget_before=NOW + 61)
+    assert set(by_id(storage, project)) == {cid("kept"), cid("new")}
+    assert set(by_id(storage, project, "other")) == {cid("elsewhere")}
+
+
+def test_settle_keeps_the_first_time(storage, project, cid):
+    record(storage, project, cid("a1"))
+    storage.consumers.settle(project, "q", cid("a1"), now=NOW + 5, ended=False)
+    storage.consumers.settle(project, "q", cid("a1"), now=NOW + 9, ended=False)
+    found = by_id(storage, project)[cid("a1")]
+    assert (found.settled, found.expires) == (NOW + 5, NOW + 60)
+
+
+def test_a_release_ends_the_claim(storage, project, cid):
+    record(storage, project, cid("a1"))
+    storage.consumers.settle(project, "q", cid("a1"), now=NOW + 5, ended=True)
+    found = by_id(storage, project)[cid("a1")]
+    assert (found.settled, found.expires) == (NOW + 5, NOW + 5)
+    # A release after expiry keeps the expiry (and the first settle).
+    record(storage, project, cid("a2"))
+    storage.consumers.settle(project, "q", cid("a2"), now=NOW + 70, ended=True)
+    found = by_id(storage, project)[cid("a2")]
+    assert (found.settled, found.expires) == (NOW + 70, NOW + 60)
+
+
+def test_renew_moves_a_live_claim_and_settles_an_expired_one(storage, project, cid):
+    record(storage, project, cid("live"))
+    record(storage, project, cid("gone"))
+    storage.consumers.extend(project, "q", cid("live"), ttl=120, now=NOW + 30)
+    live = by_id(storage, project)[cid("live")]
+    assert (live.expires, live.ttl, live.settled) == (NOW + 150, 120, None)
+    storage.consumers.extend(project, "q", cid("gone"), ttl=120, now=NOW + 61)
+    gone = by_id(storage, project)[cid("gone")]
+    assert (gone.expires, gone.ttl, gone.settled) == (NOW + 60, 60, NOW + 61)
+    # The expiry index follows a renew: a read past the old expiry sees it.
+    assert set(by_id(storage, project, after=NOW + 100)) == {cid("live")}
+
+
+def test_unknown_claims_change_nothing(storage, project, cid):
+    storage.consumers.settle(project, "q", cid("nope"), now=NOW, ended=True)
+    storage.consumers.extend(project, "q", cid("nope"), ttl=60, now=NOW)
+    assert by_id(storage, project) == {}
+
+
+def test_forget_drops_only_that_queues_records(storage, project, cid):
+    record(storage, project, cid("a1"), queue="q")
+    record(storage, project, cid("a2"), queue="other")
+    storage.consumers.forget(project, "q")
+    assert by_id(storage, project, "q") == {}
+    assert set(by_id(storage, project, "other")) == {cid("a2")}
+    # A new record after forgetting is kept as any other.
+    record(storage, project, cid("a3"), queue="q")
+    assert set(by_id(storage, project, "q")) == {cid("a3")}

@@ -1,0 +1,280 @@
+"""``Client``: zq's REST API (Zaqar v2 and zq's extensions) over httpx."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from zq.client.errors import Suspected, TransportError, ZqClientError, error_for
+from zq.client.models import Claim, ConsumerInfo, Message, QueueStats, RedriveResult
+
+PATCH_TYPE = "application/openstack-messaging-v2.0-json-patch"
+SUSPECTED_HEADER = "X-Zq-Suspected"
+
+
+class Client:
+    """One Client-ID in one project talking to one zq server.
+
+    ``url`` is the server's root (``http://host:port``, with or without
+    ``/v2``). Every error answer raises a ZqClientError subclass carrying
+    the server's title and description. Thread-safe (one httpx.Client).
+    """
+
+    def __init__(self, url: str, *, project: str, client_id: str | None = None,
+                 token: str | None = None, timeout: float = 30.0,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        base = url.rstrip("/")
+        base = base.removesuffix("/v2")
+        self.client_id = client_id or str(uuid.uuid4())
+        self.project = project
+        headers = {"Client-ID": self.client_id, "X-Project-ID": project,
+                   "Accept": "application/json"}
+        if token:
+            headers["X-Auth-Token"] = token
+        self._http = httpx.Client(base_url=base + "/v2", headers=headers, timeout=timeout,
+                                  transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transport --------------------------------------------------------
+
+    def _call(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
+              json_body: Any = None, content: bytes | None = None,
+              headers: Mapping[str, str] | None = None) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, params=params, json=json_body,
+                                          content=content, headers=headers)
+        except httpx.HTTPError as exc:
+            raise TransportError(0, type(exc).__name__, str(exc)) from exc
+        if response.status_code >= 400:
+            title, description = response.reason_phrase, response.text
+            try:
+                doc = response.json()
+                title = doc.get("title", title)
+                description = doc.get("description", description)
+            except (ValueError, AttributeError):
+                pass
+            raise error_for(response.status_code, title, description)
+        return response
+
+    # -- queues -----------------------------------------------------------
+
+    def create_queue(self, queue: str, metadata: Mapping[str, Any] | None = None) -> bool:
+        """Create ``queue``; False when it already existed (metadata then unchanged)."""
+        response = self._call("PUT", f"/queues/{queue}",
+                              json_body=dict(metadata) if metadata is not None else None)
+        return response.status_code == 201
+
+    def queue_metadata(self, queue: str) -> dict[str, Any]:
+        return self._call("GET", f"/queues/{queue}").json()
+
+    def set_metadata(self, queue: str, values: Mapping[str, Any],
+                     remove: Iterable[str] = ()) -> dict[str, Any]:
+        """Add or replace ``values`` and remove ``remove`` keys (a JSON patch)."""
+        ops: list[dict[str, Any]] = [
+            {"op": "add", "path": f"/metadata/{key}", "value": value}
+            for key, value in values.items()]
+        ops += [{"op": "remove", "path": f"/metadata/{key}"} for key in remove]
+        return self._call("PATCH", f"/queues/{queue}", content=json.dumps(ops).encode(),
+                          headers={"Content-Type": PATCH_TYPE}).json()
+
+    def delete_queue(self, queue: str) -> None:
+        self._call("DELETE", f"/queues/{queue}")
+
+    def list_queues(self, *, limit: int | None = None, marker: str | None = None,
+                    detailed: bool = False) -> list[dict[str, Any]]:
+        """One page of queues (``{"name", "href"[, "metadata"]}``)."""
+        params: dict[str, Any] = {"detailed": str(detailed).lower()}
+        if limit is not None:
+            params["limit"] = limit
+        if marker is not None:
+            params["marker"] = marker
+        response = self._call("GET", "/queues", params=params)
+        return [] if response.status_code == 204 else response.json().get("queues", [])
+
+    def stats(self, queue: str) -> QueueStats:
+        doc = self._call("GET", f"/queues/{queue}/stats").json()["messages"]
+        return QueueStats(free=doc["free"], claimed=doc["claimed"], total=doc["total"],
+                          delayed=doc.get("delayed", 0))
+
+    def purge(self, queue: str) -> None:
+        self._call("POST", f"/queues/{queue}/purge", json_body={})
+
+    # -- messages ---------------------------------------------------------
+
+    def post(self, queue: str, *bodies: Any, ttl: int | None = None,
+             delay: int | None = None) -> list[str]:
+        """Post one message per body; their ids, in order."""
+        messages = []
+        for body in bodies:
+            message: dict[str, Any] = {"body": body}
+            if ttl is not None:
+                message["ttl"] = ttl
+            if delay is not None:
+                message["delay"] = delay
+            messages.append(message)
+        response = self._call("POST", f"/queues/{queue}/messages",
+                              json_body={"messages": messages})
+        return [href.rsplit("/", 1)[1] for href in response.json()["resources"]]
+
+    def list_messages(self, queue: str, *, limit: int | None = None, echo: bool = True,
+                      include_claimed: bool = False, include_history: bool = False,
+                      marker: str | None = None) -> list[Message]:
+        params: dict[str, Any] = {"echo": str(echo).lower(),
+                                  "include_claimed": str(include_claimed).lower()}
+        if include_history:
+            params["include_history"] = "true"
+        if limit is not None:
+            params["limit"] = limit
+        if marker is not None:
+            params["marker"] = marker
+        response = self._call("GET", f"/queues/{queue}/messages", params=params)
+        if response.status_code == 204:
+            return []
+        return [Message.from_json(m) for m in response.json().get("messages", [])]
+
+    def get_message(self, queue: str, message_id: str, *,
+                    include_history: bool = False) -> Message:
+        params = {"include_history": "true"} if include_history else None
+        return Message.from_json(
+            self._call("GET", f"/queues/{queue}/messages/{message_id}", params=params).json())
+
+    def get_messages(self, queue: str, message_ids: Sequence[str], *,
+                     include_history: bool = False) -> list[Message]:
+        params = {"ids": ",".join(message_ids)}
+        if include_history:
+            params["include_history"] = "true"
+        doc = self._call("GET", f"/queues/{queue}/messages", params=params).json()
+        return [Message.from_json(m) for m in doc.get("messages", [])]
+
+    def delete_message(self, queue: str, message_id: str, *,
+                       claim_id: str | None = None) -> None:
+        params = {"claim_id": claim_id} if claim_id else None
+        self._call("DELETE", f"/queues/{queue}/messages/{message_id}", params=params)
+
+    def delete_messages(self, queue: str, message_ids: Sequence[str]) -> None:
+        self._call("DELETE", f"/queues/{queue}/messages",
+                   params={"ids": ",".join(message_ids)})
+
+    def pop(self, queue: str, count: int = 1) -> list[Message]:
+        doc = self._call("DELETE", f"/queues/{queue}/messages", params={"pop": count}).json()
+        return [Message.from_json(m) for m in doc.get("messages", [])]
+
+    def reject(self, queue: str, message_id: str, claim_id: str, *,
+               description: str | None = None, retry: bool = False,
+               retry_after: int | None = None) -> None:
+        """zq: give a claimed message up.
+
+        Terminal unless ``retry`` (or a ``retry_after``): moved to the dead
+        letter queue now (Conflict when the queue has none). A retry with no
+        ``retry_after`` waits for the queue's backoff.
+        """
+        body: dict[str, Any] = {}
+        if description is not None:
+            body["description"] = description
+        if retry or retry_after is not None:
+            body["retry_after"] = retry_after
+        self._call("POST", f"/queues/{queue}/messages/{message_id}/reject",
+                   params={"claim_id": claim_id}, json_body=body)
+
+    # -- claims -----------------------------------------------------------
+
+    def claim(self, queue: str, *, limit: int = 10, ttl: int = 300, grace: int = 60,
+              include_history: bool = False) -> Claim | None:
+        """Claim up to ``limit`` free messages; None when none is free.
+
+        Raises Suspected (zq) when the queue refuses this Client-ID work
+        because one of its claims lapsed.
+        """
+        params: dict[str, Any] = {"limit": limit}
+        if include_history:
+            params["include_history"] = "true"
+        response = self._call("POST", f"/queues/{queue}/claims", params=params,
+                              json_body={"ttl": ttl, "grace": grace})
+        if response.status_code == 204:
+            lapsed = response.headers.get(SUSPECTED_HEADER)
+            if lapsed:
+                raise Suspected(lapsed)
+            return None
+        claim_id = response.headers["Location"].rsplit("/", 1)[1]
+        return Claim(id=claim_id, queue=queue,
+                     messages=[Message.from_json(m) for m in response.json()["messages"]])
+
+    def get_claim(self, queue: str, claim_id: str) -> Claim:
+        doc = self._call("GET", f"/queues/{queue}/claims/{claim_id}").json()
+        return Claim(id=claim_id, queue=queue,
+                     messages=[Message.from_json(m) for m in doc.get("messages", [])])
+
+    def renew(self, queue: str, claim_id: str, *, ttl: int = 300, grace: int = 60) -> None:
+        """Extend a live claim to now + ttl; NotFound once it expired."""
+        self._call("PATCH", f"/queues/{queue}/claims/{claim_id}",
+                   json_body={"ttl": ttl, "grace": grace})
+
+    def release(self, queue: str, claim_id: str) -> None:
+        """End a claim: its messages are free again (after their backoff, if any)."""
+        self._call("DELETE", f"/queues/{queue}/claims/{claim_id}")
+
+    # -- zq's extensions --------------------------------------------------
+
+    def consumers(self, queue: str) -> list[ConsumerInfo]:
+        """The Client-IDs that claimed from ``queue`` in the last hour."""
+        doc = self._call("GET", f"/queues/{queue}/consumers").json()
+        return [ConsumerInfo(client_id=c["client_id"], last_claim=c["last_claim"],
+                             live_claims=c["live_claims"], lapsed_claims=c["lapsed_claims"],
+                             suspected=c["suspected"]) for c in doc["consumers"]]
+
+    def redrive(self, dlq: str, *, to: str | None = None,
+                filter: Mapping[str, Any] | None = None, limit: int | None = None,
+                dry_run: bool = False, marker: str | None = None) -> RedriveResult:
+        """Move dead letters of ``dlq`` back (to their source queue unless ``to``).
+
+        ``filter`` keys as the API: ids, reason, from, fingerprint,
+        dead_lettered_before, dead_lettered_after. At most ``limit`` per
+        call; ``RedriveResult.next`` is the ``marker`` a further call
+        continues from (``redrive_all`` follows it).
+        """
+        body: dict[str, Any] = {}
+        if to is not None:
+            body["to"] = to
+        if filter:
+            body["filter"] = dict(filter)
+        if limit is not None:
+            body["limit"] = limit
+        if dry_run:
+            body["dry_run"] = True
+        if marker is not None:
+            body["marker"] = marker
+        doc = self._call("POST", f"/queues/{dlq}/redrive", json_body=body).json()
+        return RedriveResult(matched=doc["matched"], moved=doc["moved"],
+                             to=dict(doc.get("to", {})), next=doc.get("next"))
+
+    def redrive_all(self, dlq: str, *, to: str | None = None,
+                    filter: Mapping[str, Any] | None = None,
+                    limit: int | None = None) -> RedriveResult:
+        """Redrive page after page until ``next`` is null; the summed result."""
+        matched = moved = 0
+        totals: dict[str, int] = {}
+        marker = None
+        while True:
+            page = self.redrive(dlq, to=to, filter=filter, limit=limit, marker=marker)
+            matched += page.matched
+            moved += page.moved
+            for queue, count in page.to.items():
+                totals[queue] = totals.get(queue, 0) + count
+            if page.next is None:
+                return RedriveResult(matched=matched, moved=moved, to=totals, next=None)
+            marker = page.next
+
+
+__all__ = ["Client", "ZqClientError"]

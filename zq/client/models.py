@@ -1,0 +1,69 @@
+"""What zq.client returns: plain frozen values built from zq's JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A message as zq shows it. ``claim_id`` is set on claimed messages."""
+
+    id: str
+    body: Any
+    ttl: int
+    age: int
+    claim_count: int = 0
+    claim_id: str | None = None
+    # Only with include_history=true (zq): where the message was dead lettered from.
+    history: list[dict[str, Any]] | None = None
+    redrive_count: int | None = None
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Message:
+        query = parse_qs(urlsplit(doc.get("href", "")).query)
+        claim = query.get("claim_id", [None])[0]
+        return cls(id=doc["id"], body=doc.get("body"), ttl=doc.get("ttl", 0),
+                   age=doc.get("age", 0), claim_count=doc.get("claim_count", 0),
+                   claim_id=claim, history=doc.get("history"),
+                   redrive_count=doc.get("redrive_count"))
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A claim and the messages it holds."""
+
+    id: str
+    queue: str
+    messages: list[Message] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    free: int
+    claimed: int
+    total: int
+    delayed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerInfo:
+    """One Client-ID of ``GET /v2/queues/{q}/consumers`` (zq)."""
+
+    client_id: str
+    last_claim: float
+    live_claims: int
+    lapsed_claims: int
+    suspected: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RedriveResult:
+    """The answer of ``POST /v2/queues/{dlq}/redrive`` (zq)."""
+
+    matched: int
+    moved: int
+    to: dict[str, int]
+    next: str | None

@@ -1,0 +1,92 @@
+// zq's public REST API, and nothing else. Credentials go in headers
+// (X-Auth-Token, or X-Project-ID under auth = none), never in a cookie.
+
+export class ApiError extends Error {
+  constructor(status, title, description) {
+    super(description || title || `HTTP ${status}`);
+    this.status = status;
+    this.title = title || `HTTP ${status}`;
+    this.description = description || "";
+  }
+
+  /** The route does not exist on this server (an older zq, a feature not built in). */
+  get missingRoute() {
+    return this.status === 405 || (this.status === 404 && !/queue/i.test(this.description));
+  }
+}
+
+function uuid4() {
+  // crypto.randomUUID needs a secure context; an operator may use plain http.
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const hex = [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+export const JSON_PATCH = "application/openstack-messaging-v2.0-json-patch";
+
+export class Api {
+  /** session: {token} under auth = token, {project, admin} under auth = none. */
+  constructor(session) {
+    this.session = session;
+    this.clientId = uuid4();
+  }
+
+  headers(contentType) {
+    const headers = { Accept: "application/json", "Client-ID": this.clientId };
+    if (this.session.token) headers["X-Auth-Token"] = this.session.token;
+    if (this.session.project) headers["X-Project-ID"] = this.session.project;
+    if (this.session.admin) headers["X-Roles"] = "admin";
+    if (contentType) headers["Content-Type"] = contentType;
+    return headers;
+  }
+
+  async request(method, path, { query, body, contentType } = {}) {
+    let url = path;
+    if (query) {
+      const params = new URLSearchParams();
+      for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) params.set(k, String(v));
+      const text = params.toString();
+      if (text) url += (url.includes("?") ? "&" : "?") + text;
+    }
+    const init = { method, headers: this.headers(body !== undefined ? contentType || "application/json" : null),
+      credentials: "omit", cache: "no-store" };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    let response;
+    try {
+      response = await fetch(url, init);
+    } catch (err) {
+      throw new ApiError(0, "Network error", `The server did not answer (${err.message}).`);
+    }
+    const text = response.status === 204 ? "" : await response.text();
+    let data = null;
+    if (text) {
+      try { data = JSON.parse(text); } catch { data = null; }
+    }
+    if (!response.ok) {
+      throw new ApiError(response.status, data && data.title, data && data.description);
+    }
+    return { status: response.status, data, headers: response.headers };
+  }
+
+  get(path, query) { return this.request("GET", path, { query }); }
+
+  /** Follow `links` rel=next until `key` has `max` items (or the pages end). */
+  async pages(path, query, key, max = 1000) {
+    const items = [];
+    let next = null;
+    let { data } = await this.get(path, query);
+    for (;;) {
+      if (!data) break;
+      items.push(...(data[key] || []));
+      next = (data.links || []).find((l) => l.rel === "next");
+      const page = data[key] || [];
+      if (!next || !page.length || items.length >= max) break;
+      ({ data } = await this.get(next.href));
+    }
+    return { items: items.slice(0, max), truncated: items.length >= max && Boolean(next) };
+  }
+}
+
+export const q = (name) => `/v2/queues/${encodeURIComponent(name)}`;

@@ -1,0 +1,162 @@
+// The console's shell: sign-in, the router (#/queues, #/queue/NAME,
+// #/dlq/NAME, #/admin), keyboard shortcuts.
+
+import { Api, ApiError } from "./api.js";
+import { h, replace, notify } from "./dom.js";
+import { renderOverview } from "./overview.js";
+import { renderQueue } from "./queue.js";
+import { renderDeadLetters } from "./deadletters.js";
+import { renderAdmin } from "./admin.js";
+
+const AUTH = document.querySelector('meta[name="zq-auth"]').content;
+const USES_TOKEN = AUTH === "token" || AUTH === "keystone";
+// sessionStorage: gone with the tab, never sent by the browser on its own
+// (a cookie would be, to any request, which is what CSRF rides on).
+const SESSION_KEY = "zq-console-session";
+
+const state = { api: null, admin: false, view: null };
+const main = () => document.getElementById("main");
+
+function savedSession() {
+  try { return JSON.parse(sessionStorage.getItem(SESSION_KEY) || "null"); } catch { return null; }
+}
+
+async function probeAdmin(api) {
+  try {
+    await api.get("/v2/health");
+    return true;
+  } catch (err) {
+    if (err instanceof ApiError && (err.status === 403 || err.status === 401)) return false;
+    return false;
+  }
+}
+
+/** Check a session against the server: a list call any project may make. */
+async function verify(session) {
+  const api = new Api(session);
+  await api.get("/v2/queues", { limit: 1 });
+  return api;
+}
+
+function signInForm(message) {
+  stopView();
+  document.getElementById("nav").hidden = true;
+  document.getElementById("signout").hidden = true;
+  document.getElementById("who").textContent = "";
+  const error = h("p.error", { id: "signin-error", role: "alert", text: message || "" });
+  const fields = USES_TOKEN
+    ? [h("label", { for: "token" }, "API token"),
+       h("input", { id: "token", name: "token", type: "password", autocomplete: "off", required: true,
+         "aria-describedby": "token-hint signin-error" }),
+       h("p.hint", { id: "token-hint", text: "Sent as the X-Auth-Token header of each API call; kept in this tab only." })]
+    : [h("label", { for: "project" }, "Project"),
+       h("input", { id: "project", name: "project", autocomplete: "on", required: true,
+         "aria-describedby": "project-hint signin-error" }),
+       h("p.hint", { id: "project-hint", text: "This server trusts the X-Project-ID header (auth = none)." }),
+       h("label.check", {}, h("input", { id: "as-admin", type: "checkbox" }), " send X-Roles: admin (pools, flavors, health)")];
+  const form = h("form.signin", { on: { submit: onSignIn }, "aria-labelledby": "signin-title" },
+    h("h1", { id: "signin-title", text: USES_TOKEN ? "Sign in with a token" : "Choose a project" }),
+    fields, error, h("button.primary", { type: "submit", text: "Open console" }));
+  replace(main(), form);
+  form.querySelector("input").focus();
+}
+
+async function onSignIn(event) {
+  event.preventDefault();
+  const form = event.currentTarget;
+  const session = USES_TOKEN
+    ? { token: form.querySelector("#token").value.trim() }
+    : { project: form.querySelector("#project").value.trim(), admin: form.querySelector("#as-admin").checked };
+  const error = form.querySelector("#signin-error");
+  error.textContent = "Checking…";
+  try {
+    state.api = await verify(session);
+  } catch (err) {
+    error.textContent = `Refused: ${err.description || err.message}`;
+    form.querySelector("input").select();
+    return;
+  }
+  sessionStorage.setItem(SESSION_KEY, JSON.stringify(session));
+  await opened();
+}
+
+async function opened() {
+  state.admin = await probeAdmin(state.api);
+  document.getElementById("nav").hidden = false;
+  document.getElementById("nav-admin").hidden = !state.admin;
+  document.getElementById("signout").hidden = false;
+  const s = state.api.session;
+  document.getElementById("who").textContent = s.project
+    ? `project ${s.project}${state.admin ? " · admin" : ""}`
+    : `token${state.admin ? " · admin" : ""}`;
+  if (!location.hash || location.hash === "#") location.hash = "#/queues";
+  else route();
+}
+
+function stopView() {
+  if (state.view && state.view.stop) state.view.stop();
+  state.view = null;
+}
+
+function route() {
+  if (!state.api) return;
+  stopView();
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const ctx = { api: state.api, admin: state.admin };
+  for (const link of document.querySelectorAll("#nav a")) {
+    link.toggleAttribute("aria-current", link.dataset.section === (parts[0] === "admin" ? "admin" : "queues"));
+  }
+  const root = main();
+  if (parts[0] === "queue" && parts[1]) state.view = renderQueue(root, ctx, parts[1]);
+  else if (parts[0] === "dlq" && parts[1]) state.view = renderDeadLetters(root, ctx, parts[1]);
+  else if (parts[0] === "admin") state.view = renderAdmin(root, ctx);
+  else state.view = renderOverview(root, ctx);
+  root.focus({ preventScroll: true });
+}
+
+function signOut() {
+  sessionStorage.removeItem(SESSION_KEY);
+  state.api = null;
+  state.admin = false;
+  // The next sign-in starts from the overview, not from a page it may not see.
+  history.replaceState(null, "", "#/queues");
+  signInForm("Signed out.");
+}
+
+let pendingG = false;
+function onKey(event) {
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  const target = event.target;
+  const typing = target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement ||
+    target instanceof HTMLSelectElement;
+  if (typing || document.querySelector("#modal-root .dialog")) return;
+  if (event.key === "/") {
+    const filter = document.getElementById("filter");
+    if (filter) { event.preventDefault(); filter.focus(); }
+  } else if (event.key === "r" && state.view && state.view.refresh) {
+    state.view.refresh();
+    notify("Refreshed.");
+  } else if (pendingG && event.key === "q") {
+    location.hash = "#/queues";
+  } else if (pendingG && event.key === "a" && state.admin) {
+    location.hash = "#/admin";
+  }
+  pendingG = event.key === "g";
+}
+
+async function start() {
+  document.getElementById("signout").addEventListener("click", signOut);
+  window.addEventListener("hashchange", route);
+  document.addEventListener("keydown", onKey);
+  const session = savedSession();
+  if (!session) { signInForm(); return; }
+  try {
+    state.api = await verify(session);
+  } catch (err) {
+    signInForm(`Your saved sign-in was refused: ${err.description || err.message}`);
+    return;
+  }
+  await opened();
+}
+
+start();

@@ -1,0 +1,179 @@
+// A queue's page: live stats chart, its metadata with the dead letter and
+// backoff form (the server validates; its errors show next to the form),
+// its consumers with suspected ones marked, and purge.
+
+import { q, JSON_PATCH } from "./api.js";
+import { h, replace, ago, since, notify, confirmAction } from "./dom.js";
+import { drawChart } from "./chart.js";
+import { consumersOf } from "./consumers.js";
+
+const SAMPLE_MS = 2000;
+const WINDOW_S = 600;
+const samplesByQueue = new Map(); // kept while the tab lives: coming back keeps the curve
+
+// The reserved keys of the form: [key, label, kind, hint]
+const FIELDS = [
+  ["_max_claim_count", "Max claim count", "int", "deliveries before a message moves to the dead letter queue"],
+  ["_dead_letter_queue", "Dead letter queue", "text", "a queue name; not this queue, no cycle, same pool"],
+  ["_dead_letter_queue_messages_ttl", "Dead letter ttl (s)", "int", "ttl a message gets when it moves"],
+  ["_dead_letter_expired", "Dead letter expired messages", "bool", "expired messages move instead of vanishing"],
+  ["_retry_delay", "Retry delay (s)", "int", "backoff base between deliveries"],
+  ["_retry_max_delay", "Retry max delay (s)", "int", "at least the retry delay"],
+  ["_retry_backoff", "Backoff", "choice", "how the delay grows with the claim count"],
+  ["_suspect_lapsed_consumers", "Suspect lapsed consumers", "bool", "hold back consumers that let a claim lapse"],
+];
+
+function field([key, label, kind, hint], metadata) {
+  const id = `f${key}`;
+  const value = metadata[key];
+  let input;
+  if (kind === "bool") {
+    input = h("input", { id, name: key, type: "checkbox", checked: value === true });
+  } else if (kind === "choice") {
+    input = h("select", { id, name: key },
+      ["", "fixed", "linear", "exponential"].map((v) => h("option", { value: v, text: v || "(unset: exponential)", selected: value === v })));
+  } else {
+    input = h("input", { id, name: key, inputmode: kind === "int" ? "numeric" : null,
+      value: value ?? "", autocomplete: "off" });
+  }
+  input.setAttribute("aria-describedby", `${id}-hint ${id}-error`);
+  return h("div.field", { dataset: { key } },
+    h("label", { for: id, text: label }), input,
+    h("span.hint", { id: `${id}-hint`, text: `${key}: ${hint}` }),
+    h("span.field-error", { id: `${id}-error` }));
+}
+
+/** The form's values as a JSON patch: an empty field sets null, which unsets a reserved key. */
+export function patchFrom(form) {
+  return FIELDS.map(([key, , kind]) => {
+    const el = form.elements[key];
+    let value;
+    if (kind === "bool") value = el.checked ? true : null;
+    else if (el.value.trim() === "") value = null;
+    else if (kind === "int") value = /^-?\d+$/.test(el.value.trim()) ? Number(el.value.trim()) : el.value.trim();
+    else value = el.value.trim();
+    return { op: "add", path: `/metadata/${key}`, value };
+  });
+}
+
+export function renderQueue(root, { api }, name) {
+  let stopped = false;
+  let timer = null;
+  const samples = samplesByQueue.get(name) || [];
+  samplesByQueue.set(name, samples);
+  const statsBox = h("div", { id: "stats" }, h("p.empty", { text: "Loading stats…" }));
+  const metaBox = h("section.panel", { "aria-labelledby": "meta-title" }, h("h2", { id: "meta-title", text: "Dead letter policy and backoff" }));
+  const consumersBox = h("section.panel", { "aria-labelledby": "consumers-title" }, h("h2", { id: "consumers-title", text: "Consumers" }));
+  const purge = h("button.danger", { type: "button", text: "Purge messages…", on: { click: onPurge } });
+  replace(root,
+    h("nav.crumbs", { "aria-label": "Breadcrumb" }, h("a", { href: "#/queues", text: "Queues" }), " / ", h("span", { text: name })),
+    h("div.bar", {}, h("h1", { text: name }),
+      h("a.button", { href: `#/dlq/${encodeURIComponent(name)}`, text: "Browse as dead letters" }), purge),
+    h("section.panel", { "aria-labelledby": "stats-title" }, h("h2", { id: "stats-title", text: "Stats" }), statsBox),
+    h("div.columns", {}, metaBox, consumersBox));
+
+  async function sample() {
+    clearTimeout(timer);
+    try {
+      const { data } = await api.get(`${q(name)}/stats`);
+      const m = data.messages;
+      samples.push({ t: Date.now(), free: m.free, claimed: m.claimed, delayed: m.delayed || 0 });
+      while (samples.length && samples[0].t < Date.now() - WINDOW_S * 1000) samples.shift();
+      if (stopped) return;
+      replace(statsBox,
+        h("dl.counts", {},
+          [["Free", m.free], ["Claimed", m.claimed], ["Delayed", m.delayed ?? "–"], ["Total", m.total],
+           ["Oldest", m.oldest ? ago(m.oldest.age) : "–"], ["Newest", m.newest ? ago(m.newest.age) : "–"]]
+            .map(([k, v]) => h("div", {}, h("dt", { text: k }), h("dd", { dataset: { stat: k.toLowerCase() }, text: String(v) })))),
+        drawChart(samples, WINDOW_S));
+    } catch (err) {
+      if (!stopped) replace(statsBox, h("p.error", { role: "alert", text: `Could not read stats: ${err.description || err.message}` }));
+    }
+    if (!stopped) timer = setTimeout(sample, SAMPLE_MS);
+  }
+
+  async function loadMetadata() {
+    let metadata;
+    try {
+      metadata = (await api.get(q(name))).data || {};
+    } catch (err) {
+      replace(metaBox, h("h2", { id: "meta-title", text: "Dead letter policy and backoff" }),
+        h("p.error", { role: "alert", text: err.description || err.message }));
+      return;
+    }
+    const formError = h("p.error", { id: "meta-error", role: "alert" });
+    const form = h("form.meta", { on: { submit: onSave }, "aria-describedby": "meta-error" },
+      FIELDS.map((f) => field(f, metadata)), formError,
+      h("button.primary", { type: "submit", text: "Save" }));
+    replace(metaBox, h("h2", { id: "meta-title", text: "Dead letter policy and backoff" }), form,
+      h("details", {}, h("summary", { text: "All metadata (JSON)" }), h("pre.json", { text: JSON.stringify(metadata, null, 2) })));
+  }
+
+  async function onSave(event) {
+    event.preventDefault();
+    const form = event.currentTarget;
+    for (const el of form.querySelectorAll(".field-error")) el.textContent = "";
+    for (const el of form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+    const formError = form.querySelector("#meta-error");
+    formError.textContent = "";
+    try {
+      await api.request("PATCH", q(name), { body: patchFrom(form), contentType: JSON_PATCH });
+    } catch (err) {
+      const text = err.description || err.message;
+      // The server names the key it refused: put its words next to that field.
+      const culprit = FIELDS.map(([key]) => key).sort((a, b) => b.length - a.length).find((key) => text.includes(key));
+      if (culprit) {
+        const box = form.querySelector(`[data-key="${culprit}"]`);
+        box.querySelector(".field-error").textContent = text;
+        box.querySelector("input, select").setAttribute("aria-invalid", "true");
+        box.querySelector("input, select").focus();
+      }
+      formError.textContent = err.status === 404
+        ? `${text} (a queue exists once a message was posted to it, or it was created with PUT).`
+        : `Not saved: ${text}`;
+      return;
+    }
+    notify(`Saved the metadata of ${name}.`, "ok");
+    await loadMetadata();
+  }
+
+  async function loadConsumers() {
+    const result = await consumersOf(api, name);
+    const title = h("h2", { id: "consumers-title", text: "Consumers" });
+    if (!result.available) {
+      replace(consumersBox, title, h("p.empty", { text: `Consumers are ${result.reason}.` }));
+      return;
+    }
+    if (!result.list.length) {
+      replace(consumersBox, title, h("p.empty", { text: "No consumer claimed from this queue in the last hour." }));
+      return;
+    }
+    replace(consumersBox, title, h("div.scroll", {}, h("table", {},
+      h("thead", {}, h("tr", {}, ["Client-ID", "Last claim", "Live", "Lapsed", ""].map((t) => h("th", { scope: "col", text: t })))),
+      h("tbody", {}, result.list.map((c) => h(`tr${c.suspected ? ".warn" : ""}`, {},
+        h("td.mono", { text: c.client_id }),
+        h("td", { text: typeof c.last_claim === "number" ? new Date(c.last_claim * 1000).toLocaleTimeString() : since(c.last_claim) }),
+        h("td.num", { text: String(c.live_claims ?? "–") }),
+        h("td.num", { text: String(c.lapsed_claims ?? "–") }),
+        h("td", {}, c.suspected ? h("span.badge.warn", { text: "suspected" }) : "")))))));
+  }
+
+  async function onPurge() {
+    if (!(await confirmAction(`Purge ${name}?`, `Every message of ${name} is deleted, claimed ones too. This cannot be undone.`, "Purge"))) return;
+    try {
+      await api.request("POST", `${q(name)}/purge`, { body: { resource_types: ["messages"] } });
+      notify(`Purged ${name}.`, "ok");
+      sample();
+    } catch (err) {
+      notify(`Purge failed: ${err.description || err.message}`, "error");
+    }
+  }
+
+  sample();
+  loadMetadata();
+  loadConsumers();
+  return {
+    stop() { stopped = true; clearTimeout(timer); },
+    refresh() { sample(); loadConsumers(); },
+  };
+}

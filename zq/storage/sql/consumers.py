@@ -1,0 +1,62 @@
+"""The consumer log on SQL: the ``consumer_claims`` table, one row per claim."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from zq.storage.base import ConsumerClaim, ConsumerLog
+from zq.storage.sql.database import Database
+from zq.storage.sql.schema import consumer_claims as t
+
+
+class SqlConsumers(ConsumerLog):
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def record(self, project: str, queue: str, claim: ConsumerClaim, *,
+               forget_before: float) -> None:
+        def work(conn: sa.Connection) -> None:
+            conn.execute(sa.delete(t).where(
+                t.c.project == project, t.c.queue == queue, t.c.expires < forget_before))
+            conn.execute(sa.insert(t).values(
+                claim_id=claim.claim_id, project=project, queue=queue,
+                client_id=claim.client_id, ttl=claim.ttl, claimed=claim.claimed,
+                expires=claim.expires, settled=claim.settled))
+        self._db.write(work)
+
+    def settle(self, project: str, queue: str, claim_id: str, *, now: float,
+               ended: bool) -> None:
+        mine = (t.c.claim_id == claim_id, t.c.project == project, t.c.queue == queue)
+
+        def work(conn: sa.Connection) -> None:
+            conn.execute(sa.update(t).where(*mine, t.c.settled.is_(None)).values(settled=now))
+            if ended:
+                conn.execute(sa.update(t).where(*mine, t.c.expires > now).values(expires=now))
+        self._db.write(work)
+
+    def extend(self, project: str, queue: str, claim_id: str, *, ttl: int,
+               now: float) -> None:
+        mine = (t.c.claim_id == claim_id, t.c.project == project, t.c.queue == queue)
+
+        def work(conn: sa.Connection) -> None:
+            conn.execute(sa.update(t).where(*mine, t.c.expires > now)
+                         .values(expires=now + ttl, ttl=ttl))
+            conn.execute(sa.update(t).where(*mine, t.c.expires <= now,
+                                            t.c.settled.is_(None)).values(settled=now))
+        self._db.write(work)
+
+    def forget(self, project: str, queue: str) -> None:
+        self._db.write(lambda conn: conn.execute(
+            sa.delete(t).where(t.c.project == project, t.c.queue == queue)))
+
+    def claims(self, project: str, queue: str, *, expires_after: float,
+               client_id: str | None = None) -> list[ConsumerClaim]:
+        query = sa.select(t.c.client_id, t.c.claim_id, t.c.ttl, t.c.claimed, t.c.expires,
+                          t.c.settled).where(t.c.project == project, t.c.queue == queue,
+                                             t.c.expires >= expires_after)
+        if client_id is not None:
+            query = query.where(t.c.client_id == client_id)
+        rows = self._db.read(lambda conn: conn.execute(query).all())
+        return [ConsumerClaim(client_id=r.client_id, claim_id=r.claim_id, ttl=r.ttl,
+                              claimed=r.claimed, expires=r.expires, settled=r.settled)
+                for r in rows]
