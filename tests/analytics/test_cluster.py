@@ -49,17 +49,22 @@ def cluster_env() -> dict[str, str]:
     return env
 
 
-def alive_workers(ui_port: int) -> int:
+def master_state(ui_port: int) -> dict:
+    """The standalone master's own account (its web UI's JSON): workers, applications."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as page:
-            return int(json.load(page).get("aliveworkers", 0))
+            return json.load(page)
     except OSError:
-        return 0
+        return {}
+
+
+def alive_workers(ui_port: int) -> int:
+    return int(master_state(ui_port).get("aliveworkers", 0))
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Iterator[str]:
-    """``spark://127.0.0.1:PORT``: a standalone master with two one-core workers."""
+def cluster(tmp_path_factory) -> Iterator[tuple[str, int]]:
+    """(``spark://127.0.0.1:PORT``, web UI port): a master with two one-core workers."""
     work = tmp_path_factory.mktemp("spark-cluster")
     port, ui = free_port(), free_port()
     url = f"spark://127.0.0.1:{port}"
@@ -86,7 +91,7 @@ def cluster(tmp_path_factory) -> Iterator[str]:
                                  for n in range(len(started)))
                 pytest.fail(f"the standalone cluster did not come up:\n{logs}")
             time.sleep(1)
-        yield url
+        yield url, ui
     finally:
         for process, log in reversed(started):
             if process.poll() is None:
@@ -101,8 +106,9 @@ def cluster(tmp_path_factory) -> Iterator[str]:
 
 def test_cluster_figures_are_exactly_local_modes(spark, dataset, cluster, tmp_path):
     root, _ = dataset
+    url, ui = cluster
     command = [
-        str(spark_home() / "bin" / "spark-submit"), "--master", cluster,
+        str(spark_home() / "bin" / "spark-submit"), "--master", url,
         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.executor.memory=512m",
         "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.ui.enabled=false",
         str(ROOT / "zq" / "analytics" / "job.py"), "--events", root, "--format", "json",
@@ -110,7 +116,14 @@ def test_cluster_figures_are_exactly_local_modes(spark, dataset, cluster, tmp_pa
     submitted = subprocess.run(command, env=cluster_env(), capture_output=True, text=True,
                                timeout=1500, cwd=tmp_path)
     assert submitted.returncode == 0, submitted.stderr[-4000:]
-    assert f"on {cluster}" in submitted.stderr  # the progress line names the master
+    progress = [line for line in submitted.stderr.splitlines() if line.startswith("[zq stats")]
+    assert any(" on spark://" in line for line in progress), progress  # not local, not plain
+    # The master ran it, on both workers.
+    deadline = time.monotonic() + 60
+    while not master_state(ui).get("completedapps") and time.monotonic() < deadline:
+        time.sleep(1)  # the driver's goodbye may reach the master a moment later
+    [app] = master_state(ui)["completedapps"]
+    assert app["name"] == "zq-stats" and app["state"] == "FINISHED", app
     on_cluster = json.loads(submitted.stdout)
 
     code, out, _ = stats(spark, "--events", root, "--format", "json")
