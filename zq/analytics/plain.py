@@ -15,6 +15,7 @@ message is (backend, project, message_id).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable
@@ -97,7 +98,14 @@ def rows_of(table: pa.Table) -> list[Row]:
 
 
 def day(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d")
+    """The UTC day of POSIX seconds ``t``, ``YYYY-MM-DD``."""
+    return _day(int(t // 86400))
+
+
+@functools.lru_cache(maxsize=4096)
+def _day(number: int) -> str:
+    # strftime per event was half of the engine's time: days repeat, format once.
+    return datetime.fromtimestamp(number * 86400, UTC).strftime("%Y-%m-%d")
 
 
 def iso(t: float) -> str:
