@@ -252,7 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point for spark-submit and ``python -m zq.analytics.job``."""
     parser = argparse.ArgumentParser(prog="zq-stats", description=__doc__.splitlines()[0])
     add_stats_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    # Under spark-submit, Spark's PythonRunner merges this process's stderr
+    # into its stdout: progress lines would corrupt JSON or CSV there.
+    quiet = "PYSPARK_GATEWAY_PORT" in os.environ and args.format != "table"
+    return run(args, progress=(lambda _: None) if quiet else None)
 
 
 if __name__ == "__main__":
