@@ -533,3 +533,12 @@ def test_gc_reports_the_expired_claims_it_removed(
     status, out, _ = run_zq("gc", "--storage", uri, capsys=capsys)
     assert status == 0
     assert out.strip() == f"Removed 1 expired message(s) and 1 expired claim(s) from {uri}."
+    # An expired subscription (ttl 60, two minutes ago) is reported when removed.
+    storage = open_storage(uri, clock=ManualClock(time.time() - 120))
+    try:
+        storage.subscriptions.create("p", "q", "http://h/x", 60, {})
+    finally:
+        storage.close()
+    status, out, _ = run_zq("gc", "--storage", uri, capsys=capsys)
+    assert out.strip() == (f"Removed 0 expired message(s) and 0 expired claim(s) from {uri}; "
+                           "removed 1 expired subscription(s).")

@@ -287,11 +287,35 @@ class MetricsConfig:
 
 @dataclass(frozen=True)
 class NotificationsConfig:
-    """Subscriptions' notifications (Zaqar's [notification] options)."""
+    """The notifier of subscriptions (zq.notifications); see docs/notifications.md."""
 
+    enabled: bool = True  # run the notifier process inside ``zq serve``
+    # Comma separated HOST[:PORT] entries (a name, an IP or a CIDR; IPv6 in
+    # brackets when a port follows). Empty: no webhook is sent at all.
+    # Private, loopback and link-local addresses need an IP or CIDR entry.
+    allowed_hosts: str = ""
+    poll_interval: float = 0.5  # seconds between looks at the event log when idle
+    timeout: float = 10.0  # seconds for one webhook or mail attempt
+    concurrency: int = 8  # attempts in flight at once (threads of the notifier process)
+    queue_depth: int = 100  # events one subscription reads into memory at a time
+    lease_seconds: float = 30.0  # how long a subscription stays with one server without news
+    # On logs whose order is not final at write time (MariaDB, MongoDB
+    # without transactions): events younger than this wait (zq.analytics.export).
+    settle_seconds: float = 5.0
+    max_redirects: int = 3  # redirects followed, each to an allowed host only
     # Zaqar's require_confirmation: an unconfirmed subscriber gets nothing,
     # and is sent a confirmation request (zq.subscriptions).
     require_confirmation: bool = False
+    smtp_host: str = ""  # mailto: subscribers; empty: mail is not sent (reported)
+    smtp_port: int = 25
+    smtp_from: str = "zq@localhost"
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1 or self.queue_depth < 1:
+            raise ConfigError("notifications.concurrency and queue_depth must be at least 1.")
+        if self.timeout <= 0 or self.lease_seconds <= 0 or self.poll_interval <= 0:
+            raise ConfigError("notifications.timeout, lease_seconds and poll_interval must "
+                              "be positive.")
 
 
 @dataclass(frozen=True)

@@ -90,10 +90,12 @@ class GarbageCollector:
                 log.warning("garbage collection failed: %s: %s%s", type(exc).__name__, exc, where)
                 failed += 1
                 continue
-            if collected.messages or collected.claims or collected.moved:
-                log.info("garbage collection removed %d expired message(s) and %d expired "
-                         "claim(s), moved %d expired message(s) to dead letter queues%s",
-                         collected.messages, collected.claims, collected.moved, where)
+            if (collected.messages or collected.claims or collected.moved
+                    or collected.subscriptions):
+                log.info("garbage collection removed %d expired message(s), %d expired "
+                         "claim(s) and %d expired subscription(s), moved %d expired "
+                         "message(s) to dead letter queues%s", collected.messages,
+                         collected.claims, collected.subscriptions, collected.moved, where)
             removed += collected.messages
         if storages and failed == len(storages):
             return None

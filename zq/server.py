@@ -34,6 +34,7 @@ from typing import Any
 
 import zq.auth
 import zq.logs
+import zq.notifications.process
 from zq.buffered_wsgi import BufferedWSGI, WSGIApp
 from zq.clock import SystemClock
 from zq.commands.options import (
@@ -263,6 +264,9 @@ def serve(config: Config) -> None:
         if config.metrics.enabled:
             metrics_dir = stack.enter_context(metrics_directory(time.time()))
         announce(config, served_uri, port)
+        # Subscriptions' notifications: a process of its own (zq.notifications.process).
+        notifier = zq.notifications.process.start(config, metrics_dir)
+        stack.callback(zq.notifications.process.stop, notifier)
         granian.serve(target_loader=partial(load_worker_app, config, metrics_dir),
                       wrap_loader=False)
     log.info("zq stopped")

@@ -10,7 +10,8 @@ next begins:
    ``date=D/part-<backend>-<first seq>-<last seq>.parquet``;
 3. the state commits: the cursor moves to the batch's last event and
    ``pending`` is cleared;
-4. the backend log is trimmed up to the cursor.
+4. the backend log is trimmed up to the cursor (never past an event a live
+   subscription has not been notified of: zq.notifications.retention).
 
 A crash before (3) leaves ``pending``: the next run reads exactly the same
 ``count`` events after the same cursor (the log is append-only and not yet
@@ -55,6 +56,7 @@ import pyarrow.parquet as pq
 
 from zq.analytics.schema import PARTITION_KEY, event_date, event_row, rows_table
 from zq.analytics.sink import Sink, open_sink
+from zq.notifications import retention as notification_retention
 from zq.storage.base import Event, Storage
 from zq.storage.uri import without_password
 
@@ -158,7 +160,7 @@ def _export_backend(
     result = BackendResult(name, cursor=entry["cursor"])
     if trim and entry["cursor"] is not None:
         # Finish the trim an earlier run may have crashed before.
-        result.trimmed += storage.events.trim(up_to=entry["cursor"])
+        result.trimmed += notification_retention.trim(storage, entry["cursor"])
     pending = entry["pending"]
     if pending is not None:
         say(f"{name}: redoing an interrupted batch of {pending['count']} events")
@@ -212,7 +214,7 @@ def _finish_batch(
     result.events += len(events)
     result.cursor = entry["cursor"]
     if trim:
-        result.trimmed += storage.events.trim(up_to=entry["cursor"])
+        result.trimmed += notification_retention.trim(storage, entry["cursor"])
 
 
 def write_batch(sink: Sink, backend: str, events: list[Event], first_seq: int) -> list[str]:

@@ -76,6 +76,8 @@ def collect(target: StorageTarget) -> None:
         storage.close()
     moved = (f"; moved {collected.moved} expired message(s) to dead letter queues"
              if collected.moved else "")
+    subscriptions = (f"; removed {collected.subscriptions} expired subscription(s)"
+                     if collected.subscriptions else "")
     print(f"Removed {collected.messages} expired message(s) and {collected.claims} expired "
-          f"claim(s) from {target.label}{moved}.")
+          f"claim(s) from {target.label}{moved}{subscriptions}.")
 

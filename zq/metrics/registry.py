@@ -58,17 +58,18 @@ class Metrics:
         self.claims_lapsed = counter(
             "zq_claims_lapsed", "Claims that expired still holding messages (seen by gc)."
         )
-        # Declared for the poison workflow and subscriptions: they stay 0
-        # until those features land (docs/metrics.md).
+        # The notification counters are counted by the notifier process
+        # (zq.notifications.process).
         self.redriven = counter("zq_messages_redriven", "Dead letters moved back by a redrive.")
         self.rejected = counter(
             "zq_messages_rejected", "Messages rejected by their claim's holder (retry or terminal)."
         )
         self.notifications_sent = counter(
-            "zq_notifications_sent", "Notifications delivered (not yet in zq)."
+            "zq_notifications_sent", "Notification attempts delivered (2xx, 3xx, mail accepted)."
         )
         self.notifications_failed = counter(
-            "zq_notifications_failed", "Notification attempts that failed (not yet in zq)."
+            "zq_notifications_failed",
+            "Notification attempts that failed (refused host, 4xx, 5xx, no answer).",
         )
         self.http_latency = Histogram(
             "zq_http_request_duration_seconds", "HTTP request latency.",

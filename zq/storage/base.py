@@ -49,6 +49,7 @@ from zq.backoff import BackoffPolicy
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed
 from zq.moves import Move
+from zq.storage.cursors import NotificationCursors
 
 
 @dataclass(frozen=True, slots=True)
@@ -718,6 +719,14 @@ class EventLog(ABC):
     def trim(self, *, up_to: str) -> int:
         """Remove events up to and including cursor ``up_to``; returns how many."""
 
+    def sort_key(self, cursor: str) -> tuple[int, ...]:
+        """A key that orders cursors as ``read`` returns them (integer cursors here).
+
+        The notifier and the exporter's trim compare cursors with it
+        (zq.notifications.retention).
+        """
+        return (int(cursor),)
+
 
 class Storage(ABC):
     """One backend: the controllers plus backend-wide housekeeping."""
@@ -729,6 +738,8 @@ class Storage(ABC):
     consumers: ConsumerLog
     # The driver's VersionedDeliveries, when it has the capability.
     versioned: VersionedDeliveries | None = None
+    # The notifier's cursors and leases (zq.storage.cursors), when the driver has them.
+    notification_cursors: NotificationCursors | None = None
     subscriptions: SubscriptionController
 
     @abstractmethod

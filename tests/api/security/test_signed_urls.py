@@ -159,3 +159,19 @@ def test_signed_requests_bypass_keystone(fake_keystonemiddleware, share, storage
     no_token = client.simulate_get("/v2/queues/q/messages", headers={
         "Client-ID": str(uuid.uuid4()), "X-Project-ID": share["project"]})
     assert no_token.status_code == 401
+
+
+def test_a_signed_url_lets_a_subscriber_confirm_and_nothing_else(tenants):
+    created = tenants.a.post("/v2/queues/q/subscriptions",
+                             json={"subscriber": "https://example.com/hook"})
+    sid = created.json["subscription_id"]
+    result = tenants.a.post("/v2/queues/q/share", json={
+        "paths": ["subscriptions"], "methods": ["PUT"]})
+    assert result.status_code == 200, result.text
+    signed = signed_client(tenants.app, result.json)
+    confirm = f"/v2/queues/q/subscriptions/{sid}/confirm"
+    assert signed.put(confirm, json={"confirmed": True}).status_code == 204
+    assert tenants.a.get(f"/v2/queues/q/subscriptions/{sid}").json["confirmed"] is True
+    assert_error(signed.get(f"/v2/queues/q/subscriptions/{sid}"), 403)
+    assert_error(signed.put(f"/v2/queues/other/subscriptions/{sid}/confirm",
+                            json={"confirmed": False}), 403)

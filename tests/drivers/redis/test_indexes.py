@@ -111,11 +111,15 @@ def brute_stats(msgs: dict[str, dict[str, str]], now: float) -> tuple[Any, ...]:
 
 def brute_list(msgs: dict[str, dict[str, str]], now: float, *, echo: bool,
                claimed: bool, delayed: bool) -> list[int]:
+    def held(m: dict[str, str]) -> bool:
+        return m["claim"] != "" and float(m["cexp"]) > now
+
+    # A held message is claimed, not delayed: its delay is its backoff to come.
     shown = [m for m in msgs.values()
              if float(m["expires"]) > now
              and (echo or m["client"] != "c1")
-             and (claimed or not (m["claim"] != "" and float(m["cexp"]) > now))
-             and (delayed or float(m["delay"]) <= now)]
+             and (claimed or not held(m))
+             and (delayed or held(m) or float(m["delay"]) <= now)]
     return sorted(int(m["marker"]) for m in shown)
 
 

@@ -9,6 +9,7 @@ from zq.storage.mongo.claims import MongoClaims
 from zq.storage.mongo.connection import Connection
 from zq.storage.mongo.consumers import MongoConsumers
 from zq.storage.mongo.context import MongoContext
+from zq.storage.mongo.cursors import MongoNotificationCursors
 from zq.storage.mongo.events import MongoEventLog
 from zq.storage.mongo.indexes import ensure_indexes
 from zq.storage.mongo.messages import MongoMessages
@@ -30,6 +31,7 @@ class MongoStorage(Storage):
         self.claims = MongoClaims(self._b)
         self.consumers = MongoConsumers(connection.database)
         self.events = MongoEventLog(connection.database, transactions=connection.transactions)
+        self.notification_cursors = MongoNotificationCursors(connection.database, clock)
         self.subscriptions = MongoSubscriptions(self._b)
 
     @property

@@ -54,6 +54,10 @@ class RedisEventLog(EventLog):
         rows = self._run("events_read", after or "", limit)
         return [_event(cursor, flat) for cursor, flat in rows]
 
+    def sort_key(self, cursor: str) -> tuple[int, ...]:
+        ms, _, seq = cursor.partition("-")
+        return (int(ms), int(seq or 0))
+
     def count(self, *, after: str | None = None) -> int:
         if after is not None:
             next_stream_id(after)

@@ -11,6 +11,7 @@ from zq.errors import StorageUnavailable
 from zq.storage.base import Collected, Storage
 from zq.storage.redis.claims import RedisClaims
 from zq.storage.redis.consumers import RedisConsumers
+from zq.storage.redis.cursors import RedisNotificationCursors
 from zq.storage.redis.eventlog import RedisEventLog
 from zq.storage.redis.layout import check_layout
 from zq.storage.redis.messages import RedisMessages
@@ -41,6 +42,7 @@ class RedisStorage(Storage):
         self.claims = RedisClaims(self._scripts, clock, budget)
         self.events = RedisEventLog(self._scripts, clock)
         self.consumers = RedisConsumers(self._scripts)
+        self.notification_cursors = RedisNotificationCursors(client, prefix, clock)
         self.versioned = RedisVersionedDeliveries(self.messages, self.claims)
         self.subscriptions = RedisSubscriptions(self._scripts, client, prefix, clock)
 

@@ -11,6 +11,7 @@ from zq.storage.base import Collected, Storage
 from zq.storage.sql import dialects, gc, migrate, postgresql, subscriptions
 from zq.storage.sql.claims import SqlClaims
 from zq.storage.sql.consumers import SqlConsumers
+from zq.storage.sql.cursors import SqlNotificationCursors
 from zq.storage.sql.database import Database
 from zq.storage.sql.events import SqlEventLog
 from zq.storage.sql.messages import SqlMessages
@@ -32,6 +33,7 @@ class SqlStorage(Storage):
         self.messages = SqlMessages(self._db, clock, one_statement=one_statement)
         self.claims = SqlClaims(self._db, clock, one_statement=one_statement)
         self.events = SqlEventLog(self._db)
+        self.notification_cursors = SqlNotificationCursors(self._db, clock)
         self.subscriptions = subscriptions.SqlSubscriptions(self._db, clock)
         self.consumers = SqlConsumers(self._db)
 

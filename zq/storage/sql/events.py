@@ -107,6 +107,13 @@ class SqlEventLog(EventLog):
             query = query.where(events.c.seq > _seq(after))
         return int(self._db.read(lambda conn: conn.execute(query).scalar_one()))
 
+    def sort_key(self, cursor: str) -> tuple[int, ...]:
+        if not self._by_xid:
+            return (_seq(cursor),)
+        xid, sep, seq = cursor.partition(":")
+        # A bare seq is a pre-0004 cursor: before every (xid, seq) one.
+        return (int(xid), int(seq)) if sep else (0, int(xid))
+
     def trim(self, *, up_to: str) -> int:
         if self._by_xid:
             statement = sa.delete(events).where(sa.not_(commit_order.after_cursor(up_to)))

@@ -148,6 +148,17 @@ events = sa.Table(
 POSTGRESQL_ONLY_COLUMNS = {("events", "xid")}
 POSTGRESQL_ONLY_INDEXES = {"ix_events_xid_seq"}
 
+# Where each subscription's notifications have got to, and who delivers
+# them (zq/storage/sql/cursors.py; migration 0008).
+notification_cursors = sa.Table(
+    "notification_cursors",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),  # the subscription id
+    sa.Column("cursor", sa.String(64), nullable=True),  # the last event handled
+    sa.Column("owner", sa.String(128), nullable=False),  # the lease holder
+    sa.Column("lease_until", sa.Double(), nullable=False),
+)
+
 # Subscriptions (SubscriptionController). ``subscriber_key`` is the
 # SHA-256 of the subscriber: unique per queue, where the subscriber itself
 # (a URL of any length) is too long for a unique index on MariaDB.

@@ -1,0 +1,213 @@
+"""The cost of notifications and metrics on the post and claim-delete paths: on vs off.
+
+    python benchmarks/notifications_cost.py [--rounds 3] [--duration 8] [--storage URI]
+
+Starts two ``zq serve --workers 2`` on the same kind of backend (default:
+Redis db 11 under fresh key prefixes, removed afterwards): "on" with
+``[metrics]`` and ``[notifications]`` enabled, a webhook subscription on
+every queue the load uses (a local receiver answering 204, so every
+posted message is a delivered notification) and /metrics scraped every 5
+s; "off" with both disabled. Then runs the same post and claim-delete
+loads (8 client threads, 10 messages a request) against each in turn,
+alternating which goes first, ``--rounds`` times, and prints each run,
+the median msgs/s of each side and their ratio, the notifications the
+receiver got, and the load average (the machine may be shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+THREADS = 8
+BATCH = 10
+PROJECT = "bench-notify"
+SCRAPE_EVERY = 5.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Receiver:
+    def __init__(self) -> None:
+        self.count = 0
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real webhook servers
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                receiver.count += 1
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def start(storage: str, on: bool, hook_port: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    flag = "true" if on else "false"
+    env = {**os.environ, "ZQ_METRICS_ENABLED": flag, "ZQ_NOTIFICATIONS_ENABLED": flag,
+           "ZQ_NOTIFICATIONS_ALLOWED_HOSTS": f"127.0.0.1:{hook_port}",
+           "ZQ_LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "zq", "serve", "--workers", "2", "--port", str(port),
+         "--storage", storage], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/v2", timeout=1, trust_env=False).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    process.terminate()
+    raise SystemExit(f"zq serve ({'on' if on else 'off'}) did not start")
+
+
+def headers() -> dict[str, str]:
+    return {"Client-ID": str(uuid.uuid4()), "X-Project-ID": PROJECT}
+
+
+BODY = {"messages": [{"ttl": 3600, "body": {"data": "x" * 200}} for _ in range(BATCH)]}
+
+
+def run_threads(work, duration: float) -> float:  # type: ignore[no-untyped-def]
+    """msgs/s of THREADS threads running ``work(client) -> messages`` until ``duration``."""
+    done = [0] * THREADS
+    deadline = time.monotonic() + duration
+
+    def worker(index: int) -> None:
+        with httpx.Client(headers=headers(), timeout=30, trust_env=False) as client:
+            while time.monotonic() < deadline:
+                done[index] += work(client)
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(done) / (time.monotonic() - started)
+
+
+def post_load(url: str, queue: str, duration: float) -> float:
+    def work(client: httpx.Client) -> int:
+        answer = client.post(f"{url}/v2/queues/{queue}/messages", json=BODY)
+        return BATCH if answer.status_code == 201 else 0
+    return run_threads(work, duration)
+
+
+def claim_delete_load(url: str, queue: str, duration: float) -> float:
+    def work(client: httpx.Client) -> int:
+        answer = client.post(f"{url}/v2/queues/{queue}/claims?limit={BATCH}",
+                             json={"ttl": 60, "grace": 60})
+        if answer.status_code != 201:
+            return 0
+        ids = [m["href"].rsplit("/", 1)[1].split("?")[0] for m in answer.json()["messages"]]
+        claim_id = answer.headers["Location"].rstrip("/").rsplit("/", 1)[1].split("?")[0]
+        client.delete(f"{url}/v2/queues/{queue}/messages",
+                      params={"ids": ",".join(ids), "claim_ids": claim_id})
+        return len(ids)
+    return run_threads(work, duration)
+
+
+def subscribe(url: str, queue: str, hook_port: int) -> None:
+    answer = httpx.post(f"{url}/v2/queues/{queue}/subscriptions", headers=headers(),
+                        json={"subscriber": f"http://127.0.0.1:{hook_port}/{queue}",
+                              "ttl": 86400}, trust_env=False)
+    assert answer.status_code == 201, answer.text
+
+
+def fill(url: str, queue: str, messages: int) -> None:
+    with httpx.Client(headers=headers(), timeout=60, trust_env=False) as client:
+        for _ in range(messages // BATCH):
+            client.post(f"{url}/v2/queues/{queue}/messages", json=BODY)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=8.0)
+    parser.add_argument("--storage", default="redis://127.0.0.1:6379/11")
+    args = parser.parse_args()
+    print(f"load average before: {Path('/proc/loadavg').read_text().strip()}", flush=True)
+    hook = Receiver()
+    prefixes = [f"nbench{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    redis = args.storage.startswith("redis://")
+    uris = [f"{args.storage}?prefix={p}" if redis else args.storage for p in prefixes]
+    servers = {"on": start(uris[0], True, hook.port), "off": start(uris[1], False, hook.port)}
+    stop = threading.Event()
+
+    def scrape() -> None:
+        while not stop.wait(SCRAPE_EVERY):
+            httpx.get(f"{servers['on'][1]}/metrics", timeout=30, trust_env=False)
+
+    threading.Thread(target=scrape, daemon=True).start()
+    results: dict[tuple[str, str], list[float]] = {}
+    try:
+        for round_ in range(args.rounds):
+            order = ("on", "off") if round_ % 2 == 0 else ("off", "on")
+            for workload in ("post", "claim-delete"):
+                for mode in order:
+                    url = servers[mode][1]
+                    queue = f"{workload}-{uuid.uuid4().hex[:8]}"
+                    if mode == "on":
+                        subscribe(url, queue, hook.port)
+                    if workload == "post":
+                        rate = post_load(url, queue, args.duration)
+                    else:
+                        fill(url, queue, 6000)
+                        rate = claim_delete_load(url, queue, args.duration)
+                    results.setdefault((workload, mode), []).append(rate)
+                    print(f"round {round_ + 1} {workload:12} {mode:3}: {rate:8.0f} msgs/s "
+                          f"(notifications received so far {hook.count})", flush=True)
+        time.sleep(5)
+    finally:
+        stop.set()
+        for process, _ in servers.values():
+            process.terminate()
+            process.wait(30)
+        if redis:
+            import redis as redis_client
+
+            client = redis_client.Redis.from_url(args.storage)
+            for prefix in prefixes:
+                keys = list(client.scan_iter(f"{prefix}*"))
+                for i in range(0, len(keys), 500):
+                    client.delete(*keys[i:i + 500])
+    for workload in ("post", "claim-delete"):
+        on = statistics.median(results[(workload, "on")])
+        off = statistics.median(results[(workload, "off")])
+        print(f"{workload:12} median msgs/s: on {on:.0f}, off {off:.0f}, "
+              f"on/off {on / off:.3f} ({(1 - on / off) * 100:+.1f}% slower)")
+    print(f"notifications received: {hook.count}")
+    print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

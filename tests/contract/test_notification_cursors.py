@@ -1,0 +1,94 @@
+"""Notification cursors and their leases, on every driver (zq.storage.cursors)."""
+
+from __future__ import annotations
+
+from zq.clock import ManualClock
+from zq.events import fingerprint
+from zq.storage.base import NewMessage, Storage
+
+LEASE = 30.0
+
+
+def test_a_new_subscription_gets_a_cursor_at_the_start(storage: Storage) -> None:
+    cursors = storage.notification_cursors
+    assert cursors is not None
+    lease = cursors.acquire("sub-new", "a", LEASE)
+    assert lease is not None and lease.cursor is None and lease.owner == "a"
+    assert cursors.positions()["sub-new"] is None
+
+
+def test_a_held_lease_keeps_others_out_until_it_runs_out(
+    storage: Storage, clock: ManualClock
+) -> None:
+    cursors = storage.notification_cursors
+    assert cursors is not None
+    assert cursors.acquire("sub-1", "a", LEASE) is not None
+    assert cursors.acquire("sub-1", "b", LEASE) is None
+    assert cursors.acquire("sub-1", "a", LEASE) is not None  # the holder renews
+    clock.advance(LEASE - 1)
+    assert cursors.acquire("sub-1", "b", LEASE) is None  # renewed: not run out yet
+    clock.advance(2)
+    taken = cursors.acquire("sub-1", "b", LEASE)
+    assert taken is not None and taken.owner == "b"
+    assert cursors.acquire("sub-1", "a", LEASE) is None
+
+
+def test_advance_moves_the_cursor_only_for_the_holder(
+    storage: Storage, clock: ManualClock
+) -> None:
+    cursors = storage.notification_cursors
+    assert cursors is not None
+    assert cursors.acquire("sub-2", "a", LEASE) is not None
+    assert cursors.advance("sub-2", "a", "17", LEASE)
+    clock.advance(LEASE + 1)
+    # Run out but taken by nobody: still a's.
+    assert cursors.advance("sub-2", "a", "18", LEASE)
+    clock.advance(LEASE + 1)
+    lease = cursors.acquire("sub-2", "b", LEASE)
+    assert lease is not None and lease.cursor == "18"
+    assert not cursors.advance("sub-2", "a", "99", LEASE)
+    assert cursors.positions()["sub-2"] == "18"
+
+
+def test_advance_renews_the_lease(storage: Storage, clock: ManualClock) -> None:
+    cursors = storage.notification_cursors
+    assert cursors is not None
+    assert cursors.acquire("sub-3", "a", LEASE) is not None
+    clock.advance(LEASE - 1)
+    assert cursors.advance("sub-3", "a", "5", LEASE)
+    clock.advance(LEASE - 1)
+    assert cursors.acquire("sub-3", "b", LEASE) is None
+
+
+def test_release_lets_another_take_it_at_once_and_keeps_the_cursor(storage: Storage) -> None:
+    cursors = storage.notification_cursors
+    assert cursors is not None
+    assert cursors.acquire("sub-4", "a", LEASE) is not None
+    assert cursors.advance("sub-4", "a", "7", LEASE)
+    cursors.release("sub-4", "b")  # not the holder: nothing happens
+    assert cursors.acquire("sub-4", "b", LEASE) is None
+    cursors.release("sub-4", "a")
+    lease = cursors.acquire("sub-4", "b", LEASE)
+    assert lease is not None and lease.cursor == "7"
+
+
+def test_forget_removes_the_cursor(storage: Storage) -> None:
+    cursors = storage.notification_cursors
+    assert cursors is not None
+    assert cursors.acquire("sub-5", "a", LEASE) is not None
+    cursors.forget("sub-5")
+    assert "sub-5" not in cursors.positions()
+    lease = cursors.acquire("sub-5", "b", LEASE)
+    assert lease is not None and lease.cursor is None
+
+
+def test_sort_key_orders_cursors_as_the_log_reads_them(storage: Storage) -> None:
+    storage.messages.post("p", "q-order", [_message(i) for i in range(3)], client_id=None)
+    events = [e for e in storage.events.read(limit=100000) if e.queue == "q-order"]
+    keys = [storage.events.sort_key(e.cursor) for e in events]
+    assert len(keys) == 3 and keys == sorted(keys) and len(set(keys)) == 3
+
+
+def _message(i: int) -> NewMessage:
+    body = f'{{"i": {i}}}'
+    return NewMessage(body=body, ttl=300, delay=0, fingerprint=fingerprint(body))

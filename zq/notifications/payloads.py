@@ -1,0 +1,149 @@
+"""Which events a subscription hears about, and the notification each becomes.
+
+- ``posted`` in the subscribed queue, and ``redriven`` into it: Zaqar's
+  notification of a posted message, ``{"body", "ttl", "queue_name"}``.
+- ``dead_lettered`` into it (a dead letter queue: reasons max_claim_count,
+  rejected, expired): a dead letter alert, the message's notification plus
+  ``message_id``, ``from`` (the source queue), ``reason``, ``claim_count``,
+  ``description``, ``fingerprint`` and the ``history`` clients see.
+- With the subscription option ``aggregate_seconds`` N > 0, dead letter
+  alerts are grouped per (source queue, reason, fingerprint) and N-second
+  window (aligned on multiples of N): one notification per group with
+  ``count``, the first few ``message_ids`` and the window. A window is
+  sent once it has closed; until then the subscription's cursor waits
+  before its first event, so a crash re-reads (and re-sends) it.
+
+Events older than the subscription are not its business.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from zq import events
+from zq.history import compact_history
+from zq.notifications.subscriptions import Subscription
+from zq.storage.base import Event, MessageRecord
+
+MESSAGE = "message"
+DEAD_LETTER = "dead_letter"
+AGGREGATE = "dead_letter_aggregate"
+# How many message ids an aggregated alert lists.
+AGGREGATE_IDS = 5
+
+# (project, queue, message id) -> the message with its body opened, or None when gone.
+Fetch = Callable[[str, str, str], MessageRecord | None]
+
+
+@dataclass
+class Notification:
+    kind: str
+    payload: dict[str, Any]
+    message_ids: list[str] = field(default_factory=list)
+
+
+def aggregate_seconds(subscription: Subscription) -> float:
+    value = subscription.options.get("aggregate_seconds")
+    return float(value) if isinstance(value, int | float) and value > 0 else 0.0
+
+
+def kind_for(event: Event, subscription: Subscription) -> str | None:
+    """What ``event`` is to ``subscription``: MESSAGE, DEAD_LETTER or None (nothing)."""
+    if event.project != subscription.project:
+        return None
+    if event.kind == events.POSTED and event.queue == subscription.queue:
+        return MESSAGE
+    if event.detail.get(events.TO) != subscription.queue:
+        return None
+    if event.kind == events.REDRIVEN:
+        return MESSAGE
+    if event.kind == events.DEAD_LETTERED:
+        return DEAD_LETTER
+    return None
+
+
+def _body(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # a sample cut short: the text as it is
+
+
+def message_payload(event: Event, subscription: Subscription, fetch: Fetch) -> dict[str, Any]:
+    """Zaqar's notification of a message now in the subscribed queue (body None: gone)."""
+    record = fetch(subscription.project, subscription.queue, event.message_id or "")
+    ttl = record.ttl if record is not None else event.detail.get(events.TTL)
+    return {"body": _body(record.body if record else None), "ttl": ttl,
+            "queue_name": subscription.queue}
+
+
+def dead_letter_payload(event: Event, subscription: Subscription, fetch: Fetch) -> dict[str, Any]:
+    """A dead letter alert: the message plus where from, why, and its history."""
+    record = fetch(subscription.project, subscription.queue, event.message_id or "")
+    detail = event.detail
+    return {
+        "body": _body(record.body if record else detail.get(events.SAMPLE)),
+        "ttl": record.ttl if record else None,
+        "queue_name": subscription.queue,
+        "message_id": event.message_id,
+        "from": event.queue,
+        "reason": detail.get(events.REASON),
+        "claim_count": event.claim_count,
+        "description": detail.get(events.DESCRIPTION),
+        "fingerprint": detail.get(events.FINGERPRINT),
+        "history": compact_history(record.history) if record else [],
+    }
+
+
+@dataclass
+class Batch:
+    notifications: list[Notification]
+    # The cursor of the last event these notifications account for (None:
+    # none); the subscription's cursor may move there once they are sent.
+    through: str | None
+
+
+def build(batch: Sequence[Event], subscription: Subscription, *, now: float, created: float,
+          fetch: Fetch) -> Batch:
+    """The notifications of ``batch`` (log order), up to the first window still open."""
+    window = aggregate_seconds(subscription)
+    out: list[Notification] = []
+    groups: dict[tuple[str, str, str, float], Notification] = {}
+    through: str | None = None
+    for event in batch:
+        kind = kind_for(event, subscription) if event.time >= created else None
+        if kind == DEAD_LETTER and window:
+            start = math.floor(event.time / window) * window
+            if start + window > now:
+                break  # its window is still open: wait here (the cursor too)
+            reason = str(event.detail.get(events.REASON))
+            fingerprint = str(event.detail.get(events.FINGERPRINT))
+            key = (event.queue, reason, fingerprint, start)
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = Notification(AGGREGATE, {
+                    "queue_name": subscription.queue, "from": event.queue, "reason": reason,
+                    "fingerprint": fingerprint, "count": 0, "message_ids": [],
+                    "window_start": start, "window_end": start + window,
+                    "description": event.detail.get(events.DESCRIPTION),
+                    "sample": _body(event.detail.get(events.SAMPLE)),
+                })
+                out.append(group)
+            group.payload["count"] += 1
+            if len(group.payload["message_ids"]) < AGGREGATE_IDS and event.message_id:
+                group.payload["message_ids"].append(event.message_id)
+            group.message_ids.append(event.message_id or "")
+        elif kind == DEAD_LETTER:
+            out.append(Notification(DEAD_LETTER, dead_letter_payload(event, subscription, fetch),
+                                    [event.message_id or ""]))
+        elif kind == MESSAGE:
+            out.append(Notification(MESSAGE, message_payload(event, subscription, fetch),
+                                    [event.message_id or ""]))
+        through = event.cursor
+    return Batch(out, through)

@@ -1,0 +1,247 @@
+"""One subscription's deliveries: its lease, its cursor, its order and its retries.
+
+A step (run by one of the notifier's threads, never two at once for one
+subscription): take or renew the lease; with nothing pending, read up to
+``queue_depth`` events after the cursor and turn them into notifications;
+send them in order, one attempt each, until one fails and waits for a
+retry, or the step's time runs out. Once every notification of a read is
+done (delivered, refused by the subscriber with a 4xx, or given up after
+the retry policy's last retry) the cursor moves past the whole read. So:
+
+- a crash before that re-sends the read's notifications (at least once);
+- a subscription whose lease another server took stops here (its new
+  holder starts from the stored cursor): each event once per subscriber
+  while servers live;
+- a failing subscriber waits alone: its retries are a time to look again,
+  not a sleeping thread, and other subscriptions' steps run meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from zq.clock import Clock
+from zq.config import NotificationsConfig
+from zq.encryption import BodyCipher, is_sealed, open_body
+from zq.errors import NotFound
+from zq.notifications import mail, retry, webhook
+from zq.notifications.hosts import AllowedHosts
+from zq.notifications.payloads import Fetch, Notification, build
+from zq.notifications.subscriptions import Subscription
+from zq.storage.base import Storage
+from zq.subscriptions import deliverable
+
+log = logging.getLogger("zq.notifications")
+
+
+@dataclass(frozen=True)
+class Report:
+    """What happened to one attempt, for metrics (``sent`` or ``failed``)."""
+
+    project: str
+    sent: bool
+
+
+Reporter = Callable[[Report], None]
+
+
+class Sender:
+    """Delivers one notification to one subscriber: a webhook POST or a mail."""
+
+    def __init__(self, config: NotificationsConfig, allowed: AllowedHosts, clock: Clock) -> None:
+        self._config = config
+        self._allowed = allowed
+        self._clock = clock
+        self._connections = webhook.Connections()
+
+    def deliver(self, subscription: Subscription, notification: Notification) -> webhook.Outcome:
+        options = subscription.options
+        body = json.dumps(notification.payload).encode()
+        if subscription.subscriber.startswith("mailto:"):
+            c = self._config
+            return mail.send(subscription.subscriber, body, queue=subscription.queue,
+                             host=c.smtp_host, port=c.smtp_port, sender=c.smtp_from,
+                             timeout=c.timeout)
+        template = options.get("post_data")
+        if isinstance(template, str):
+            # Zaqar's post_data: the notification where the template says "$zaqar_message$".
+            body = template.replace('"$zaqar_message$"', body.decode()).encode()
+        headers = options.get("post_headers")
+        headers = {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {}
+        secret = options.get("secret")
+        return webhook.post(subscription.subscriber, body, headers, allowed=self._allowed,
+                            timeout=self._config.timeout,
+                            max_redirects=self._config.max_redirects,
+                            secret=secret if isinstance(secret, str) else None,
+                            now=self._clock.now(), connections=self._connections)
+
+
+def fetcher(storage: Storage, cipher: BodyCipher | None) -> Fetch:
+    """Read a message for its notification (its body opened); None when it is gone."""
+    def fetch(project: str, queue: str, message_id: str) -> Any:
+        try:
+            record = storage.messages.get(project, queue, message_id)
+        except NotFound:
+            return None
+        if not is_sealed(record.body):
+            return record
+        return replace(record, body=open_body(cipher, record.body, project, record.id))
+    return fetch
+
+
+def created_at(subscription: Subscription, now: float) -> float:
+    """When the subscription was made, as closely as its record tells.
+
+    ``age`` is whole seconds (truncated) at the read, a moment before
+    ``now``: the creation lies between ``now - age - 1`` (less that moment)
+    and ``now - age``. ``expires - ttl`` is exact when it lies there (a
+    PATCH of the ttl since puts it later); otherwise err early, by at most
+    two seconds of events from before the subscription.
+    """
+    latest = now - float(subscription.age)
+    earliest = latest - 2.0
+    exact = float(subscription.expires) - float(subscription.ttl)
+    return exact if earliest <= exact <= latest else earliest
+
+
+class Pump:
+    def __init__(self, storage: Storage, subscription: Subscription, *, owner: str,
+                 clock: Clock, config: NotificationsConfig, sender: Sender, fetch: Fetch,
+                 report: Reporter) -> None:
+        assert storage.notification_cursors is not None
+        self.storage = storage
+        self.subscription = subscription
+        self._cursors = storage.notification_cursors
+        self._owner = owner
+        self._clock = clock
+        self._config = config
+        self._sender = sender
+        self._fetch = fetch
+        self._report = report
+        self.created = created_at(subscription, clock.now())
+        self.next_at = 0.0  # not before this time (a retry's delay)
+        self._pending: deque[Notification] = deque()
+        self._through: str | None = None
+        self._committed: str | None = None
+        self._held = False
+        self._lease_until = 0.0
+        self._attempt = 0
+        self._delays: list[float] = []
+
+    def _reset(self, cursor: str | None) -> None:
+        self._pending.clear()
+        self._through = None
+        self._committed = cursor
+        self._attempt = 0
+        self.next_at = 0.0
+
+    def step(self) -> bool:
+        """One step; True when more work is ready at once (a full read, or more to send)."""
+        lease_seconds = self._config.lease_seconds
+        if not self._held or self._lease_until - self._clock.now() < lease_seconds * 2 / 3:
+            # Renewed when a third of it is used up, not on every step: an idle
+            # subscription costs a read of the log per poll, not a write too.
+            lease = self._cursors.acquire(self.subscription.id, self._owner, lease_seconds)
+            if lease is None:
+                self._held = False
+                self._reset(None)
+                return False
+            if not self._held or lease.cursor != self._committed:
+                self._reset(lease.cursor)  # new to us, or another server moved it meanwhile
+            self._held = True
+            self._lease_until = lease.until
+        full = False
+        if not self._pending and self._through is None:
+            full = self._read()
+        deadline = time.monotonic() + lease_seconds / 3
+        while self._pending and self._clock.now() >= self.next_at:
+            self._attempt_head()
+            if time.monotonic() > deadline:
+                break
+        if not self._pending and self._through is not None:
+            if self._through != self._committed:
+                if not self._cursors.advance(self.subscription.id, self._owner, self._through,
+                                             lease_seconds):
+                    self._held = False  # another server took it over: it carries on
+                    self._reset(None)
+                    return False
+                self._lease_until = self._clock.now() + lease_seconds  # advance renewed it
+            self._committed, self._through = self._through, None
+            return full
+        return bool(self._pending) and self._clock.now() >= self.next_at
+
+    def release(self) -> None:
+        if self._held:
+            self._cursors.release(self.subscription.id, self._owner)
+            self._held = False
+
+    def _read(self) -> bool:
+        """Read the next events into notifications; True when the read was full."""
+        events = self.storage.events.read(after=self._committed, limit=self._config.queue_depth)
+        full = len(events) == self._config.queue_depth
+        now = self._clock.now()
+        if not self.storage.events.final_order:
+            # A later commit may still land before the young events (MariaDB,
+            # MongoDB without transactions): leave them for the settle window.
+            settled_before = now - self._config.settle_seconds
+            for index, event in enumerate(events):
+                if event.time > settled_before:
+                    events, full = events[:index], False
+                    break
+        batch = build(events, self.subscription, now=now, created=self.created,
+                      fetch=self._fetch)
+        if batch.through is None:
+            return False
+        if not self._may_send():
+            batch.notifications = []  # unconfirmed under require_confirmation: dropped
+        self._pending.extend(batch.notifications)
+        self._through = batch.through
+        self._delays = retry.retry_delays(retry.effective_policy(
+            self.subscription.options, self._queue_metadata()))
+        return full
+
+    def _may_send(self) -> bool:
+        return deliverable(self.subscription,  # type: ignore[arg-type]
+                           require_confirmation=self._config.require_confirmation)
+
+    def _queue_metadata(self) -> dict[str, Any]:
+        try:
+            return self.storage.queues.get_metadata(self.subscription.project,
+                                                    self.subscription.queue)
+        except NotFound:
+            return {}
+
+    def _attempt_head(self) -> None:
+        notification = self._pending[0]
+        outcome = self._sender.deliver(self.subscription, notification)
+        sent = outcome.delivered and (outcome.status is None or outcome.status < 400)
+        self._report(Report(self.subscription.project, sent))
+        if outcome.delivered:
+            if not sent:
+                log.warning("subscriber %s of %s/%s refused a notification: %s",
+                            self.subscription.subscriber, self.subscription.project,
+                            self.subscription.queue, outcome.detail)
+            self._done()
+            return
+        if self._attempt < len(self._delays):
+            delay = self._delays[self._attempt]
+            self._attempt += 1
+            self.next_at = self._clock.now() + delay
+            log.info("notification to %s failed (%s): retry %d in %gs",
+                     self.subscription.subscriber, outcome.detail, self._attempt, delay)
+            return
+        log.error("notification to %s of %s/%s given up after %d retries: %s",
+                  self.subscription.subscriber, self.subscription.project,
+                  self.subscription.queue, self._attempt, outcome.detail)
+        self._done()
+
+    def _done(self) -> None:
+        self._pending.popleft()
+        self._attempt = 0
+        self.next_at = 0.0
