@@ -46,6 +46,7 @@ SCHEMA = pa.schema(
         ("target", pa.string()),  # expired: "claim" for a claim expiry
         ("messages", pa.int64()),  # expired claim / purged: how many messages
         ("description", pa.string()),  # dead_lettered / rejected: why, in words
+        ("retry_after", pa.int64()),  # rejected: seconds asked for; null: the queue's backoff
         # The shape of the body sample (zq.analytics.shapes), computed at
         # export; null when there is no sample or it is not whole JSON.
         ("shape", pa.string()),
@@ -66,8 +67,9 @@ _LIFTED = {
     events.TARGET: "target",
     events.MESSAGES: "messages",
     events.DESCRIPTION: "description",
+    events.RETRY_AFTER: "retry_after",
 }
-_INT_COLUMNS = {"ttl", "delay", "size", "messages"}
+_INT_COLUMNS = {"ttl", "delay", "size", "messages", "retry_after"}
 
 
 def event_date(time: float) -> str:
