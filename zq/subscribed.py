@@ -22,7 +22,7 @@ from zq.clock import Clock
 # How long an answer is trusted; the window in which another process's new
 # subscription may miss a body in the event log.
 SECONDS = 2.0
-# Queues remembered at most (the least recently checked go first).
+# Queues remembered at most (the oldest answers go first).
 CAPACITY = 10_000
 
 # (project, queue) -> whether the queue has a live subscription (a backend read).
