@@ -393,12 +393,21 @@ class QueueService:
             except MessageNotFound:
                 return
             raise ClaimMismatch("No claim has this id; it holds no message.")
-        # Naming the claim shows its holder is alive, even when it expired
-        # and the delete is refused (zq.consumers).
-        self._consumers.settled(storage.consumers, project, queue, claim_id, self.clock.now())
-        storage.messages.delete(
-            project, queue, message_id, claim_id=claim_id or None, client_id=client_id
-        )
+        # Naming the claim shows its holder is alive: the delete settles it
+        # in its own step, and a refused one (even for an expired claim)
+        # right after (zq.consumers).
+        settle = self._consumers.to_settle(project, queue, claim_id)
+        try:
+            storage.messages.delete(
+                project, queue, message_id, claim_id=claim_id or None, client_id=client_id,
+                settle_claim=settle,
+            )
+        except (ClaimMismatch, MessageIsClaimed):
+            self._consumers.settled(storage.consumers, project, queue, claim_id,
+                                    self.clock.now())
+            raise
+        if settle and claim_id:
+            self._consumers.settled_in_step(project, queue, claim_id)
 
     def delete_messages(
         self,
@@ -533,15 +542,17 @@ class QueueService:
             if version is not None and storage.versioned is not None:
                 return storage.versioned.claim(
                     project, queue, ttl=ttl, grace=grace, limit=size, client_id=client_id,
-                    dead_letter=policy, metadata_version=version, backoff=delay)
+                    dead_letter=policy, metadata_version=version, backoff=delay,
+                    consumer=consumer)
             return storage.claims.create(project, queue, ttl=ttl, grace=grace, limit=size,
                                          client_id=client_id, dead_letter=policy,
-                                         backoff=delay)
+                                         backoff=delay, consumer=consumer)
 
+        # The claim writes its consumer record in its own step (zq.consumers).
+        consumer = self._consumers.entry(client_id)
         claimed = self._with_metadata(project, queue, storage, claim)
         if claimed is None:
             return None
-        self._consumers.claimed(storage.consumers, project, queue, client_id, claimed)
         return self._opened_claim(project, claimed)
 
     def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord:

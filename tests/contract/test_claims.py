@@ -66,6 +66,24 @@ def test_claim_takes_a_message_again_when_the_claim_expires(storage, project, cl
     assert second.id != first.id
 
 
+def test_claim_takes_expired_released_and_new_messages_in_one_queue_order(
+        storage, project, clock):
+    """Messages whose claim expired, released ones and never-claimed ones
+    (which a driver may keep apart) are handed out in one queue order, past
+    those still held."""
+    posted = post(storage, project, "q", 40)
+    expiring = claim(storage, project, "q", 10, ttl=CLAIM_TTL)
+    released = claim(storage, project, "q", 10, ttl=10 * CLAIM_TTL)
+    held = claim(storage, project, "q", 10, ttl=10 * CLAIM_TTL)
+    assert ids(expiring.messages) == posted[:10]
+    assert ids(held.messages) == posted[20:30]
+    storage.claims.release(project, "q", released.id, client_id=None)
+    clock.advance(CLAIM_TTL)
+    taken = claim(storage, project, "q", 25)
+    assert ids(taken.messages) == posted[:20] + posted[30:35]
+    assert [m.claim_count for m in taken.messages] == [2] * 20 + [1] * 5
+
+
 def test_get_returns_the_live_claim_with_its_alive_messages(storage, project):
     posted = post(storage, project, "q", 3)
     claimed = claim(storage, project, "q", 3)

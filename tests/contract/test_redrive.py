@@ -232,3 +232,16 @@ def test_redriving_into_the_dead_letter_queue_itself_is_refused(storage, service
     with pytest.raises(InvalidRequest, match="dead letter queue itself"):
         service.redrive(project, "dlq", {"to": "dlq"}, client_id=None)
     assert storage.queues.stats(project, "dlq").total == 1
+
+
+def test_a_call_walks_a_bounded_part_of_the_queue_and_next_goes_on(storage, project):
+    # Pages of 2 x 10 = 20; a call reads at most SCAN_FACTOR (10) x 20 messages.
+    service = QueueService(Limits(max_messages_per_page=2), SingleBackend(storage))
+    dead_letter(storage, project, "refunds", 250)
+    [wanted] = dead_letter(storage, project, "orders", 1)
+    first = service.redrive(project, "dlq", {"filter": {"from": "orders"}}, client_id=None)
+    assert (first.matched, first.moved) == (0, 0) and first.next is not None
+    second = service.redrive(project, "dlq", {"filter": {"from": "orders"},
+                                              "marker": first.next}, client_id=None)
+    assert (second.matched, second.moved, second.next) == (1, 1, None)
+    assert where(storage, project, wanted, ("orders", "dlq")) == ["orders"]

@@ -21,6 +21,7 @@ from zq.storage.base import (
     check_destination,
     check_move,
 )
+from zq.storage.mongo.consumers import write_settle
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.counters import markers_key, reserve
 from zq.storage.mongo.delivery import take_batch
@@ -136,6 +137,7 @@ class MongoMessages(MessageController):
         *,
         claim_id: str | None,
         client_id: str | None,
+        settle_claim: bool = False,
     ) -> None:
         oid = object_id(message_id)
         if oid is None:
@@ -143,6 +145,10 @@ class MongoMessages(MessageController):
 
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
             now = self._b.clock.now()
+            if settle_claim and claim_id is not None:
+                # The consumer log's settle, in the delete's unit.
+                write_settle(self._b.database["consumers"], project, queue, claim_id,
+                             now=now, ended=False, session=session)
             where = {"_id": oid, "project": project, "queue": queue, **alive(now)}
             doc = self._b.messages.find_one(where, session=session)
             if doc is None:
