@@ -80,7 +80,8 @@ def event_date(time: float) -> str:
 def event_row(backend: str, seq: int, event: Event) -> dict[str, Any]:
     """One event as a row of SCHEMA (without the partition column).
 
-    A dead lettered message's sample is left out when its body is stored
+    A posted event's body (zq.events.BODY, kept for notifications) is left
+    out. A dead lettered message's sample is left out when its body is stored
     encrypted: it is the start of the ciphertext, which no analysis can use.
     Its ``shape`` is computed here from the plaintext sample, so Spark needs
     no Python code; an encrypted body has neither sample nor shape.
@@ -88,6 +89,10 @@ def event_row(backend: str, seq: int, event: Event) -> dict[str, Any]:
     detail = event.detail
     if detail and is_sealed(str(detail.get("sample") or "")):
         detail = {key: value for key, value in detail.items() if key != "sample"}
+    if detail and events.BODY in detail:
+        # The body a subscribed queue's post carries is for its notifier; the
+        # export stays the size it was (size and fingerprint describe the body).
+        detail = {key: value for key, value in detail.items() if key != events.BODY}
     row: dict[str, Any] = {
         "backend": backend,
         "seq": seq,
