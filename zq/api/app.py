@@ -125,7 +125,8 @@ def build_app(
     subscriptions = SubscriptionService(
         config.limits, service.pools,
         require_confirmation=config.notifications.require_confirmation,
-        confirmations=StoredRequests(service.pools.storage_for))
+        confirmations=StoredRequests(service.pools.storage_for),
+        subscribed=service.subscribed)
     for template, subscription_resource in SUBSCRIPTION_ROUTES:
         app.add_route(template, subscription_resource(subscriptions, clock))
     console.install(app, config.auth.strategy)

@@ -60,6 +60,9 @@ class NewMessage:
     ttl: int  # seconds
     delay: int  # seconds before it can be claimed
     fingerprint: str  # zq.events.fingerprint(body), recorded in events
+    # The posted event carries the body as stored (zq.events.BODY): the
+    # queue has subscribers (zq.subscribed), whose notifier needs it.
+    event_body: bool = False
 
 
 @dataclass(frozen=True, slots=True)

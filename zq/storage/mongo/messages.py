@@ -70,7 +70,8 @@ class MongoMessages(MessageController):
                     events.POSTED, now, project, queue,
                     message_id=str(doc["_id"]), client_id=client_id, claim_count=0,
                     detail=events.posted_detail(message.ttl, message.delay,
-                                               message.fingerprint, message.body),
+                                               message.fingerprint, message.body,
+                                               with_body=message.event_body),
                 )
                 for doc, message in zip(docs, messages, strict=True)
             ]

@@ -56,7 +56,7 @@ class RedisMessages(MessageController):
         args: list[Any] = [project, queue, optional(client_id), version_arg(metadata_version)]
         for mid, message in zip(ids, messages, strict=True):
             args += [mid, message.body, int(message.ttl), int(message.delay),
-                     message.fingerprint]
+                     message.fingerprint, flag(message.event_body)]
         if ids:
             check_fresh(self._run("post", *args))
         return ids

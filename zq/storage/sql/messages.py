@@ -94,7 +94,8 @@ class SqlMessages(MessageController):
         recorded = [
             event_row(events.POSTED, project, queue, now, message_id=message_id,
                       client_id=client_id, claim_count=0,
-                      detail=events.posted_detail(msg.ttl, msg.delay, msg.fingerprint, msg.body))
+                      detail=events.posted_detail(msg.ttl, msg.delay, msg.fingerprint, msg.body,
+                                                 with_body=msg.event_body))
             for message_id, msg in zip(ids, messages, strict=True)
         ]
 
