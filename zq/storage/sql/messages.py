@@ -66,6 +66,25 @@ def _post_rows(
     record(conn, recorded)
 
 
+def _by_ids(
+    conn: sa.Connection, project: str, queue: str, ids: Sequence[str], now: float, *,
+    lock: bool = False,
+) -> list[sa.Row[Any]]:
+    """The queue's live messages with these ids, in queue order.
+
+    Looked up by id alone (the unique id index); queue and expiry are checked
+    on the rows. With them in the WHERE clause a planner without statistics
+    (a fresh PostgreSQL database) takes the (project, queue, marker) index
+    and walks the whole queue for every call, and SQLite does the same to
+    serve an ORDER BY: a redrive of 100,000 dead letters went quadratic.
+    """
+    query = sa.select(m).where(m.c.id.in_(list(ids)))
+    rows = conn.execute(query.with_for_update() if lock else query).all()
+    return sorted((row for row in rows
+                   if row.project == project and row.queue == queue and row.expires > now),
+                  key=lambda row: row.marker)
+
+
 class SqlMessages(MessageController):
     def __init__(self, db: Database, clock: Clock, *, one_statement: bool) -> None:
         self._db = db
@@ -148,13 +167,7 @@ class SqlMessages(MessageController):
         if not message_ids:
             return []
         now = self._clock.now()
-        query = (
-            sa.select(m)
-            .where(predicates.in_queue(project, queue), predicates.alive(now),
-                   m.c.id.in_(list(message_ids)))
-            .order_by(m.c.marker)
-        )
-        rows = self._db.read(lambda conn: conn.execute(query).all())
+        rows = self._db.read(lambda conn: _by_ids(conn, project, queue, message_ids, now))
         return [message_record(row, now) for row in rows]
 
     def delete(
@@ -209,9 +222,9 @@ class SqlMessages(MessageController):
                 where += [m.c.claim_id.in_(list(claim_ids)), predicates.held(now)]
             if one_statement:
                 return postgresql.delete_many(conn, project, queue, where[1:], now, client_id)
-            rows = conn.execute(
-                sa.select(m).where(*where).order_by(m.c.marker).with_for_update()
-            ).all()
+            rows = _by_ids(conn, project, queue, message_ids, now, lock=True)
+            if claim_ids is not None:
+                rows = [row for row in rows if live_claim_id(row, now) in claim_ids]
             _delete_rows(conn, rows)
             record(conn, _deleted_events(project, queue, rows, now, client_id))
             return [row.id for row in rows]
@@ -271,16 +284,7 @@ class SqlMessages(MessageController):
 
         def work(conn: sa.Connection) -> list[str]:
             now = self._clock.now()
-            # No ORDER BY: with one, SQLite walks the whole queue by its
-            # (project, queue, marker) index instead of looking the ids up
-            # (a redrive of a 100,000-message queue went quadratic); the
-            # rows are put in queue order here.
-            rows = sorted(conn.execute(
-                sa.select(m)
-                .where(predicates.in_queue(project, queue), predicates.alive(now),
-                       m.c.id.in_(list(message_ids)))
-                .with_for_update()
-            ).all(), key=lambda row: row.marker)
+            rows = _by_ids(conn, project, queue, message_ids, now, lock=True)
             # Every row checked before any moves: a mismatch moves nothing.
             chosen = [
                 row for row in rows
