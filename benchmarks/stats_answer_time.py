@@ -3,8 +3,10 @@
     python benchmarks/stats_answer_time.py --baseline /tmp/zq-old   # an older zq source tree
 
 Runs ``python -m zq stats`` (a fresh process each time, as a user would) on
-a missing path, an empty dataset and a filter that matches nothing in a
-small synthetic dataset, with this checkout and, if given, the baseline
+a missing path, an empty dataset, a filter that matches nothing in a small
+synthetic dataset, and every table of that dataset (the plain-Python engine,
+and Spark with ``--engine spark``; a baseline without ``--engine`` fails
+that last case, rc 2), with this checkout and, if given, the baseline
 checkout (its PYTHONPATH), and prints seconds and the baseline/this ratio.
 """
 
@@ -69,15 +71,21 @@ def main() -> int:
             "missing path": ["--events", str(Path(scratch) / "nothing-here")],
             "empty dataset": ["--events", str(empty)],
             "--queue nosuch": ["--events", str(dataset), "--queue", "nosuch"],
+            # Every table of the whole (small) dataset: plain Python since
+            # --engine auto, Spark before.
+            f"{options.events:,} events": ["--events", str(dataset), "--format", "json"],
+            f"{options.events:,} --engine spark": ["--events", str(dataset), "--format", "json",
+                                                   "--engine", "spark"],
         }
         trees = {"this": HERE, **({"baseline": options.baseline} if options.baseline else {})}
-        print(f"{'case':<16} " + " ".join(f"{name:>16}" for name in trees) + "   ratio")
+        print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
+        print(f"{'case':<24} " + " ".join(f"{name:>16}" for name in trees) + "   ratio")
         for case, argv in cases.items():
             figures = {name: timed(tree, argv) for name, tree in trees.items()}
             cells = " ".join(f"{seconds:>9.1f}s (rc {rc})" for seconds, rc in figures.values())
             ratio = (f"   {figures['baseline'][0] / figures['this'][0]:.1f}x"
                      if "baseline" in figures else "")
-            print(f"{case:<16} {cells}{ratio}", flush=True)
+            print(f"{case:<24} {cells}{ratio}", flush=True)
     return 0
 
 

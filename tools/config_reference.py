@@ -89,6 +89,33 @@ DESCRIPTIONS = {
                              "empty: the only key",
     "encryption.fingerprint_key": "base64 HMAC key (at least 32 bytes) of the body "
                                   "fingerprints of encrypted queues; required with `keys`",
+    "limits.max_subscriptions_per_page": "most subscriptions one `GET .../subscriptions` "
+                                         "page returns",
+    "limits.min_subscription_ttl": "shortest subscription ttl, seconds",
+    "limits.max_subscription_ttl": "longest subscription ttl, seconds",
+    "limits.default_subscription_ttl": "ttl of a subscription created without one, seconds",
+    "limits.max_subscriber_length": "longest subscriber URI, characters",
+    "notifications.enabled": "run the notifier process inside `zq serve` (see "
+                             "docs/notifications.md)",
+    "notifications.allowed_hosts": "comma separated `HOST[:PORT]` (name, IP or CIDR) webhooks "
+                                   "may go to; empty: no webhook is sent; private and "
+                                   "loopback addresses need an IP or CIDR entry",
+    "notifications.poll_interval": "seconds between looks at the event log when idle",
+    "notifications.timeout": "seconds for one webhook or mail attempt",
+    "notifications.concurrency": "notification attempts in flight at once",
+    "notifications.queue_depth": "events one subscription reads into memory at a time",
+    "notifications.lease_seconds": "how long a subscription stays with one server without news",
+    "notifications.settle_seconds": "on event logs whose order is not final at write time "
+                                    "(MariaDB, MongoDB without transactions): events younger "
+                                    "than this wait",
+    "notifications.max_redirects": "redirects a webhook follows, each to an allowed host only",
+    "notifications.require_confirmation": "Zaqar's require_confirmation: an unconfirmed "
+                                          "subscriber is sent nothing but its confirmation "
+                                          "request",
+    "notifications.smtp_host": "SMTP server for `mailto:` subscribers; empty: mail is not "
+                               "sent (reported)",
+    "notifications.smtp_port": "SMTP server port",
+    "notifications.smtp_from": "sender address of notification mail",
 }
 
 

@@ -10,12 +10,16 @@ the lapsed claim's id (header ``X-Zq-Suspected``) until it shows it is
 alive (a delete, reject, release or renew naming that claim, even late) or
 until one claim ttl (the lapsed claim's) has passed since the lapse.
 
-The log (ConsumerLog) is written just after the operation it describes,
-not inside the claim's atomic step: it is advisory, and keeping it out of
-the claim scripts and transactions leaves every driver's delivery path as
-it is. A crash in between forgets one claim or one settle (the consumer
-is then shown with one claim fewer, or suspected for at most one claim
-ttl); it never touches a message.
+A claim's record is written inside the claim's own atomic step (the
+driver carries a ConsumerEntry from ``ConsumerRule.entry`` into its
+transaction or script), so recording a claim costs no extra round trip or
+commit. Likewise the first delete of a claim's message in a process
+settles the claim inside the delete's own step (``to_settle``: the driver
+is told ``settle_claim``). The other settles (a refused delete, a batch
+delete, reject, release, late renew) are written just before or after the
+operation they describe, once per claim per process: the log is advisory,
+and a crash in between forgets one settle (the consumer is then suspected
+for at most one claim ttl); it never touches a message.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zq import validation
-from zq.storage.base import ClaimRecord, ConsumerClaim, ConsumerLog
+from zq.storage.base import ConsumerClaim, ConsumerEntry, ConsumerLog
 
 SUSPECT_LAPSED_CONSUMERS = "_suspect_lapsed_consumers"
 HEADER = "X-Zq-Suspected"
@@ -134,25 +138,35 @@ class ConsumerRule:
         if open_:
             raise Suspected(open_[-1].claim_id)
 
-    def claimed(self, log: ConsumerLog, project: str, queue: str, client_id: str | None,
-                claim: ClaimRecord) -> None:
+    def entry(self, client_id: str | None) -> ConsumerEntry | None:
+        """What a claim by ``client_id`` writes into the log, in its own step
+        (ClaimController.create's ``consumer``); None: nothing (no Client-ID)."""
         if client_id is None:
-            return
-        log.record(project, queue, ConsumerClaim(
-            client_id=client_id, claim_id=claim.id, ttl=claim.ttl, claimed=claim.created,
-            expires=claim.expires), forget_before=forget_before(
-                claim.created, self._max_claim_ttl))
+            return None
+        return ConsumerEntry(client_id=client_id,
+                             keep_for=max(WINDOW, float(self._max_claim_ttl)))
 
     def settled(self, log: ConsumerLog, project: str, queue: str, claim_id: str | None,
                 now: float, *, ended: bool = False) -> None:
         """A delete, reject (ended False) or release (ended True) named ``claim_id``."""
         if not claim_id or not validation.is_id_shaped(claim_id):
             return
-        key = f"{project}\n{queue}\n{claim_id}"
-        if not ended and key in self._settled:
+        if not ended and not self.to_settle(project, queue, claim_id):
             return  # settle is idempotent: this process already wrote it
         log.settle(project, queue, claim_id, now=now, ended=ended)
-        self._settled[key] = None
+        self.settled_in_step(project, queue, claim_id)
+
+    def to_settle(self, project: str, queue: str, claim_id: str | None) -> bool:
+        """Whether a delete naming ``claim_id`` settles it in its own step
+        (MessageController.delete's ``settle_claim``): not when this process
+        already settled it."""
+        if not claim_id or not validation.is_id_shaped(claim_id):
+            return False
+        return f"{project}\n{queue}\n{claim_id}" not in self._settled
+
+    def settled_in_step(self, project: str, queue: str, claim_id: str) -> None:
+        """``claim_id`` is settled (by a delete's own step, or by ``settled``)."""
+        self._settled[f"{project}\n{queue}\n{claim_id}"] = None
         if len(self._settled) > SETTLED_CACHE:
             self._settled.popitem(last=False)
 

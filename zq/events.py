@@ -48,6 +48,10 @@ MESSAGES = "messages"  # expired claim / purged: how many messages
 QUEUE_DELETED = "queue_deleted"  # purged: by deleting the queue
 DESCRIPTION = "description"  # dead_lettered / rejected: why, in words (poison workflow)
 RETRY_AFTER = "retry_after"  # rejected: seconds asked for, null: the queue's backoff
+# posted, only when the queue had a live subscription: the body as stored
+# (JSON text, or the ciphertext of a queue that encrypts), for the notifier
+# (zq.subscribed); the analytics export leaves it out.
+BODY = "body"
 
 CLAIM_TARGET = "claim"
 
@@ -59,7 +63,8 @@ KIND_NAMES = {name: globals()[name] for name in (
     "PURGED", "REDRIVEN", "REJECTED")}
 DETAIL_NAMES = {name: globals()[name] for name in (
     "TTL", "DELAY", "SIZE", "FINGERPRINT", "TO", "REASON", "SAMPLE", "POP", "TARGET",
-    "MESSAGES", "QUEUE_DELETED", "DESCRIPTION", "RETRY_AFTER", "CLAIM_TARGET", "SAMPLE_CHARS")}
+    "MESSAGES", "QUEUE_DELETED", "DESCRIPTION", "RETRY_AFTER", "CLAIM_TARGET", "SAMPLE_CHARS",
+    "BODY")}
 
 
 def fingerprint(body_json: str) -> str:
@@ -93,9 +98,14 @@ def event_fields(
     }
 
 
-def posted_detail(ttl: int, delay: int, fingerprint: str, body: str) -> dict[str, Any]:
-    """The detail of a ``posted`` event."""
-    return {TTL: ttl, DELAY: delay, FINGERPRINT: fingerprint, SIZE: len(body.encode())}
+def posted_detail(ttl: int, delay: int, fingerprint: str, body: str, *,
+                  with_body: bool = False) -> dict[str, Any]:
+    """The detail of a ``posted`` event; ``with_body``: the stored body too (BODY)."""
+    detail: dict[str, Any] = {TTL: ttl, DELAY: delay, FINGERPRINT: fingerprint,
+                              SIZE: len(body.encode())}
+    if with_body:
+        detail[BODY] = body
+    return detail
 
 
 def moved_detail(to: str, reason: str, description: str | None = None) -> dict[str, Any]:

@@ -59,6 +59,7 @@ from zq.storage.base import (
     QueueStats,
     Storage,
 )
+from zq.subscribed import SubscribedQueues
 
 # A project and queue name no client can use (names cannot contain ":"),
 # read by the health probe so that it never touches real data.
@@ -95,7 +96,8 @@ class QueueService:
 
     def __init__(self, limits: Limits, pools: Pools, *,
                  metadata_cache: MetadataCache | None = None,
-                 cipher: BodyCipher | None = None, clock: Clock | None = None) -> None:
+                 cipher: BodyCipher | None = None, clock: Clock | None = None,
+                 subscribed: SubscribedQueues | None = None) -> None:
         self.limits = limits
         self.pools = pools
         # The consumer log's times (zq.consumers); the drivers keep their own.
@@ -103,6 +105,9 @@ class QueueService:
         self._consumers = consumers.ConsumerRule(limits.max_claim_ttl)
         self._metadata_cache = metadata_cache or MetadataCache(0)
         self._cipher = cipher  # None: no [encryption] keys configured
+        # Shared with this process's SubscriptionService, which forgets a
+        # queue whose subscriptions it changes.
+        self.subscribed = subscribed or SubscribedQueues(self.clock)
 
     # -- queues ---------------------------------------------------------
 
@@ -235,6 +240,7 @@ class QueueService:
             self._storage(project, queue).queues.purge(project, queue)
         if "subscriptions" in resource_types:
             subscriptions.purge(self._storage(project, queue), project, queue)
+            self.subscribed.forget(project, queue)
 
     # -- messages -------------------------------------------------------
 
@@ -258,12 +264,29 @@ class QueueService:
             # None; one read from a pool the queue has since left is refused
             # by the driver (versions are random), and the post is retried.
             placed = self.pools.place(project, queue)
+            new = self._with_event_bodies(placed, project, queue, new)
             if version is not None and placed.versioned is not None:
                 return placed.versioned.post(project, queue, new, client_id=client_id,
                                              metadata_version=version)
             return placed.messages.post(project, queue, new, client_id=client_id)
 
         return self._with_metadata(project, queue, storage, post)
+
+    def _with_event_bodies(self, storage: Storage, project: str, queue: str,
+                           new: list[NewMessage]) -> list[NewMessage]:
+        """``new``, with bodies in their posted events when the queue has subscriptions.
+
+        The body goes into the event as stored (sealed for a queue that
+        encrypts), in the post's own write: the notifier then never depends
+        on the message still being in the queue. Queues without
+        subscriptions pay a cached read every few seconds (zq.subscribed).
+        """
+        def lookup(project: str, queue: str) -> bool:
+            return bool(storage.subscriptions.for_queue(project, queue))
+
+        if not self.subscribed.has(project, queue, lookup):
+            return new
+        return [dataclasses.replace(message, event_body=True) for message in new]
 
     def _new_messages(
         self, project: str, stored: dict[str, Any], document: Any, body_size: int
@@ -370,12 +393,21 @@ class QueueService:
             except MessageNotFound:
                 return
             raise ClaimMismatch("No claim has this id; it holds no message.")
-        # Naming the claim shows its holder is alive, even when it expired
-        # and the delete is refused (zq.consumers).
-        self._consumers.settled(storage.consumers, project, queue, claim_id, self.clock.now())
-        storage.messages.delete(
-            project, queue, message_id, claim_id=claim_id or None, client_id=client_id
-        )
+        # Naming the claim shows its holder is alive: the delete settles it
+        # in its own step, and a refused one (even for an expired claim)
+        # right after (zq.consumers).
+        settle = self._consumers.to_settle(project, queue, claim_id)
+        try:
+            storage.messages.delete(
+                project, queue, message_id, claim_id=claim_id or None, client_id=client_id,
+                settle_claim=settle,
+            )
+        except (ClaimMismatch, MessageIsClaimed):
+            self._consumers.settled(storage.consumers, project, queue, claim_id,
+                                    self.clock.now())
+            raise
+        if settle and claim_id:
+            self._consumers.settled_in_step(project, queue, claim_id)
 
     def delete_messages(
         self,
@@ -510,15 +542,17 @@ class QueueService:
             if version is not None and storage.versioned is not None:
                 return storage.versioned.claim(
                     project, queue, ttl=ttl, grace=grace, limit=size, client_id=client_id,
-                    dead_letter=policy, metadata_version=version, backoff=delay)
+                    dead_letter=policy, metadata_version=version, backoff=delay,
+                    consumer=consumer)
             return storage.claims.create(project, queue, ttl=ttl, grace=grace, limit=size,
                                          client_id=client_id, dead_letter=policy,
-                                         backoff=delay)
+                                         backoff=delay, consumer=consumer)
 
+        # The claim writes its consumer record in its own step (zq.consumers).
+        consumer = self._consumers.entry(client_id)
         claimed = self._with_metadata(project, queue, storage, claim)
         if claimed is None:
             return None
-        self._consumers.claimed(storage.consumers, project, queue, client_id, claimed)
         return self._opened_claim(project, claimed)
 
     def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord:

@@ -27,6 +27,7 @@ from zq.config import Limits
 from zq.errors import InvalidRequest, SubscriptionConflict, SubscriptionNotFound
 from zq.pooling import Pools
 from zq.storage.base import Storage, SubscriptionRecord
+from zq.subscribed import SubscribedQueues
 
 # Zaqar's subscriber_types less trust+http(s), which need Keystone trusts.
 SUBSCRIBER_TYPES = ("http", "https", "mailto")
@@ -152,9 +153,13 @@ class SubscriptionService:
     """Every subscription operation of the API, scoped by project and queue."""
 
     def __init__(self, limits: Limits, pools: Pools, *, require_confirmation: bool = False,
-                 confirmations: ConfirmationRequests | None = None) -> None:
+                 confirmations: ConfirmationRequests | None = None,
+                 subscribed: SubscribedQueues | None = None) -> None:
         self.limits = limits
         self.pools = pools
+        # The posts' cache of subscribed queues (zq.subscribed), told at once
+        # of this process's changes.
+        self.subscribed = subscribed
         self.require_confirmation = require_confirmation
         self.confirmations = confirmations
 
@@ -176,6 +181,7 @@ class SubscriptionService:
         for _ in range(2):
             created = storage.subscriptions.create(
                 project, queue, checked.subscriber, ttl, checked.options or {})
+            self._changed(project, queue)
             if created is not None:
                 self._ask_confirmation(storage.subscriptions.get(project, queue, created))
                 return created, True
@@ -225,6 +231,7 @@ class SubscriptionService:
         queue = validation.queue_name(queue, self.limits)
         if _id_shaped(subscription_id):
             self._storage(project, queue).subscriptions.delete(project, queue, subscription_id)
+            self._changed(project, queue)
 
     def confirm(self, project: str, queue: str, subscription_id: str, document: Any) -> None:
         queue = validation.queue_name(queue, self.limits)
@@ -239,6 +246,10 @@ class SubscriptionService:
 
     def _storage(self, project: str, queue: str) -> Storage:
         return self.pools.storage_for(project, queue)
+
+    def _changed(self, project: str, queue: str) -> None:
+        if self.subscribed is not None:
+            self.subscribed.forget(project, queue)
 
     def _ask_confirmation(self, subscription: SubscriptionRecord, *,
                           unsubscribed: bool = False) -> None:

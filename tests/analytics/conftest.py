@@ -9,7 +9,12 @@ import pytest
 from tests.analytics.memlog import LogOnlyStorage, MemoryEventLog
 from zq.analytics.cli import register
 from zq.analytics.export import export
-from zq.analytics.synthetic import advisor_events, synthetic_events
+from zq.analytics.synthetic import (
+    POISON_WORKFLOW,
+    advisor_events,
+    poison_workflow_events,
+    synthetic_events,
+)
 from zq.storage.base import Event
 
 
@@ -74,10 +79,12 @@ def edge_events() -> list[Event]:
 
 @pytest.fixture(scope="session")
 def dataset(tmp_path_factory):
-    """(dataset dir, events in log order): the synthetic workload, edge cases, advisor cases."""
-    log = MemoryEventLog(synthetic_events(3000, seed=21))
+    """(dataset dir, events in log order): the synthetic workload (poison workflow on),
+    edge cases, advisor cases, poison workflow cases."""
+    log = MemoryEventLog(synthetic_events(3000, seed=21, shape=POISON_WORKFLOW))
     log.append(edge_events())
     log.append(advisor_events())
+    log.append(poison_workflow_events())
     events = list(log.events)
     root = tmp_path_factory.mktemp("events")
     export({"a": LogOnlyStorage(log)}, str(root), batch_size=1000)

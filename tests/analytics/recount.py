@@ -10,9 +10,11 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 from tests.analytics.recount_advice import signatures
+from tests.analytics.recount_poison import dead_letters_by_reason, redrive_outcomes, rejections
 from zq.storage.base import Event
 
-STEP_KINDS = {"posted", "claimed", "released", "deleted", "dead_lettered", "expired"}
+STEP_KINDS = {"posted", "claimed", "released", "deleted", "dead_lettered", "expired",
+              "rejected", "redriven"}
 
 
 def day(t: float) -> str:
@@ -31,14 +33,14 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-FLOWS = ["posted", "dead_lettered_in", "claimed", "released", "deleted", "dead_lettered",
-         "expired", "purged"]
+FLOWS = ["posted", "dead_lettered_in", "redriven_in", "claimed", "released", "rejected",
+         "deleted", "dead_lettered", "redriven", "expired", "purged"]
 
 
-def flows(events: list[Event], arrivals: int) -> dict:
+def flows(events: list[Event], arrivals: tuple[int, int]) -> dict:
     """The flow columns of one queue (and day): events by kind, moves in, purged messages."""
     row = dict.fromkeys(FLOWS, 0)
-    row["dead_lettered_in"] = arrivals
+    row["dead_lettered_in"], row["redriven_in"] = arrivals
     for e in events:
         if e.kind == "expired" and e.message_id is None:
             continue
@@ -65,7 +67,7 @@ def still_present(indexed: list[tuple[int, Event]]) -> dict[tuple[str, str], int
     for at, e in last.values():
         if e.kind in ("deleted", "expired"):
             continue
-        queue = e.detail["to"] if e.kind == "dead_lettered" else e.queue
+        queue = e.detail["to"] if e.kind in ("dead_lettered", "redriven") else e.queue
         purge = purges.get((e.project, queue))
         if purge is None or at > purge:
             counts[(e.project, queue)] += 1
@@ -76,23 +78,25 @@ def recount(log: list[Event], top: int = 20, backend: str = "a") -> dict[str, li
     indexed = list(enumerate(log))
     by_queue = defaultdict(list)
     by_queue_day = defaultdict(list)
-    arrivals = defaultdict(int)
-    arrivals_day = defaultdict(int)
+    arrivals = defaultdict(lambda: (0, 0))
+    arrivals_day = defaultdict(lambda: (0, 0))
     for _, e in indexed:
         by_queue[(e.project, e.queue)].append(e)
         by_queue_day[(day(e.time), e.project, e.queue)].append(e)
-        if e.kind == "dead_lettered":
-            arrivals[(e.project, e.detail["to"])] += 1
-            arrivals_day[(day(e.time), e.project, e.detail["to"])] += 1
+        if e.kind in ("dead_lettered", "redriven"):
+            one = (1, 0) if e.kind == "dead_lettered" else (0, 1)
+            for table, key in ((arrivals, (e.project, e.detail["to"])),
+                               (arrivals_day, (day(e.time), e.project, e.detail["to"]))):
+                table[key] = (table[key][0] + one[0], table[key][1] + one[1])
     present = still_present(indexed)
 
     totals = []
     for p, q in set(by_queue) | set(arrivals) | set(present):
         row = {"project": p, "queue": q, **flows(by_queue.get((p, q), []), arrivals[(p, q)])}
         row["present"] = present.get((p, q), 0)
-        row["unaccounted"] = (row["posted"] + row["dead_lettered_in"] - row["deleted"]
-                              - row["dead_lettered"] - row["expired"] - row["purged"]
-                              - row["present"])
+        row["unaccounted"] = (row["posted"] + row["dead_lettered_in"] + row["redriven_in"]
+                              - row["deleted"] - row["dead_lettered"] - row["redriven"]
+                              - row["expired"] - row["purged"] - row["present"])
         row["dead_letter_rate"] = rate(row["dead_lettered"], row["deleted"])
         totals.append(row)
     totals.sort(key=lambda r: (-r["dead_lettered"], r["project"], r["queue"]))
@@ -163,12 +167,13 @@ def recount(log: list[Event], top: int = 20, backend: str = "a") -> dict[str, li
         key=lambda r: (-r["dead_letters"], r["fingerprint"]))[:top]
 
     clients = defaultdict(lambda: {"deliveries": 0, "claims": set(), "deleted": 0,
-                                   "released": 0, "expired": 0, "expired_claims": set()})
+                                   "released": 0, "rejected": 0, "expired": 0,
+                                   "expired_claims": set()})
     for client, claim_id, end in holds:
         c = clients[client]
         c["deliveries"] += 1
         c["claims"].add(claim_id)
-        if end in ("deleted", "released", "expired"):
+        if end in ("deleted", "released", "rejected", "expired"):
             c[end] += 1
         if end == "expired":
             c["expired_claims"].add(claim_id)
@@ -177,9 +182,11 @@ def recount(log: list[Event], top: int = 20, backend: str = "a") -> dict[str, li
             clients[e.client_id or "(none)"]["expired_claims"].add(e.claim_id)
     consumers = sorted(
         ({"client_id": name, "deliveries": c["deliveries"], "claims": len(c["claims"]),
-          "deleted": c["deleted"], "released": c["released"], "expired": c["expired"],
-          "expired_claims": len(c["expired_claims"])} for name, c in clients.items()),
-        key=lambda r: (-(r["expired"] + r["released"]), -r["expired_claims"], r["client_id"]),
+          "deleted": c["deleted"], "released": c["released"], "rejected": c["rejected"],
+          "expired": c["expired"], "expired_claims": len(c["expired_claims"])}
+         for name, c in clients.items()),
+        key=lambda r: (-(r["expired"] + r["released"] + r["rejected"]), -r["expired_claims"],
+                       r["client_id"]),
     )[:top]
 
     per_day = defaultdict(lambda: [0, 0])
@@ -197,7 +204,10 @@ def recount(log: list[Event], top: int = 20, backend: str = "a") -> dict[str, li
             "claims_distribution": claims_distribution, "latency": latency,
             "failing_fingerprints": fingerprints,
             "poison_signatures": signatures(log, top, backend), "consumers": consumers,
-            "dead_letter_rate": dead_letter_rate}
+            "dead_letter_rate": dead_letter_rate,
+            "rejections": rejections(log, top, backend),
+            "dead_letters_by_reason": dead_letters_by_reason(log, backend),
+            "redrive_outcomes": redrive_outcomes(log, backend)}
 
 
 def ended_by(claim: Event, following: Event | None) -> str:
@@ -206,6 +216,11 @@ def ended_by(claim: Event, following: Event | None) -> str:
         return "open"
     if following.kind == "released":
         return "released"
+    if following.kind == "rejected":
+        return "rejected"
+    if (following.kind == "dead_lettered" and following.detail.get("reason") == "rejected"
+            and following.claim_id == claim.claim_id):
+        return "rejected"  # a terminal reject by this claim's holder
     if following.kind == "deleted" and not following.detail.get("pop"):
         return "deleted" if following.claim_id == claim.claim_id else "deleted_unclaimed"
     return "expired"

@@ -64,9 +64,13 @@ def test_stats_without_pyspark_says_how_to_install(monkeypatch, capsys, tmp_path
     log = MemoryEventLog([Event(cursor="", time=1e9, project="p", queue="q", kind="posted")])
     export({"a": LogOnlyStorage(log)}, str(tmp_path))  # events to analyse: Spark is needed
     monkeypatch.setitem(sys.modules, "pyspark", None)  # import now raises ImportError
-    args = zq_parser().parse_args(["stats", "--events", str(tmp_path)])
+    args = zq_parser().parse_args(["stats", "--events", str(tmp_path), "--engine", "spark"])
     assert args.handler(args) == 1
     assert "pip install 'zq[spark]'" in capsys.readouterr().err
+    # A selection this small needs no Spark at all (--engine auto).
+    args = zq_parser().parse_args(["stats", "--events", str(tmp_path), "--format", "json"])
+    assert args.handler(args) == 0
+    assert '"posted": 1' in capsys.readouterr().out
 
 
 def test_events_export_command_drains_a_sqlite_storage(tmp_path, capsys):

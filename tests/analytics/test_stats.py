@@ -54,6 +54,7 @@ def test_edge_cases_are_classified_as_documented(spark, dataset):
     consumers = {r["client_id"]: r for r in printed["consumers"]}
     assert consumers["slowpoke"] == {
         "client_id": "slowpoke", "deliveries": 3, "claims": 3, "deleted": 0, "released": 0,
+        "rejected": 0,
         "expired": 2, "expired_claims": 2}  # k1 (popped after), k3 (dead lettered); k7 open
     assert consumers["ghost"]["expired_claims"] == 1 and consumers["ghost"]["deliveries"] == 0
     assert consumers["bulk"]["deleted"] == 0 and consumers["bulk"]["expired"] == 0
@@ -112,9 +113,14 @@ def test_out_writes_tables_charts_and_one_html_report(spark, dataset, tmp_path):
         assert pq.read_table(tmp_path / f"{name}.parquet").num_rows >= 1
     page = (tmp_path / "report.html").read_text()
     images = re.findall(r"src='data:image/png;base64,([^']+)'", page)
-    assert len(images) == 3
+    charts = ("claims_per_message", "dead_letter_rate", "latency_percentiles",
+              "flow_per_queue", "redrive_outcomes")
+    assert len(images) == len(charts)
     assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
-    for chart in ("claims_per_message", "dead_letter_rate", "latency_percentiles"):
+    posted_all = sum(e.kind == "posted" for e in events)
+    assert f"{posted_all:,} posted" in page  # the headline summary
+    assert page.count("what the columns mean") == 11  # definitions under every table
+    for chart in charts:
         assert (tmp_path / f"{chart}.png").read_bytes().startswith(b"\x89PNG")
     posted = sum(e.kind == "posted" for e in events)
     totals = pq.read_table(tmp_path / "queue_totals.parquet").column("posted").to_pylist()
@@ -126,7 +132,8 @@ def test_table_format_prints_every_table(spark, dataset):
     _, out, _ = stats(spark, "--events", root, "--since", str(T0), "--until", str(T0 + 1000))
     assert re.findall(r"^== (\w+)", out, re.M) == [
         "queue_totals", "queue_daily", "claims_distribution", "latency",
-        "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate"]
+        "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate",
+        "rejections", "dead_letters_by_reason", "redrive_outcomes"]
 
 
 def test_missing_dataset_is_a_clear_error(spark, tmp_path, capsys):

@@ -120,10 +120,17 @@ def test_advise_without_matches_is_json_of_the_advice_tables(no_spark, small_dat
 
 def test_a_selection_with_events_goes_on_to_spark(no_spark, small_dataset):
     events = edge_events()
-    code, _, said = stats("--events", small_dataset, "--queue", "edge")
+    code, _, said = stats("--events", small_dataset, "--queue", "edge", "--engine", "spark")
     assert code is None and len(no_spark) == 1  # Spark was asked for
     matching = sum(e.queue == "edge" for e in events)
     assert said[0] == f"{matching:,} events match in 1 files"
+
+
+def test_a_small_selection_is_counted_without_spark(no_spark, small_dataset):
+    code, out, said = stats("--events", small_dataset, "--queue", "edge", "--format", "json")
+    assert code == 0 and no_spark == []
+    assert "plain Python" in said[1]
+    assert json.loads(out)["queue_totals"][0]["queue"] == "edge"
 
 
 @pytest.mark.slow

@@ -6,7 +6,10 @@ import uuid
 
 import pytest
 
-from zq.storage.base import ConsumerClaim
+from zq.dead_letter import DeadLetterPolicy
+from zq.storage.base import ConsumerClaim, ConsumerEntry
+
+from .helpers import claim, post
 
 NOW = 1_700_000_000.25
 
@@ -117,3 +120,94 @@ def test_forget_drops_only_that_queues_records(storage, project, cid):
     # A new record after forgetting is kept as any other.
     record(storage, project, cid("a3"), queue="q")
     assert set(by_id(storage, project, "q")) == {cid("a3")}
+
+
+# -- a claim's own record (ClaimController.create with ``consumer``) ----------
+
+def claim_with_record(storage, project, queue="q", *, ttl=60, client="c1", keep_for=3600.0,
+                      dead_letter=None, versioned=False):
+    entry = ConsumerEntry(client_id=client, keep_for=keep_for)
+    if versioned:
+        version = storage.queues.read_metadata(project, queue).version
+        return storage.versioned.claim(project, queue, ttl=ttl, grace=30, limit=5,
+                                       client_id=client, dead_letter=dead_letter,
+                                       metadata_version=version, consumer=entry)
+    return storage.claims.create(project, queue, ttl=ttl, grace=30, limit=5,
+                                 client_id=client, dead_letter=dead_letter, consumer=entry)
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_a_claim_writes_its_own_record(storage, project, clock, versioned):
+    if versioned and storage.versioned is None:
+        pytest.skip("driver without Storage.versioned")
+    post(storage, project, "q", 3)
+    made = claim_with_record(storage, project, ttl=90, client="c|odd", versioned=versioned)
+    assert made is not None
+    assert by_id(storage, project) == {made.id: ConsumerClaim(
+        client_id="c|odd", claim_id=made.id, ttl=90, claimed=made.created,
+        expires=made.expires, settled=None)}
+    assert made.created == pytest.approx(clock.now())
+    # The record it wrote takes settles like any other.
+    storage.consumers.settle(project, "q", made.id, now=clock.now() + 1, ended=False)
+    assert by_id(storage, project)[made.id].settled == pytest.approx(clock.now() + 1)
+
+
+def test_a_claim_that_delivers_nothing_writes_no_record(storage, project):
+    storage.queues.create(project, "q", {})
+    assert claim_with_record(storage, project) is None
+    assert by_id(storage, project) == {}
+
+
+def test_a_claim_without_consumer_writes_no_record(storage, project):
+    post(storage, project, "q", 1)
+    assert claim(storage, project, "q", client_id="c1") is not None
+    assert by_id(storage, project) == {}
+
+
+def test_a_claim_forgets_the_queue_records_that_expired_long_ago(storage, project, clock,
+                                                                 cid):
+    now = clock.now()
+    record(storage, project, cid("old"), claimed=now - 500, ttl=60)   # expired now - 440
+    record(storage, project, cid("kept"), claimed=now - 300, ttl=60)  # expired now - 240
+    record(storage, project, cid("other"), claimed=now - 500, ttl=60, queue="other")
+    post(storage, project, "q", 1)
+    made = claim_with_record(storage, project, keep_for=400.0)
+    assert set(by_id(storage, project)) == {cid("kept"), made.id}
+    assert set(by_id(storage, project, "other")) == {cid("other")}
+
+
+def test_a_claim_that_moves_a_message_still_records_its_delivery(storage, project, clock):
+    # The dead letter walk (the general claim path on every driver) also
+    # writes the record in its step.
+    post(storage, project, "q", 2)
+    policy = DeadLetterPolicy(max_claim_count=5, queue="dlq")
+    made = claim_with_record(storage, project, dead_letter=policy)
+    assert made is not None and len(made.messages) == 2
+    assert set(by_id(storage, project)) == {made.id}
+
+
+# -- a delete's own settle (MessageController.delete with ``settle_claim``) ----
+
+def test_a_delete_settles_its_claim_in_its_own_step(storage, project, clock):
+    post(storage, project, "q", 2)
+    made = claim_with_record(storage, project)
+    first, second = (m.id for m in made.messages)
+    clock.advance(5)
+    storage.messages.delete(project, "q", first, claim_id=made.id, client_id="c1",
+                            settle_claim=True)
+    assert by_id(storage, project)[made.id].settled == pytest.approx(clock.now())
+    settled = clock.now()
+    clock.advance(5)
+    # The first settle is kept.
+    storage.messages.delete(project, "q", second, claim_id=made.id, client_id="c1",
+                            settle_claim=True)
+    assert by_id(storage, project)[made.id].settled == pytest.approx(settled)
+    assert by_id(storage, project)[made.id].expires == pytest.approx(made.expires)
+
+
+def test_a_delete_without_settle_claim_leaves_the_record(storage, project):
+    post(storage, project, "q", 1)
+    made = claim_with_record(storage, project)
+    storage.messages.delete(project, "q", made.messages[0].id, claim_id=made.id,
+                            client_id="c1")
+    assert by_id(storage, project)[made.id].settled is None

@@ -65,6 +65,11 @@ def share(text: str) -> float:
     return value
 
 
+# The most events ``--engine auto`` counts without Spark: about a second of
+# plain Python on a small machine, where starting Spark takes 10-60 s.
+PLAIN_MAX_EVENTS = 100_000
+
+
 def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``zq stats`` (shared with ``spark-submit zq/analytics/job.py``)."""
     parser.add_argument("action", nargs="?", choices=("advise",),
@@ -97,6 +102,10 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
                              "recommendation (default 20)")
     parser.add_argument("--conf", type=_spark_conf, action="append", default=[],
                         metavar="KEY=VALUE", help="extra Spark setting (repeatable)")
+    parser.add_argument("--engine", choices=("auto", "spark", "python"), default="auto",
+                        help="auto (default): plain Python when the selection holds at most "
+                             f"{PLAIN_MAX_EVENTS:,} events and neither --sql, --master nor "
+                             "advise asks for Spark, else Spark")
     parser.add_argument("--verbose", action="store_true",
                         help="show Spark's own output (log4j warnings, JVM messages) on "
                              "stderr; by default it goes to a log file named in the progress")
@@ -112,4 +121,10 @@ def stats_arguments_problem(args: argparse.Namespace) -> str | None:
             return f"{' and '.join(given)} only apply to 'zq stats advise'"
     elif args.sql:
         return "--sql does not apply to 'zq stats advise' (the views are in plain 'zq stats')"
+    if getattr(args, "engine", "auto") == "python":
+        needs_spark = [flag for flag, value in (("--sql", args.sql), ("--master", args.master),
+                                                 ("advise", args.action == "advise"))
+                       if value]
+        if needs_spark:
+            return f"--engine python cannot run {' or '.join(needs_spark)}: they need Spark"
     return None

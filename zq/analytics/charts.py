@@ -25,25 +25,77 @@ def _png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
+def seconds_label(value: float) -> str:
+    """A duration as people read it: 850 ms, 12.3 s, 4.1 min, 2.0 h, 3.5 d."""
+    for limit, unit, scale in ((1, "ms", 1e-3), (60, "s", 1), (3600, "min", 60),
+                               (86400, "h", 3600)):
+        if abs(value) < limit:
+            return f"{value / scale:.0f} {unit}" if unit == "ms" else f"{value / scale:.1f} {unit}"
+    return f"{value / 86400:.1f} d"
+
+
+def count_label(value: float) -> str:
+    """A count with thousands separators; 1.2k / 3.4M when it would not fit."""
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:.1f}M"
+    if abs(value) >= 1e4:
+        return f"{value / 1e3:.0f}k"
+    return f"{value:,.0f}"
+
+
+def _queue(row: Mapping) -> str:
+    return f"{row['project']}/{row['queue']}"
+
+
+def _grid(count: int, columns: int = 3, width: float = 4.2, height: float = 3.0
+          ) -> tuple[Figure, list]:
+    columns = max(1, min(columns, count))
+    rows = max(1, -(-count // columns))
+    figure = Figure(figsize=(width * columns, height * rows + 0.8))
+    axes = list(figure.subplots(rows, columns, squeeze=False).flatten())
+    for axis in axes[count:]:
+        axis.set_visible(False)
+    return figure, axes[:count]
+
+
 def claims_histogram(distribution: Result) -> bytes:
-    """Messages by number of claims, at delete and at dead letter (all queues)."""
-    counts: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    """Per queue (small multiples): messages by claims at delete and at dead letter, log scale."""
+    counts: dict[str, dict[str, dict[int, int]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(int)))
     for row in distribution.records():
-        counts[row["outcome"]][int(row["claims"])] += row["messages"]
-    claims = sorted({c for per in counts.values() for c in per})
-    figure = Figure(figsize=(8, 4))
-    axis = figure.subplots()
+        counts[_queue(row)][row["outcome"]][int(row["claims"])] += row["messages"]
+    total = {q: sum(n for per in c.values() for n in per.values()) for q, c in counts.items()}
+    shown = sorted(counts, key=lambda q: (-total[q], q))[:TOP_QUEUES]
+    figure, axes = _grid(len(shown) or 1)
     width = 0.4
-    for offset, (outcome, colour) in enumerate(
-            (("deleted", "#4c9f70"), ("dead_lettered", "#d1495b"))):
-        axis.bar([c + (offset - 0.5) * width for c in claims],
-                 [counts[outcome].get(c, 0) for c in claims], width, label=outcome, color=colour)
-    axis.set_xticks(claims)
-    axis.set_xlabel("claims per message")
-    axis.set_ylabel("messages")
-    axis.set_title("Claims per message at delete and at dead letter")
-    axis.legend()
-    return _png(figure)
+    for axis, queue in zip(axes, shown, strict=False):
+        per = counts[queue]
+        claims = sorted({c for outcome in per.values() for c in outcome})
+        for offset, (outcome, colour) in enumerate(
+                (("deleted", "#4c9f70"), ("dead_lettered", "#d1495b"))):
+            values = [per[outcome].get(c, 0) for c in claims]
+            bars = axis.bar([c + (offset - 0.5) * width for c in claims], values, width,
+                            label=outcome.replace("_", " "), color=colour)
+            axis.bar_label(bars, labels=[count_label(v) if v else "" for v in values],
+                           fontsize=7, padding=1)
+        axis.set_yscale("log")
+        axis.set_ylim(0.8, max(max(o.values(), default=1) for o in per.values()) * 3)
+        axis.set_xticks(claims)
+        axis.set_xlabel("claims per message")
+        axis.set_ylabel("messages (log)")
+        axis.set_title(f"{queue} ({count_label(total[queue])} messages)", fontsize=9)
+    handles = [Patch(color="#4c9f70", label="deleted after N claims"),
+               Patch(color="#d1495b", label="dead lettered after N claims")]
+    figure.legend(handles=handles, loc="lower center", ncol=2, fontsize=9, frameon=False)
+    figure.suptitle(f"Claims per message, per queue (the {len(shown)} busiest)")
+    figure.tight_layout(rect=(0, 0.05, 1, 1))
+    return _png_laid_out(figure)
+
+
+def _png_laid_out(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110)
+    return buffer.getvalue()
 
 
 def dead_letter_rate(overall: Result, daily: Result) -> bytes:
@@ -52,41 +104,135 @@ def dead_letter_rate(overall: Result, daily: Result) -> bytes:
     axis = figure.subplots()
     failing: dict[str, int] = defaultdict(int)
     for row in daily.records():
-        failing[f"{row['project']}/{row['queue']}"] += row["dead_lettered"]
+        failing[_queue(row)] += row["dead_lettered"]
     top = [q for q, n in sorted(failing.items(), key=lambda kv: -kv[1]) if n][:TOP_QUEUES]
     for queue in top:
         points = [(r["day"], r["dead_letter_rate"]) for r in daily.records()
-                  if f"{r['project']}/{r['queue']}" == queue and r["dead_letter_rate"] is not None]
+                  if _queue(r) == queue and r["dead_letter_rate"] is not None]
         axis.plot([p[0] for p in points], [p[1] for p in points], marker=".", alpha=0.7,
                   label=queue)
     days = [r["day"] for r in overall.records() if r["dead_letter_rate"] is not None]
     rates = [r["dead_letter_rate"] for r in overall.records() if r["dead_letter_rate"] is not None]
     axis.plot(days, rates, color="black", linewidth=2.5, marker="o", label="all queues")
+    for day, value in zip(days, rates, strict=True):
+        axis.annotate(f"{value:.1%}", (day, value), textcoords="offset points", xytext=(0, 7),
+                      ha="center", fontsize=8)
     axis.set_ylabel("dead lettered / (deleted + dead lettered)")
-    axis.set_title("Dead letter rate per day")
+    axis.set_title("Dead letter rate per UTC day")
     axis.yaxis.set_major_formatter(PercentFormatter(1.0))
     axis.legend(fontsize=8)
     figure.autofmt_xdate()
     return _png(figure)
 
 
-def latency_percentiles(latency: Result, metric: str = "post_to_delete") -> bytes:
-    """p50/p95/p99 of post-to-delete seconds for the busiest queues."""
-    rows = sorted((r for r in latency.records() if r["metric"] == metric),
-                  key=lambda r: -r["messages"])[:15]
-    labels = [f"{r['project']}/{r['queue']}" for r in rows]
-    figure = Figure(figsize=(8, 1.2 + 0.45 * max(len(rows), 1)))
-    axis = figure.subplots()
+_PERCENTILES = (("p50", "#8ecae6"), ("p95", "#219ebc"), ("p99", "#023047"))
+
+
+def latency_percentiles(latency: Result) -> bytes:
+    """Per queue: post-to-delete beside post-to-dead-letter, p50/p95/p99 on a log scale."""
+    by_queue: dict[str, dict[str, dict]] = defaultdict(dict)
+    for row in latency.records():
+        by_queue[_queue(row)][row["metric"]] = row
+    shown = sorted(by_queue, key=lambda q: (-sum(r["messages"] for r in by_queue[q].values()),
+                                            q))[:TOP_QUEUES]
+    figure, axes = _grid(len(shown) or 1, columns=2, width=6.0, height=2.4)
+    metrics = ("post_to_delete", "post_to_dead_letter")
     height = 0.27
-    for offset, (key, colour) in enumerate((("p50", "#8ecae6"), ("p95", "#219ebc"),
-                                             ("p99", "#023047"))):
-        axis.barh([i + (offset - 1) * height for i in range(len(rows))],
-                  [r[key] for r in rows], height, label=key, color=colour)
-    axis.set_yticks(range(len(rows)), labels)
+    # One log scale for every panel, so that panels compare at a glance.
+    values = [r[key] for q in shown for r in by_queue[q].values() for key, _ in _PERCENTILES]
+    low = max(min((v for v in values if v > 0), default=1.0) / 2, 1e-3)
+    high = max(values, default=10.0) * 6
+    for axis, queue in zip(axes, shown, strict=False):
+        rows = by_queue[queue]
+        for offset, (key, colour) in enumerate(_PERCENTILES):
+            present = [i for i, m in enumerate(metrics) if m in rows]
+            seconds = [max(rows[metrics[i]][key], low) for i in present]
+            bars = axis.barh([i + (offset - 1) * height for i in present], seconds, height,
+                             color=colour)
+            axis.bar_label(bars, labels=[seconds_label(rows[metrics[i]][key]) for i in present],
+                           fontsize=7, padding=2)
+        axis.set_xscale("log")
+        axis.set_xlim(low, high)
+        axis.set_yticks(range(len(metrics)), [
+            f"{m.replace('_', ' ')}\n({count_label(rows[m]['messages'])} msgs)" if m in rows
+            else f"{m.replace('_', ' ')}\n(none)" for m in metrics], fontsize=8)
+        axis.invert_yaxis()
+        axis.set_xlabel("seconds (log)")
+        axis.set_title(queue, fontsize=9)
+    handles = [Patch(color=colour, label=key) for key, colour in _PERCENTILES]
+    figure.legend(handles=handles, loc="lower center", ncol=3, fontsize=9, frameon=False)
+    figure.suptitle("Latency from post to delete and to dead letter, per queue")
+    figure.tight_layout(rect=(0, 0.05, 1, 1))
+    return _png_laid_out(figure)
+
+
+# The outflows of a queue, in the order of the balance; they add up to its inflow.
+_OUTFLOWS = (("deleted", "#4c9f70"), ("dead_lettered", "#d1495b"), ("redriven", "#f4a259"),
+             ("expired", "#8d99ae"), ("purged", "#5c4d7d"), ("present", "#bde0fe"))
+
+
+def flow_per_queue(totals: Result) -> bytes:
+    """Per queue, where its messages went; the bar's end is what came in."""
+    rows = sorted(totals.records(), key=lambda r: -(r["posted"] + r["dead_lettered_in"]
+                                                    + r["redriven_in"]))[:12]
+    figure = Figure(figsize=(9, 1.4 + 0.5 * max(len(rows), 1)))
+    axis = figure.subplots()
+    places = list(range(len(rows)))
+    left = [0] * len(rows)
+    for key, colour in _OUTFLOWS:
+        values = [r[key] for r in rows]
+        bars = axis.barh(places, values, left=left, color=colour, label=key.replace("_", " "))
+        inflow = [r["posted"] + r["dead_lettered_in"] + r["redriven_in"] for r in rows]
+        axis.bar_label(bars, labels=[count_label(v) if v and v >= 0.06 * max(inflow) else ""
+                                     for v in values], label_type="center", fontsize=7)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    for index, r in enumerate(rows):
+        inflow = r["posted"] + r["dead_lettered_in"] + r["redriven_in"]
+        note = f"in {count_label(inflow)}" + (
+            f", unaccounted {r['unaccounted']:,}" if r["unaccounted"] else "")
+        axis.annotate(note, (left[index], index), xytext=(4, 0), textcoords="offset points",
+                      va="center", fontsize=8)
+    axis.set_yticks(places, [_queue(r) for r in rows])
     axis.invert_yaxis()
-    axis.set_xlabel("seconds from post to delete")
-    axis.set_title("Post-to-delete latency per queue")
-    axis.legend()
+    axis.set_xlim(right=max(left, default=1) * 1.25)
+    axis.set_xlabel("messages")
+    axis.set_title("Flow per queue: in = posted + dead lettered in + redriven in "
+                   "= the outflows below", fontsize=10)
+    axis.legend(fontsize=8, ncol=6, loc="lower center", bbox_to_anchor=(0.5, 1.08),
+                frameon=False)
+    return _png(figure)
+
+
+_OUTCOMES = (("succeeded", "#4c9f70"), ("failed_again", "#f4a259"),
+             ("died_again", "#d1495b"), ("expired", "#8d99ae"), ("pending", "#bde0fe"))
+
+
+def redrive_outcomes(outcomes: Result) -> bytes:
+    """What the redriven messages did next, per queue they were redriven to."""
+    rows = outcomes.records()[:12]
+    figure = Figure(figsize=(9, 1.4 + 0.5 * len(rows)))
+    axis = figure.subplots()
+    # Positions, not labels, place the bars: two rows may not share a label.
+    places = list(range(len(rows)))
+    left = [0] * len(rows)
+    for key, colour in _OUTCOMES:
+        values = [r[key] for r in rows]
+        bars = axis.barh(places, values, left=left, color=colour, label=key.replace("_", " "))
+        axis.bar_label(bars, labels=[count_label(v) if v else "" for v in values],
+                       label_type="center", fontsize=7)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    for index, r in enumerate(rows):
+        rate = "" if r["success_rate"] is None else f", {r['success_rate']:.0%} succeeded"
+        axis.annotate(f"{r['redriven']:,} redriven{rate}", (left[index], index), xytext=(4, 0),
+                      textcoords="offset points", va="center", fontsize=8)
+    axis.set_yticks(places, [f"{r['project']}: {r['dead_letter_queue']} -> {r['queue']}"
+                             for r in rows])
+    axis.invert_yaxis()
+    axis.set_xlim(right=max(left, default=1) * 1.4)
+    axis.set_xlabel("redrives")
+    axis.set_title("What redriven messages did next", fontsize=10)
+    axis.legend(fontsize=8, ncol=5, loc="lower center", bbox_to_anchor=(0.5, 1.08),
+                frameon=False)
     return _png(figure)
 
 
@@ -145,4 +291,8 @@ def draw_all(results: Mapping[str, Result]) -> dict[str, bytes]:
         images["retry_advice"] = retry_advice(results["advice_claims"], results["advice"])
     if "latency" in results:
         images["latency_percentiles"] = latency_percentiles(results["latency"])
+    if "queue_totals" in results and results["queue_totals"].rows:
+        images["flow_per_queue"] = flow_per_queue(results["queue_totals"])
+    if "redrive_outcomes" in results and results["redrive_outcomes"].rows:
+        images["redrive_outcomes"] = redrive_outcomes(results["redrive_outcomes"])
     return images

@@ -23,7 +23,11 @@ if __name__ == "__main__" and not __package__:
     # zq importable, ahead of any installed copy.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from zq.analytics.arguments import add_stats_arguments, stats_arguments_problem
+from zq.analytics.arguments import (
+    PLAIN_MAX_EVENTS,
+    add_stats_arguments,
+    stats_arguments_problem,
+)
 from zq.analytics.selection import DatasetMissing, EventFilter, Selection, select
 from zq.analytics.spark import SparkMissing, spark_session
 
@@ -73,6 +77,8 @@ def run(
         return 0
     if selection is not None:
         say(f"{selection.events:,} events match in {selection.files} files")
+    if _plain_engine(args, spark, selection):
+        return _run_plain(args, where, out, say)
     log = None
     if spark is None and not getattr(args, "verbose", False):
         handle, log = tempfile.mkstemp(prefix="zq-stats-spark-", suffix=".log")
@@ -88,6 +94,39 @@ def run(
         elif log is not None:
             print(f"zq: Spark's own log is in {log}", file=sys.stderr)
     return code
+
+
+def _plain_engine(args: argparse.Namespace, spark: SparkSession | None,
+                  selection: Selection | None) -> bool:
+    """Whether to count in plain Python (zq.analytics.plain) rather than start Spark."""
+    engine = getattr(args, "engine", "auto")
+    if engine != "auto":
+        return engine == "python"
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # under spark-submit: Spark it is
+    return (spark is None and not submitted and selection is not None and not args.sql
+            and not args.master and args.action != "advise"
+            and selection.events <= PLAIN_MAX_EVENTS)
+
+
+def _run_plain(args: argparse.Namespace, where: EventFilter, out: IO[str],
+               say: Callable[[str], None]) -> int:
+    from zq.analytics import plain, report
+    from zq.analytics.selection import read
+
+    say(f"reading events from {args.events} (plain Python: a small selection, no Spark)")
+    try:
+        rows = plain.rows_of(read(args.events, where))
+    except DatasetMissing as exc:
+        print(f"zq: error: cannot read events from {args.events}: {exc}", file=sys.stderr)
+        return 1
+    say(f"{len(rows):,} events selected")
+    results = plain.compute(rows, top=args.top)
+    out.write(report.render(list(results.values()), args.format))
+    if args.out:
+        say(f"writing tables, charts and report.html to {args.out}")
+        report.write_out(results, args.out, subtitle=_describe(args, where, len(rows)))
+    say("done")
+    return 0
 
 
 def _no_events(args: argparse.Namespace, where: EventFilter, selection: Selection,
@@ -213,7 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point for spark-submit and ``python -m zq.analytics.job``."""
     parser = argparse.ArgumentParser(prog="zq-stats", description=__doc__.splitlines()[0])
     add_stats_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    # Under spark-submit, Spark's PythonRunner merges this process's stderr
+    # into its stdout: progress lines would corrupt JSON or CSV there.
+    quiet = "PYSPARK_GATEWAY_PORT" in os.environ and args.format != "table"
+    return run(args, progress=(lambda _: None) if quiet else None)
 
 
 if __name__ == "__main__":

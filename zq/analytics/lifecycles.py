@@ -10,7 +10,9 @@ Everything here stays a lazy DataFrame: nothing is collected to the driver.
   ended: ``deleted`` (by that claim), ``released``, ``expired`` (the
   message was claimed again, dead lettered, popped or expired before the
   claim was released or used), ``deleted_unclaimed`` (deleted without the
-  claim's id, e.g. a bulk delete) or ``open``.
+  claim's id, e.g. a bulk delete), ``rejected`` (the holder rejected it:
+  a retry reject, or a terminal reject, the dead letter move with reason
+  ``rejected`` and the claim's id) or ``open``.
 - ``lifecycles``: one row per message: where it was posted, claims, how it
   ended and when.
 """
@@ -32,13 +34,25 @@ from pyspark.sql.types import (
 
 from zq.analytics.schema import PARTITION_KEY, SCHEMA, event_date
 from zq.analytics.selection import EventFilter
-from zq.events import CLAIMED, DEAD_LETTERED, DELETED, EXPIRED, POSTED, RELEASED
+from zq.events import (
+    CLAIMED,
+    DEAD_LETTERED,
+    DELETED,
+    EXPIRED,
+    POSTED,
+    REDRIVEN,
+    REJECTED,
+    RELEASED,
+)
+from zq.moves import REASON_REJECTED
 
 MESSAGE = ["backend", "project", "message_id"]
 ORDER = ["time", "seq"]
 # Kinds that move a message along; ``renewed`` changes nothing an analyst
 # counts per message and would hide the event that really follows a claim.
-_STEPS = (POSTED, CLAIMED, RELEASED, DELETED, DEAD_LETTERED, EXPIRED)
+# A retry reject ends a delivery as a release does; a redrive moves the
+# message back out of its dead letter queue.
+_STEPS = (POSTED, CLAIMED, RELEASED, DELETED, DEAD_LETTERED, EXPIRED, REJECTED, REDRIVEN)
 
 
 def read_events(spark: SparkSession, path: str, where: EventFilter | None = None) -> DataFrame:
@@ -81,7 +95,8 @@ def message_events(events: DataFrame) -> DataFrame:
     ``claims_so_far`` (claimed events up to and including this one),
     ``claims_at`` (claims counted when a message is deleted or dead lettered:
     the event's claim_count, else the running count, plus one for a pop),
-    and ``next_kind``/``next_claim_id``/``next_pop`` (the following step).
+    and ``next_kind``/``next_claim_id``/``next_pop``/``next_reason`` (the
+    following step).
     """
     whole = Window.partitionBy(*MESSAGE)
     ordered = Window.partitionBy(*MESSAGE).orderBy(*ORDER)
@@ -105,15 +120,20 @@ def message_events(events: DataFrame) -> DataFrame:
         .withColumn("next_kind", F.lead("kind").over(ordered))
         .withColumn("next_claim_id", F.lead("claim_id").over(ordered))
         .withColumn("next_pop", F.lead(pop).over(ordered))
+        .withColumn("next_reason", F.lead("reason").over(ordered))
     )
 
 
-def claim_holds(steps: DataFrame) -> DataFrame:
-    """One row per delivery of a message to a claim, with ``ended_by``."""
+def ended_by() -> Column:
+    """How the delivery of a ``claimed`` step ended, from the step after it."""
     next_kind = F.col("next_kind")
-    ended_by = (
+    same_claim = F.col("next_claim_id") == F.col("claim_id")
+    return (
         F.when(next_kind.isNull(), "open")
         .when(next_kind == RELEASED, "released")
+        .when(next_kind == REJECTED, "rejected")
+        .when((next_kind == DEAD_LETTERED) & (F.col("next_reason") == REASON_REJECTED)
+              & same_claim, "rejected")
         .when(
             (next_kind == DELETED) & ~F.col("next_pop")
             & (F.col("next_claim_id") == F.col("claim_id")),
@@ -124,9 +144,13 @@ def claim_holds(steps: DataFrame) -> DataFrame:
         # never released nor deleted it: the claim ran out.
         .otherwise("expired")
     )
+
+
+def claim_holds(steps: DataFrame) -> DataFrame:
+    """One row per delivery of a message to a claim, with ``ended_by``."""
     return steps.where(is_kind(CLAIMED)).select(
         "backend", "project", "queue", "message_id", "claim_id", "client_id",
-        "time", "ts", F.col("claims_so_far").alias("delivery"), ended_by.alias("ended_by"),
+        "time", "ts", F.col("claims_so_far").alias("delivery"), ended_by().alias("ended_by"),
     )
 
 

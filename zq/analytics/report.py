@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from zq.analytics.definitions import DEFINITIONS
 from zq.analytics.results import Result
 
 FORMATS = ("table", "json", "csv")
@@ -28,6 +29,7 @@ FORMATS = ("table", "json", "csv")
 TABLE_NAMES = (
     "queue_totals", "queue_daily", "claims_distribution", "latency",
     "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate",
+    "rejections", "dead_letters_by_reason", "redrive_outcomes",
 )
 
 
@@ -144,6 +146,7 @@ def html_report(results: Mapping[str, Result], images: Mapping[str, bytes], *,
              f"<style>{_CSS}</style></head><body><h1>{esc(title)}</h1>"]
     if subtitle:
         parts.append(f"<p class='note'>{esc(subtitle)}</p>")
+    parts += headline(results)
     for name, png in images.items():
         data = base64.b64encode(png).decode()
         parts.append(f"<h2>{esc(name.replace('_', ' '))}</h2>"
@@ -157,8 +160,52 @@ def html_report(results: Mapping[str, Result], images: Mapping[str, bytes], *,
                 f"<td class='n'>{esc(_cell(v))}</td>" if isinstance(v, int | float)
                 else f"<td>{esc(_cell(v))}</td>" for v in row) + "</tr>")
         parts.append("</table>")
+        meanings = DEFINITIONS.get(result.name)
+        if meanings:
+            parts.append("<details><summary class='note'>what the columns mean</summary><dl>"
+                         + "".join(f"<dt>{esc(c)}</dt><dd>{esc(meanings.get(c, ''))}</dd>"
+                                   for c in result.columns) + "</dl></details>")
         if len(result.rows) > max_rows:
             parts.append(f"<p class='note'>{len(result.rows) - max_rows} more rows in "
                          f"{esc(result.name)}.csv</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+WORST_QUEUES = 3
+MIN_FINISHED = 20  # finished messages a queue needs to be called one of the worst
+
+
+def headline(results: Mapping[str, Result]) -> list[str]:
+    """The summary first: totals, the overall dead letter rate, the worst queues (HTML)."""
+    if "queue_totals" not in results:
+        return []
+    esc = html.escape
+    totals = results["queue_totals"].records()
+    def total(column: str) -> int:
+        return sum(r[column] for r in totals)
+    days = [r["day"] for r in results["dead_letter_rate"].records()] if (
+        "dead_letter_rate" in results) else []
+    span = f"{days[0]} to {days[-1]} (UTC days)" if days else "no events"
+    finished = total("deleted") + total("dead_lettered")
+    rate = f"{total('dead_lettered') / finished:.1%}" if finished else "n/a"
+    worst = sorted((r for r in totals if r["deleted"] + r["dead_lettered"] >= MIN_FINISHED
+                    and r["dead_lettered"]),
+                   key=lambda r: (-r["dead_letter_rate"], -r["dead_lettered"]))[:WORST_QUEUES]
+    items = [f"<li>time range: {esc(span)}; generated {esc(_now())}</li>",
+             f"<li>{total('posted'):,} posted, {total('deleted'):,} deleted, "
+             f"{total('dead_lettered'):,} dead lettered, {total('expired'):,} expired, "
+             f"{total('present'):,} still in queues; dead letter rate {rate}</li>"]
+    if worst:
+        items.append("<li>worst queues by dead letter rate (at least "
+                     f"{MIN_FINISHED} finished messages): " + "; ".join(
+                         f"{esc(r['project'])}/{esc(r['queue'])} {r['dead_letter_rate']:.1%} "
+                         f"({r['dead_lettered']:,} of {r['deleted'] + r['dead_lettered']:,})"
+                         for r in worst) + "</li>")
+    return ["<h2>Summary</h2><ul>", *items, "</ul>"]
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -46,6 +46,7 @@ SCHEMA = pa.schema(
         ("target", pa.string()),  # expired: "claim" for a claim expiry
         ("messages", pa.int64()),  # expired claim / purged: how many messages
         ("description", pa.string()),  # dead_lettered / rejected: why, in words
+        ("retry_after", pa.int64()),  # rejected: seconds asked for; null: the queue's backoff
         # The shape of the body sample (zq.analytics.shapes), computed at
         # export; null when there is no sample or it is not whole JSON.
         ("shape", pa.string()),
@@ -66,8 +67,9 @@ _LIFTED = {
     events.TARGET: "target",
     events.MESSAGES: "messages",
     events.DESCRIPTION: "description",
+    events.RETRY_AFTER: "retry_after",
 }
-_INT_COLUMNS = {"ttl", "delay", "size", "messages"}
+_INT_COLUMNS = {"ttl", "delay", "size", "messages", "retry_after"}
 
 
 def event_date(time: float) -> str:
@@ -78,7 +80,8 @@ def event_date(time: float) -> str:
 def event_row(backend: str, seq: int, event: Event) -> dict[str, Any]:
     """One event as a row of SCHEMA (without the partition column).
 
-    A dead lettered message's sample is left out when its body is stored
+    A posted event's body (zq.events.BODY, kept for notifications) is left
+    out. A dead lettered message's sample is left out when its body is stored
     encrypted: it is the start of the ciphertext, which no analysis can use.
     Its ``shape`` is computed here from the plaintext sample, so Spark needs
     no Python code; an encrypted body has neither sample nor shape.
@@ -86,6 +89,10 @@ def event_row(backend: str, seq: int, event: Event) -> dict[str, Any]:
     detail = event.detail
     if detail and is_sealed(str(detail.get("sample") or "")):
         detail = {key: value for key, value in detail.items() if key != "sample"}
+    if detail and events.BODY in detail:
+        # The body a subscribed queue's post carries is for its notifier; the
+        # export stays the size it was (size and fingerprint describe the body).
+        detail = {key: value for key, value in detail.items() if key != events.BODY}
     row: dict[str, Any] = {
         "backend": backend,
         "seq": seq,

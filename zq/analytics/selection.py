@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
@@ -70,13 +71,30 @@ def select(path: str, where: EventFilter) -> Selection | None:
         raise DatasetMissing("it does not exist")
     if info.type != pafs.FileType.Directory:
         raise DatasetMissing("it is not a directory (an exported dataset is one)")
-    files = [entry.path for day in _days(filesystem, root, where)
-             for entry in filesystem.get_file_info(pafs.FileSelector(day, recursive=True))
-             if entry.type == pafs.FileType.File and entry.path.endswith(".parquet")]
+    files = _files(filesystem, root, where)
     if not files:
         return Selection(0, 0)
     dataset = ds.dataset(files, schema=SCHEMA, format="parquet", filesystem=filesystem)
     return Selection(len(files), dataset.count_rows(filter=_expression(where)))
+
+
+def read(path: str, where: EventFilter) -> pa.Table:
+    """The selected events as one Arrow table (for the plain-Python engine: small selections)."""
+    opened = _open(path)
+    if opened is None:
+        raise DatasetMissing("this filesystem cannot be read without Spark")
+    filesystem, root = opened
+    files = _files(filesystem, root, where)
+    if not files:
+        return SCHEMA.empty_table()
+    dataset = ds.dataset(files, schema=SCHEMA, format="parquet", filesystem=filesystem)
+    return dataset.to_table(filter=_expression(where))
+
+
+def _files(filesystem: pafs.FileSystem, root: str, where: EventFilter) -> list[str]:
+    return [entry.path for day in _days(filesystem, root, where)
+            for entry in filesystem.get_file_info(pafs.FileSelector(day, recursive=True))
+            if entry.type == pafs.FileType.File and entry.path.endswith(".parquet")]
 
 
 def _open(path: str) -> tuple[pafs.FileSystem, str] | None:

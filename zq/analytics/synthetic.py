@@ -25,6 +25,8 @@ from zq.events import (
     EXPIRED,
     POSTED,
     PURGED,
+    REDRIVEN,
+    REJECTED,
     RELEASED,
     RENEWED,
     SAMPLE_CHARS,
@@ -53,6 +55,21 @@ class Shape:
     start: float = 1_700_006_400.0  # 2023-11-15T00:00:00Z
     claim_ttl: int = 60
     message_ttl: int = 3600
+    # The poison workflow (off by default: the benchmark's workload stays
+    # the one it was measured with). reject_share: chance that a failed
+    # delivery is a retry reject (with a description), and that a poison
+    # message's failed delivery on a queue with a dead letter queue is a
+    # terminal reject; redrive_share: chance that a dead letter is redriven
+    # back (at most twice; half the poison is fixed by then);
+    # dead_letter_expired: queues with a dead letter queue dead letter
+    # messages whose ttl runs out (reason "expired").
+    reject_share: float = 0.0
+    redrive_share: float = 0.0
+    dead_letter_expired: bool = False
+
+
+# The poison workflow switched on: the histories the tests recount.
+POISON_WORKFLOW = Shape(reject_share=0.3, redrive_share=0.4, dead_letter_expired=True)
 
 
 def dead_letter_queue(queue: str) -> str:
@@ -97,11 +114,92 @@ def _message_history(rng: random.Random, shape: Shape, number: int) -> Iterator[
     body = orjson.dumps(body_value, option=orjson.OPT_SORT_KEYS).decode()
     print_ = fingerprint(body)
     t = shape.start + rng.random() * shape.days * 86400
+    dlq = has_dead_letter_queue(queue_index)
+    target = dead_letter_queue(queue)
+    redrives = 0
 
     def event(kind: str, **fields) -> Event:
         fields.setdefault("queue", queue)
         return Event(cursor="", time=t, project=project, kind=kind,
                      message_id=message_id, **fields)
+
+    def dead_letter(count: int, reason: str, **fields) -> Iterator[Event]:
+        # Into the dead letter queue; then redriven (the poison workflow),
+        # drained by an operator, or left to expire there.
+        nonlocal t, poison, redrives
+        yield event(DEAD_LETTERED, claim_count=count,
+                    detail={"to": target, "reason": reason, "fingerprint": print_,
+                            "sample": body[: SAMPLE_CHARS], **fields.pop("detail", {})},
+                    **fields)
+        if shape.redrive_share and redrives < 2 and rng.random() < shape.redrive_share:
+            redrives += 1
+            t += rng.expovariate(1 / 600)
+            yield event(REDRIVEN, queue=target, claim_count=count,
+                        detail={"to": queue, "reason": "redriven", "fingerprint": print_,
+                                "sample": body[: SAMPLE_CHARS]})
+            if poison and rng.random() < 0.5:
+                poison = False  # the consumer's bug was fixed before the redrive
+            yield from attempts(0)
+            return
+        if rng.random() < 0.5:
+            t += rng.expovariate(1 / 600)
+            claim_id = f"c{number:09d}-dlq" + (f"{redrives}" if redrives else "")
+            yield event(CLAIMED, queue=target, claim_id=claim_id, client_id="operator",
+                        claim_count=count + 1)
+            t += 1.0
+            yield event(DELETED, queue=target, claim_id=claim_id, client_id="operator",
+                        claim_count=count + 1)
+        else:
+            t += shape.message_ttl
+            yield event(EXPIRED, queue=target, claim_count=count)
+
+    def expire(count: int) -> Iterator[Event]:
+        if dlq and shape.dead_letter_expired:
+            yield from dead_letter(count, "expired")
+        else:
+            yield event(EXPIRED, claim_count=count)
+
+    def attempts(count: int) -> Iterator[Event]:
+        nonlocal t
+        while True:
+            t += rng.expovariate(1 / 20)
+            if dlq and count >= shape.max_claim_count:
+                yield from dead_letter(count, "max_claim_count")
+                return
+            if count >= 6:
+                t += shape.message_ttl
+                yield from expire(count)
+                return
+            count += 1
+            consumer = _consumer(rng, shape)
+            claim_id = f"c{number:09d}-{redrives}-{count}" if redrives else f"c{number:09d}-{count}"
+            yield event(CLAIMED, claim_id=claim_id, client_id=consumer, claim_count=count)
+            if rng.random() < 0.1:
+                t += shape.claim_ttl / 2
+                yield event(RENEWED, claim_id=claim_id, client_id=consumer, claim_count=count)
+            t += rng.expovariate(1 / 10)
+            if not poison and rng.random() >= shape.fail_share:
+                yield event(DELETED, claim_id=claim_id, client_id=consumer, claim_count=count)
+                return
+            described = _description(body_value, poison)
+            if poison and dlq and shape.reject_share and rng.random() < shape.reject_share:
+                # The consumer knows this body can never work: a terminal reject.
+                yield from dead_letter(count, "rejected", claim_id=claim_id, client_id=consumer,
+                                       detail={} if described is None
+                                       else {"description": described})
+                return
+            if shape.reject_share and rng.random() < shape.reject_share:
+                retry_after = rng.choice((None, 5, 30))
+                yield event(REJECTED, claim_id=claim_id, client_id=consumer, claim_count=count,
+                            detail={"description": described, "retry_after": retry_after})
+            elif rng.random() < 0.5:
+                yield event(RELEASED, claim_id=claim_id, client_id=consumer, claim_count=count)
+            else:
+                t += shape.claim_ttl
+                if rng.random() < 0.5:  # the garbage collector noticed the dead claim
+                    yield Event(cursor="", time=t, project=project, queue=queue, kind=EXPIRED,
+                                claim_id=claim_id, client_id=consumer,
+                                detail={"target": "claim", "messages": 1})
 
     yield event(POSTED, client_id="producer",
                 detail={"ttl": shape.message_ttl, "delay": 0, "fingerprint": print_,
@@ -116,58 +214,28 @@ def _message_history(rng: random.Random, shape: Shape, number: int) -> Iterator[
     fate = rng.random()
     if fate < 0.03:
         t += shape.message_ttl
-        yield event(EXPIRED, claim_count=0)
+        yield from expire(0)
         return
     if fate < 0.08:
         t += rng.expovariate(1 / 5)
         yield event(DELETED, client_id=_consumer(rng, shape), claim_count=1,
                     detail={"pop": True})
         return
-    count = 0
-    dlq = has_dead_letter_queue(queue_index)
-    while True:
-        t += rng.expovariate(1 / 20)
-        if dlq and count >= shape.max_claim_count:
-            target = dead_letter_queue(queue)
-            yield event(DEAD_LETTERED, claim_count=count,
-                        detail={"to": target, "reason": "max_claim_count",
-                                "fingerprint": print_, "sample": body[: SAMPLE_CHARS]})
-            # An operator drains half of the dead letter queue; the rest expires.
-            if rng.random() < 0.5:
-                t += rng.expovariate(1 / 600)
-                claim_id = f"c{number:09d}-dlq"
-                yield event(CLAIMED, queue=target, claim_id=claim_id, client_id="operator",
-                            claim_count=count + 1)
-                t += 1.0
-                yield event(DELETED, queue=target, claim_id=claim_id, client_id="operator",
-                            claim_count=count + 1)
-            else:
-                t += shape.message_ttl
-                yield event(EXPIRED, queue=target, claim_count=count)
-            return
-        if count >= 6:
-            t += shape.message_ttl
-            yield event(EXPIRED, claim_count=count)
-            return
-        count += 1
-        consumer = _consumer(rng, shape)
-        claim_id = f"c{number:09d}-{count}"
-        yield event(CLAIMED, claim_id=claim_id, client_id=consumer, claim_count=count)
-        if rng.random() < 0.1:
-            t += shape.claim_ttl / 2
-            yield event(RENEWED, claim_id=claim_id, client_id=consumer, claim_count=count)
-        t += rng.expovariate(1 / 10)
-        if not poison and rng.random() >= shape.fail_share:
-            yield event(DELETED, claim_id=claim_id, client_id=consumer, claim_count=count)
-            return
-        if rng.random() < 0.5:
-            yield event(RELEASED, claim_id=claim_id, client_id=consumer, claim_count=count)
-        else:
-            t += shape.claim_ttl
-            if rng.random() < 0.5:  # the garbage collector noticed the dead claim
-                yield Event(cursor="", time=t, project=project, queue=queue, kind=EXPIRED,
-                            claim_id=claim_id, client_id=consumer,
-                            detail={"target": "claim", "messages": 1})
+    yield from attempts(0)
+
+
+# What a consumer says when it rejects a body (None: it said nothing).
+_DESCRIPTIONS = {
+    "resize": "PIL.UnidentifiedImageError: cannot identify image file",
+    "charge": "KeyError: 'card'",
+    "email": "SMTPRecipientsRefused: nobody@invalid",
+}
+
+
+def _description(body: dict, poison: bool) -> str | None:
+    if poison:
+        return _DESCRIPTIONS.get(str(body.get("job")))
+    return "TimeoutError: upstream did not answer" if body.get("n", 0) % 4 else None
 
 
 def _consumer(rng: random.Random, shape: Shape) -> str:
@@ -259,3 +327,97 @@ def advisor_events(start: float = 1_700_200_000.0) -> list[Event]:
     history("retry-b", 3, "dead_lettered", good, sample="zqe1:k1:AAAA")
     history("retry-b", 3, "dead_lettered", {"blob": "x" * events.SAMPLE_CHARS})
     return made
+
+
+WORKFLOW_PROJECT = "workflow"
+
+
+def poison_workflow_events(start: float = 1_700_300_000.0) -> list[Event]:
+    """Hand-made histories of the poison workflow whose tables are known.
+
+    Queue ``orders`` (dead letter queue ``orders-dlq``, 3 claims, expiry
+    dead lettered); 15 messages:
+
+    - A1-A6: claimed, terminal reject "bad sku"; redriven; A1-A4 then
+      succeed, A5-A6 are rejected (terminal, "bad sku") again.
+    - B1-B4: two retry rejects "timeout", then dead lettered on the next
+      claim (max_claim_count). B1 and B2 are redriven: B1 is rejected
+      ("timeout", retry) once more and then deleted; B2's three claims
+      lapse and it is dead lettered again, then redriven a second time and
+      not claimed since.
+    - C1-C3: expire unclaimed and are dead lettered (reason expired);
+      redriven: C1 is not claimed since, C2 expires (the queue no longer
+      dead letters expiry), C3 is released.
+    - D1-D2: a retry reject without a description, then deleted.
+
+    Known answers: rejections in ``orders``: "timeout" 9 (9 retries, 4
+    messages), "bad sku" 8 (8 terminal, 6 messages), "(none)" 2; dead
+    letters out of ``orders`` by reason: rejected 8, max_claim_count 5,
+    expired 3; redrive outcomes (orders-dlq -> orders): 12 redrives of 11
+    messages, succeeded 5, failed_again 1, died_again 3, expired 1, pending
+    2; present: 3 in ``orders`` (B2, C1, C3), 4 in ``orders-dlq`` (A5, A6,
+    B3, B4).
+    """
+    queue, dlq, worker = "orders", "orders-dlq", ADVISOR_WORKER
+    out: list[Event] = []
+
+    def history(number: int, message_id: str, steps: list[tuple]) -> None:
+        t = start + number * 1000.0
+        claims = 0
+        claim_id = None
+        for offset, (kind, *args) in enumerate(steps):
+            at = t + 10.0 * offset
+            detail: dict = {}
+            fields: dict = {}
+            where = queue
+            if kind == events.POSTED:
+                detail = {"ttl": 3600, "delay": 0, "fingerprint": f"fp-{message_id}"}
+            elif kind == events.CLAIMED:
+                claims += 1
+                claim_id = f"{message_id}-c{offset}"
+                fields = {"claim_id": claim_id, "client_id": worker}
+            elif kind in (events.RELEASED, events.DELETED):
+                fields = {"claim_id": claim_id, "client_id": worker}
+            elif kind == events.REJECTED:
+                fields = {"claim_id": claim_id, "client_id": worker}
+                detail = {"description": args[0] if args else None, "retry_after": 30}
+            elif kind == events.DEAD_LETTERED:
+                reason = args[0]
+                detail = {"to": dlq, "reason": reason, "fingerprint": f"fp-{message_id}",
+                          "sample": "{}"}
+                if reason == "rejected":
+                    fields = {"claim_id": claim_id, "client_id": worker}
+                    detail["description"] = args[1]
+            elif kind == events.REDRIVEN:
+                where = dlq
+                detail = {"to": queue, "reason": "redriven", "fingerprint": f"fp-{message_id}",
+                          "sample": "{}"}
+            out.append(Event(cursor="", time=at, project=WORKFLOW_PROJECT, queue=where,
+                             kind=kind, message_id=message_id, claim_count=claims,
+                             detail=detail, **fields))
+            if kind == events.REDRIVEN:
+                claims = 0  # a redrive starts the claims over
+
+    posted, claimed = (events.POSTED,), (events.CLAIMED,)
+    terminal = (events.DEAD_LETTERED, "rejected", "bad sku")
+    redriven, deleted = (events.REDRIVEN,), (events.DELETED,)
+    timeout = (events.REJECTED, "timeout")
+    exhausted = (events.DEAD_LETTERED, "max_claim_count")
+    expired = (events.DEAD_LETTERED, "expired")
+    histories = {
+        **{f"A{i}": [posted, claimed, terminal, redriven, claimed, deleted] for i in range(1, 5)},
+        **{f"A{i}": [posted, claimed, terminal, redriven, claimed, terminal] for i in (5, 6)},
+        "B1": [posted, claimed, timeout, claimed, timeout, claimed, exhausted, redriven,
+               claimed, timeout, claimed, deleted],
+        "B2": [posted, claimed, timeout, claimed, timeout, claimed, exhausted, redriven,
+               claimed, claimed, claimed, exhausted, redriven],
+        **{f"B{i}": [posted, claimed, timeout, claimed, timeout, claimed, exhausted]
+           for i in (3, 4)},
+        "C1": [posted, expired, redriven],
+        "C2": [posted, expired, redriven, (events.EXPIRED,)],
+        "C3": [posted, expired, redriven, claimed, (events.RELEASED,)],
+        **{f"D{i}": [posted, claimed, (events.REJECTED,), claimed, deleted] for i in (1, 2)},
+    }
+    for number, (message_id, steps) in enumerate(histories.items()):
+        history(number, message_id, steps)
+    return out

@@ -28,6 +28,13 @@ Definitions (the tests recount every one of them in plain Python):
   ``lifecycles.claim_holds``), and ``expired_claims``: distinct claims that
   ran out, inferred or reported by the garbage collector.
 - ``dead_letter_rate``: the rate over all selected queues, per UTC day.
+- ``rejections``, ``dead_letters_by_reason``, ``redrive_outcomes``: the
+  poison workflow (``zq.analytics.redrives``).
+
+The flows count ``rejected`` (retry rejects: the message stays), and the
+redrives out of a dead letter queue (``redriven``) and into the queue they
+went to (``redriven_in``); the balance is posted + dead_lettered_in +
+redriven_in = deleted + dead_lettered + redriven + expired + purged + present.
 """
 
 from __future__ import annotations
@@ -37,7 +44,18 @@ from pyspark.sql import functions as F
 
 from zq.analytics.attempts import poison_signatures
 from zq.analytics.lifecycles import MESSAGE, ORDER, explicit_claim_expiries, is_kind
-from zq.events import CLAIMED, DEAD_LETTERED, DELETED, EXPIRED, POSTED, PURGED, RELEASED
+from zq.analytics.redrives import dead_letters_by_reason, redrive_outcomes, rejections
+from zq.events import (
+    CLAIMED,
+    DEAD_LETTERED,
+    DELETED,
+    EXPIRED,
+    POSTED,
+    PURGED,
+    REDRIVEN,
+    REJECTED,
+    RELEASED,
+)
 
 QUEUE = ["project", "queue"]
 
@@ -56,8 +74,10 @@ def _kind_counts() -> list[Column]:
         _count(is_kind(POSTED)).alias("posted"),
         _count(is_kind(CLAIMED)).alias("claimed"),
         _count(is_kind(RELEASED)).alias("released"),
+        _count(is_kind(REJECTED)).alias("rejected"),
         _count(is_kind(DELETED)).alias("deleted"),
         _count(is_kind(DEAD_LETTERED)).alias("dead_lettered"),
+        _count(is_kind(REDRIVEN)).alias("redriven"),
         _count(is_kind(EXPIRED) & F.col("message_id").isNotNull()).alias("expired"),
         F.sum(F.when(is_kind(PURGED), F.coalesce(F.col("messages"), F.lit(0)))
               .otherwise(0)).alias("purged"),
@@ -65,8 +85,8 @@ def _kind_counts() -> list[Column]:
 
 
 # The flow columns, in the order the tables show them.
-_FLOWS = ["posted", "dead_lettered_in", "claimed", "released", "deleted", "dead_lettered",
-          "expired", "purged"]
+_FLOWS = ["posted", "dead_lettered_in", "redriven_in", "claimed", "released", "rejected",
+          "deleted", "dead_lettered", "redriven", "expired", "purged"]
 
 
 def day_of(ts: str = "ts") -> Column:
@@ -74,11 +94,12 @@ def day_of(ts: str = "ts") -> Column:
 
 
 def _arrivals(events: DataFrame, *keys: Column) -> DataFrame:
-    """Dead letter moves counted in the queue they went to."""
+    """Dead letter moves and redrives counted in the queue they went to."""
     return (
-        events.where(is_kind(DEAD_LETTERED))
+        events.where(F.col("kind").isin(DEAD_LETTERED, REDRIVEN))
         .groupBy(*keys, "project", F.col("to_queue").alias("queue"))
-        .agg(F.count(F.lit(1)).alias("dead_lettered_in"))
+        .agg(_count(is_kind(DEAD_LETTERED)).alias("dead_lettered_in"),
+             _count(is_kind(REDRIVEN)).alias("redriven_in"))
     )
 
 
@@ -86,11 +107,12 @@ def present(steps: DataFrame, events: DataFrame) -> DataFrame:
     """Per queue, the messages still in it when the selected events end.
 
     A message is in the queue its last step left it in (posted, claimed or
-    released there, or moved there by a dead letter move) unless that step
+    released or rejected there, or moved there by a dead letter move or a
+    redrive) unless that step
     was a delete or an expiry, or a purge of that queue came after it.
     """
     last = F.col("last")
-    moved = last.getField("kind") == DEAD_LETTERED
+    moved = last.getField("kind").isin(DEAD_LETTERED, REDRIVEN)
     held = (
         steps.groupBy(*MESSAGE)
         .agg(F.max(F.struct(*ORDER, "queue", "kind", "to_queue")).alias("last"))
@@ -119,11 +141,11 @@ def queue_totals(events: DataFrame, steps: DataFrame) -> DataFrame:
         .join(present(steps, events), QUEUE, "full_outer")
         .fillna(0, subset=[*_FLOWS, "present"])
     )
-    out = (F.col("deleted") + F.col("dead_lettered") + F.col("expired") + F.col("purged")
-           + F.col("present"))
+    out = (F.col("deleted") + F.col("dead_lettered") + F.col("redriven") + F.col("expired")
+           + F.col("purged") + F.col("present"))
+    into = F.col("posted") + F.col("dead_lettered_in") + F.col("redriven_in")
     return (
-        totals.select(*QUEUE, *_FLOWS, "present",
-                      (F.col("posted") + F.col("dead_lettered_in") - out).alias("unaccounted"))
+        totals.select(*QUEUE, *_FLOWS, "present", (into - out).alias("unaccounted"))
         .withColumn("dead_letter_rate", _rate("dead_lettered", "deleted"))
         .orderBy(F.desc("dead_lettered"), *QUEUE)
     )
@@ -198,6 +220,7 @@ def consumers(holds: DataFrame, events: DataFrame, top: int = 20) -> DataFrame:
         F.countDistinct("claim_id").alias("claims"),
         _count(ended == "deleted").alias("deleted"),
         _count(ended == "released").alias("released"),
+        _count(ended == "rejected").alias("rejected"),
         _count(ended == "expired").alias("expired"),
     )
     expired_claims = (
@@ -205,11 +228,13 @@ def consumers(holds: DataFrame, events: DataFrame, top: int = 20) -> DataFrame:
         .unionByName(explicit_claim_expiries(events).select(_client(), "claim_id"))
         .groupBy("client_id").agg(F.countDistinct("claim_id").alias("expired_claims"))
     )
-    counts = ["deliveries", "claims", "deleted", "released", "expired", "expired_claims"]
+    counts = ["deliveries", "claims", "deleted", "released", "rejected", "expired",
+              "expired_claims"]
+    failed = F.col("expired") + F.col("released") + F.col("rejected")
     return (
         per_client.join(expired_claims, "client_id", "full_outer")
         .fillna(0, subset=counts)
-        .orderBy(F.desc(F.col("expired") + F.col("released")), F.desc("expired_claims"),
+        .orderBy(F.desc(failed), F.desc("expired_claims"),
                  "client_id")
         .limit(top)
     )
@@ -237,4 +262,7 @@ def compute(events: DataFrame, steps: DataFrame, holds: DataFrame, *, top: int =
         "poison_signatures": poison_signatures(events, top),
         "consumers": consumers(holds, events, top),
         "dead_letter_rate": dead_letter_rate(events),
+        "rejections": rejections(events, top),
+        "dead_letters_by_reason": dead_letters_by_reason(events),
+        "redrive_outcomes": redrive_outcomes(steps),
     }

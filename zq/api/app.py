@@ -123,7 +123,8 @@ def build_app(
         app.add_route(template, admin_resource(admin) if admin else PoolingOff())
     subscriptions = SubscriptionService(
         config.limits, service.pools,
-        require_confirmation=config.notifications.require_confirmation)
+        require_confirmation=config.notifications.require_confirmation,
+        subscribed=service.subscribed)
     for template, subscription_resource in SUBSCRIPTION_ROUTES:
         app.add_route(template, subscription_resource(subscriptions, clock))
     console.install(app, config.auth.strategy)

@@ -37,6 +37,12 @@ AGGREGATE_IDS = 5
 
 # (project, queue, message id) -> the message with its body opened, or None when gone.
 Fetch = Callable[[str, str, str], MessageRecord | None]
+# (project, message id, body as stored) -> the body's JSON text (a sealed one opened).
+Opener = Callable[[str, str, str], str]
+
+
+def _as_stored(project: str, message_id: str, stored: str) -> str:
+    return stored
 
 
 @dataclass
@@ -75,8 +81,20 @@ def _body(text: str | None) -> Any:
         return text  # a sample cut short: the text as it is
 
 
-def message_payload(event: Event, subscription: Subscription, fetch: Fetch) -> dict[str, Any]:
-    """Zaqar's notification of a message now in the subscribed queue (body None: gone)."""
+def message_payload(event: Event, subscription: Subscription, fetch: Fetch,
+                    opener: Opener = _as_stored) -> dict[str, Any]:
+    """Zaqar's notification of a message now in the subscribed queue.
+
+    A post to a queue with subscriptions carries its body in the event
+    (zq.subscribed): no read of the queue, whose consumer may have taken
+    the message already. Otherwise (posted within seconds of a subscription
+    made by another process, a redrive) the queue is read: body None when
+    the message has gone.
+    """
+    stored = event.detail.get(events.BODY)
+    if isinstance(stored, str):
+        return {"body": _body(opener(subscription.project, event.message_id or "", stored)),
+                "ttl": event.detail.get(events.TTL), "queue_name": subscription.queue}
     record = fetch(subscription.project, subscription.queue, event.message_id or "")
     ttl = record.ttl if record is not None else event.detail.get(events.TTL)
     return {"body": _body(record.body if record else None), "ttl": ttl,
@@ -110,7 +128,7 @@ class Batch:
 
 
 def build(batch: Sequence[Event], subscription: Subscription, *, now: float, created: float,
-          fetch: Fetch) -> Batch:
+          fetch: Fetch, opener: Opener = _as_stored) -> Batch:
     """The notifications of ``batch`` (log order), up to the first window still open."""
     window = aggregate_seconds(subscription)
     out: list[Notification] = []
@@ -143,7 +161,7 @@ def build(batch: Sequence[Event], subscription: Subscription, *, now: float, cre
             out.append(Notification(DEAD_LETTER, dead_letter_payload(event, subscription, fetch),
                                     [event.message_id or ""]))
         elif kind == MESSAGE:
-            out.append(Notification(MESSAGE, message_payload(event, subscription, fetch),
+            out.append(Notification(MESSAGE, message_payload(event, subscription, fetch, opener),
                                     [event.message_id or ""]))
         through = event.cursor
     return Batch(out, through)

@@ -82,17 +82,31 @@ class Sender:
                             now=self._clock.now(), connections=self._connections)
 
 
-def fetcher(storage: Storage, cipher: BodyCipher | None) -> Fetch:
-    """Read a message for its notification (its body opened); None when it is gone."""
-    def fetch(project: str, queue: str, message_id: str) -> Any:
+class MessageReader:
+    """Reads a message for its notification (a Fetch), and opens bodies events carry."""
+
+    def __init__(self, storage: Storage, cipher: BodyCipher | None) -> None:
+        self._storage = storage
+        self._cipher = cipher
+
+    def __call__(self, project: str, queue: str, message_id: str) -> Any:
+        """The message with its body opened; None when it is gone."""
         try:
-            record = storage.messages.get(project, queue, message_id)
+            record = self._storage.messages.get(project, queue, message_id)
         except NotFound:
             return None
         if not is_sealed(record.body):
             return record
-        return replace(record, body=open_body(cipher, record.body, project, record.id))
-    return fetch
+        return replace(record, body=open_body(self._cipher, record.body, project, record.id))
+
+    def open(self, project: str, message_id: str, stored: str) -> str:
+        """A body as stored (a posted event's zq.events.BODY): sealed ones opened."""
+        return open_body(self._cipher, stored, project, message_id) if is_sealed(stored) else stored
+
+
+def fetcher(storage: Storage, cipher: BodyCipher | None) -> Fetch:
+    """Read a message for its notification (its body opened); None when it is gone."""
+    return MessageReader(storage, cipher)
 
 
 def created_at(subscription: Subscription, now: float) -> float:
@@ -194,8 +208,10 @@ class Pump:
                 if event.time > settled_before:
                     events, full = events[:index], False
                     break
+        # A MessageReader also opens the (sealed) bodies posted events carry.
+        opener = {"opener": self._fetch.open} if isinstance(self._fetch, MessageReader) else {}
         batch = build(events, self.subscription, now=now, created=self.created,
-                      fetch=self._fetch)
+                      fetch=self._fetch, **opener)
         if batch.through is None:
             return False
         if not self._may_send():

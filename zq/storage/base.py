@@ -60,6 +60,9 @@ class NewMessage:
     ttl: int  # seconds
     delay: int  # seconds before it can be claimed
     fingerprint: str  # zq.events.fingerprint(body), recorded in events
+    # The posted event carries the body as stored (zq.events.BODY): the
+    # queue has subscribers (zq.subscribed), whose notifier needs it.
+    event_body: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -443,6 +446,7 @@ class MessageController(ABC):
         *,
         claim_id: str | None,
         client_id: str | None,
+        settle_claim: bool = False,
     ) -> None:
         """Delete one message.
 
@@ -452,6 +456,11 @@ class MessageController(ABC):
           (free, expired claim, or another claim): ClaimMismatch;
         - otherwise deleted, with a ``deleted`` event (claim id, client id,
           claim count).
+
+        With ``settle_claim`` (and a ``claim_id``), the consumer log's record
+        of ``claim_id`` is settled at the delete's time (ConsumerLog.settle,
+        not ended) in the same atomic step, at least when the delete is not
+        refused (zq.consumers writes the settle of a refused one itself).
         """
 
     @abstractmethod
@@ -573,6 +582,7 @@ class ClaimController(ABC):
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
         backoff: BackoffPolicy | None = None,
+        consumer: ConsumerEntry | None = None,
     ) -> ClaimRecord | None:
         """Claim up to ``limit`` free messages in queue order, atomically.
 
@@ -594,6 +604,12 @@ class ClaimController(ABC):
         Returns None (after committing any dead letter moves) when no
         message was delivered. Two concurrent calls never deliver the same
         message. ``metadata_version`` as for ``MessageController.post``.
+
+        With ``consumer``, a claim that delivered also writes
+        ``consumer.record(claim id, ttl, now)`` into the consumer log and
+        forgets the queue's records that expired before
+        ``consumer.forget_before(now)``, as ``ConsumerLog.record`` does, in
+        the same atomic step.
         """
 
     @abstractmethod
@@ -684,6 +700,7 @@ class VersionedDeliveries(ABC):
         dead_letter: DeadLetterPolicy | None,
         metadata_version: str,
         backoff: BackoffPolicy | None = None,
+        consumer: ConsumerEntry | None = None,
     ) -> ClaimRecord | None:
         """``ClaimController.create``, at ``metadata_version``."""
 
@@ -920,12 +937,37 @@ class ConsumerClaim:
     settled: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumerEntry:
+    """What a claim writes into the consumer log in its own atomic step.
+
+    zq.consumers fills it in; a driver only carries its values into the
+    claim's transaction or script, with the claim's id and time.
+    """
+
+    client_id: str
+    # Records that expired more than this many seconds before the claim
+    # are read by no rule (zq.consumers.forget_before).
+    keep_for: float
+
+    def record(self, claim_id: str, ttl: int, now: float) -> ConsumerClaim:
+        return ConsumerClaim(client_id=self.client_id, claim_id=claim_id, ttl=ttl,
+                             claimed=now, expires=now + ttl)
+
+    def forget_before(self, now: float) -> float:
+        return now - self.keep_for
+
+
 class ConsumerLog(ABC):
     """Who claims from a queue, and which of their claims lapsed.
 
-    An advisory record beside the claims themselves: the service writes it
-    just after the operation it describes (zq.consumers), so a crash in
-    between loses one record, never a message. Every write is idempotent.
+    An advisory record beside the claims themselves. A new claim's record
+    is written by the claim's own atomic step (ClaimController.create with
+    ``consumer``), a claim's first delete settles it in the delete's own
+    step (MessageController.delete with ``settle_claim``); the other
+    settles, renewals and forgets are written by the service just before
+    or after the operation they describe (zq.consumers), so a crash in
+    between loses one settle, never a message. Every write is idempotent.
     Times are given by the caller (the service reads the driver's clock).
     """
 

@@ -17,7 +17,8 @@ from zq.backoff import BackoffPolicy, release_delay
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.events import event_fields
-from zq.storage.base import ClaimController, ClaimRecord
+from zq.storage.base import ClaimController, ClaimRecord, ConsumerEntry
+from zq.storage.mongo.consumers import write_record
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.delivery import take_batch
 from zq.storage.mongo.documents import expiry_date, free, held_by, object_id, to_record
@@ -38,6 +39,7 @@ class MongoClaims(ClaimController):
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
         backoff: BackoffPolicy | None = None,
+        consumer: ConsumerEntry | None = None,
     ) -> ClaimRecord | None:
         def change(session: Any) -> tuple[ClaimRecord | None, list[dict[str, Any]]]:
             now = self._b.clock.now()
@@ -85,6 +87,11 @@ class MongoClaims(ClaimController):
                 for doc in taken
             ]
             record = _claim_record(claim, [to_record(doc, now) for doc in taken])
+            if consumer is not None:
+                # In the claim's unit: its transaction where the server has them.
+                write_record(self._b.database["consumers"], project, queue,
+                             consumer.record(claim_id, ttl, now),
+                             forget_before=consumer.forget_before(now), session=session)
             return record, recorded
 
         return self._b.units.run(change)

@@ -7,27 +7,44 @@ from typing import Any
 from zq.storage.base import ConsumerClaim, ConsumerLog
 
 
+def write_record(collection: Any, project: str, queue: str, claim: ConsumerClaim, *,
+                 forget_before: float, session: Any = None) -> None:
+    """ConsumerLog.record; in the claim's transaction when given its session.
+
+    Two single-document writes: the record is advisory (ConsumerLog), and
+    without transactions a forgotten old record or a lost new one never
+    touches a message.
+    """
+    collection.delete_many({"project": project, "queue": queue,
+                            "expires": {"$lt": forget_before}}, session=session)
+    collection.insert_one({"_id": claim.claim_id, "project": project, "queue": queue,
+                           "client_id": claim.client_id, "ttl": claim.ttl,
+                           "claimed": claim.claimed, "expires": claim.expires,
+                           "settled": claim.settled}, session=session)
+
+
+def write_settle(collection: Any, project: str, queue: str, claim_id: str, *, now: float,
+                 ended: bool, session: Any = None) -> None:
+    """ConsumerLog.settle; in a delete's transaction when given its session."""
+    mine = {"_id": claim_id, "project": project, "queue": queue}
+    collection.update_one({**mine, "settled": None}, {"$set": {"settled": now}},
+                          session=session)
+    if ended:
+        collection.update_one({**mine, "expires": {"$gt": now}}, {"$set": {"expires": now}},
+                              session=session)
+
+
 class MongoConsumers(ConsumerLog):
     def __init__(self, database: Any) -> None:
         self._c = database["consumers"]
 
     def record(self, project: str, queue: str, claim: ConsumerClaim, *,
                forget_before: float) -> None:
-        # Two single-document writes: the record is advisory (ConsumerLog),
-        # and a forgotten old record or a lost new one never touches a message.
-        self._c.delete_many({"project": project, "queue": queue,
-                             "expires": {"$lt": forget_before}})
-        self._c.insert_one({"_id": claim.claim_id, "project": project, "queue": queue,
-                            "client_id": claim.client_id, "ttl": claim.ttl,
-                            "claimed": claim.claimed, "expires": claim.expires,
-                            "settled": claim.settled})
+        write_record(self._c, project, queue, claim, forget_before=forget_before)
 
     def settle(self, project: str, queue: str, claim_id: str, *, now: float,
                ended: bool) -> None:
-        mine = {"_id": claim_id, "project": project, "queue": queue}
-        self._c.update_one({**mine, "settled": None}, {"$set": {"settled": now}})
-        if ended:
-            self._c.update_one({**mine, "expires": {"$gt": now}}, {"$set": {"expires": now}})
+        write_settle(self._c, project, queue, claim_id, now=now, ended=ended)
 
     def extend(self, project: str, queue: str, claim_id: str, *, ttl: int,
                now: float) -> None:

@@ -21,6 +21,7 @@ from zq.storage.base import (
     check_destination,
     check_move,
 )
+from zq.storage.mongo.consumers import write_settle
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.counters import markers_key, reserve
 from zq.storage.mongo.delivery import take_batch
@@ -69,7 +70,8 @@ class MongoMessages(MessageController):
                     events.POSTED, now, project, queue,
                     message_id=str(doc["_id"]), client_id=client_id, claim_count=0,
                     detail=events.posted_detail(message.ttl, message.delay,
-                                               message.fingerprint, message.body),
+                                               message.fingerprint, message.body,
+                                               with_body=message.event_body),
                 )
                 for doc, message in zip(docs, messages, strict=True)
             ]
@@ -135,6 +137,7 @@ class MongoMessages(MessageController):
         *,
         claim_id: str | None,
         client_id: str | None,
+        settle_claim: bool = False,
     ) -> None:
         oid = object_id(message_id)
         if oid is None:
@@ -142,6 +145,10 @@ class MongoMessages(MessageController):
 
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
             now = self._b.clock.now()
+            if settle_claim and claim_id is not None:
+                # The consumer log's settle, in the delete's unit.
+                write_settle(self._b.database["consumers"], project, queue, claim_id,
+                             now=now, ended=False, session=session)
             where = {"_id": oid, "project": project, "queue": queue, **alive(now)}
             doc = self._b.messages.find_one(where, session=session)
             if doc is None:

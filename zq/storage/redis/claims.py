@@ -8,7 +8,8 @@ from zq.backoff import BackoffPolicy
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
-from zq.storage.base import ClaimController, ClaimRecord, MessageRecord
+from zq.storage.base import ClaimController, ClaimRecord, ConsumerEntry, MessageRecord
+from zq.storage.redis.consumers import consumer_args
 from zq.storage.redis.scripts import ScriptBook
 from zq.storage.redis.settle import run_until_done
 from zq.storage.redis.wire import (
@@ -40,13 +41,14 @@ class RedisClaims(ClaimController):
         dead_letter: DeadLetterPolicy | None,
         metadata_version: str | None = None,
         backoff: BackoffPolicy | None = None,
+        consumer: ConsumerEntry | None = None,
     ) -> ClaimRecord | None:
         claim_id = uuid.uuid4().hex
         jitter = backoff_args(backoff, limit)
         now, rows = run_until_done(self._scripts, self._clock, "claim", lambda now: [
             project, queue, claim_id, int(ttl), int(grace), limit, optional(client_id),
             *policy_args(dead_letter, queue, now), version_arg(metadata_version),
-            *self._budget.args(), *jitter,
+            *self._budget.args(), *jitter, *consumer_args(consumer, claim_id, int(ttl), now),
         ])
         check_fresh(rows)
         if not rows:

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from zq.storage.base import ConsumerClaim, ConsumerLog
+from zq.storage.base import ConsumerClaim, ConsumerEntry, ConsumerLog
 from zq.storage.redis.scripts import ScriptBook
 
 
 def _time(value: float) -> str:
     return repr(float(value))
+
+
+def consumer_args(consumer: ConsumerEntry | None, claim_id: str, ttl: int,
+                  now: float) -> list[str]:
+    """The five consumer arguments of claim.lua: the claim's record, written
+    by the claim script itself (ConsumerEntry)."""
+    if consumer is None:
+        return ["", "", "", "", ""]
+    claim = consumer.record(claim_id, ttl, now)
+    return ["1", claim.client_id, _time(claim.claimed), _time(claim.expires),
+            _time(consumer.forget_before(now))]
 
 
 class RedisConsumers(ConsumerLog):

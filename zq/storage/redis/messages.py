@@ -56,7 +56,7 @@ class RedisMessages(MessageController):
         args: list[Any] = [project, queue, optional(client_id), version_arg(metadata_version)]
         for mid, message in zip(ids, messages, strict=True):
             args += [mid, message.body, int(message.ttl), int(message.delay),
-                     message.fingerprint]
+                     message.fingerprint, flag(message.event_body)]
         if ids:
             check_fresh(self._run("post", *args))
         return ids
@@ -110,9 +110,10 @@ class RedisMessages(MessageController):
         *,
         claim_id: str | None,
         client_id: str | None,
+        settle_claim: bool = False,
     ) -> None:
         answer = self._run("delete", project, queue, message_id, optional(claim_id),
-                           optional(client_id))
+                           optional(client_id), "1" if settle_claim else "")
         # delete.lua applies zq.storage.base.check_delete's rule atomically.
         if answer == _CLAIMED:
             raise MessageIsClaimed.of(message_id)

@@ -11,7 +11,13 @@ from collections.abc import Sequence
 
 from zq.backoff import BackoffPolicy
 from zq.dead_letter import DeadLetterPolicy
-from zq.storage.base import ClaimRecord, MessageRecord, NewMessage, VersionedDeliveries
+from zq.storage.base import (
+    ClaimRecord,
+    ConsumerEntry,
+    MessageRecord,
+    NewMessage,
+    VersionedDeliveries,
+)
 from zq.storage.redis.claims import RedisClaims
 from zq.storage.redis.messages import RedisMessages
 
@@ -58,7 +64,9 @@ class RedisVersionedDeliveries(VersionedDeliveries):
         dead_letter: DeadLetterPolicy | None,
         metadata_version: str,
         backoff: BackoffPolicy | None = None,
+        consumer: ConsumerEntry | None = None,
     ) -> ClaimRecord | None:
         return self._claims.create(project, queue, ttl=ttl, grace=grace, limit=limit,
                                    client_id=client_id, dead_letter=dead_letter,
-                                   metadata_version=metadata_version, backoff=backoff)
+                                   metadata_version=metadata_version, backoff=backoff,
+                                   consumer=consumer)

@@ -12,8 +12,9 @@ from zq.backoff import BackoffPolicy
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
-from zq.storage.base import ClaimController, ClaimRecord
+from zq.storage.base import ClaimController, ClaimRecord, ConsumerEntry
 from zq.storage.sql import postgresql, predicates
+from zq.storage.sql.consumers import write_record
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
 from zq.storage.sql.events import event_row, record
@@ -39,6 +40,15 @@ def _held_by(project: str, queue: str, claim_id: str, now: float) -> sa.Select[A
     )
 
 
+def _record_consumer(conn: sa.Connection, project: str, queue: str,
+                     made: ClaimRecord | None, consumer: ConsumerEntry | None) -> None:
+    """The claim's consumer record, in the claim's transaction (ConsumerEntry)."""
+    if made is None or consumer is None:
+        return
+    write_record(conn, project, queue, consumer.record(made.id, made.ttl, made.created),
+                 forget_before=consumer.forget_before(made.created))
+
+
 class SqlClaims(ClaimController):
     def __init__(self, db: Database, clock: Clock, *, one_statement: bool) -> None:
         self._db = db
@@ -56,12 +66,24 @@ class SqlClaims(ClaimController):
         client_id: str | None,
         dead_letter: DeadLetterPolicy | None,
         backoff: BackoffPolicy | None = None,
+        consumer: ConsumerEntry | None = None,
     ) -> ClaimRecord | None:
         claim_id = new_id()
         if dead_letter is None and backoff is None and self._one_statement:
-            return self._db.write_statement(lambda conn: postgresql.claim(
-                conn, project, queue, claim_id, now=self._clock.now(), ttl=ttl, grace=grace,
-                limit=limit, client_id=client_id))
+            if consumer is None:
+                return self._db.write_statement(lambda conn: postgresql.claim(
+                    conn, project, queue, claim_id, now=self._clock.now(), ttl=ttl,
+                    grace=grace, limit=limit, client_id=client_id))
+
+            def one_statement(conn: sa.Connection) -> ClaimRecord | None:
+                now = self._clock.now()
+                made = postgresql.claim(conn, project, queue, claim_id, now=now, ttl=ttl,
+                                        grace=grace, limit=limit, client_id=client_id)
+                _record_consumer(conn, project, queue, made, consumer)
+                return made
+            # The consumer record joins the claim's transaction: one more
+            # statement, no more commits (ConsumerEntry).
+            return self._db.write(one_statement)
 
         def work(conn: sa.Connection) -> ClaimRecord | None:
             now = self._clock.now()
@@ -109,8 +131,10 @@ class SqlClaims(ClaimController):
                           claim_count=msg.claim_count)
                 for msg in held
             ])
-            return ClaimRecord(id=claim_id, queue=queue, ttl=ttl, grace=grace,
+            made = ClaimRecord(id=claim_id, queue=queue, ttl=ttl, grace=grace,
                                created=now, expires=expires, messages=held)
+            _record_consumer(conn, project, queue, made, consumer)
+            return made
 
         return self._db.write(work)
 

@@ -9,30 +9,39 @@ from zq.storage.sql.database import Database
 from zq.storage.sql.schema import consumer_claims as t
 
 
+def write_record(conn: sa.Connection, project: str, queue: str, claim: ConsumerClaim, *,
+                 forget_before: float) -> None:
+    """ConsumerLog.record inside the caller's transaction (also a claim's own)."""
+    conn.execute(sa.delete(t).where(
+        t.c.project == project, t.c.queue == queue, t.c.expires < forget_before))
+    conn.execute(sa.insert(t).values(
+        claim_id=claim.claim_id, project=project, queue=queue,
+        client_id=claim.client_id, ttl=claim.ttl, claimed=claim.claimed,
+        expires=claim.expires, settled=claim.settled))
+
+
+def write_settle(conn: sa.Connection, project: str, queue: str, claim_id: str, *,
+                 now: float, ended: bool) -> None:
+    """ConsumerLog.settle inside the caller's transaction (also a delete's own)."""
+    mine = (t.c.claim_id == claim_id, t.c.project == project, t.c.queue == queue)
+    conn.execute(sa.update(t).where(*mine, t.c.settled.is_(None)).values(settled=now))
+    if ended:
+        conn.execute(sa.update(t).where(*mine, t.c.expires > now).values(expires=now))
+
+
 class SqlConsumers(ConsumerLog):
     def __init__(self, db: Database) -> None:
         self._db = db
 
     def record(self, project: str, queue: str, claim: ConsumerClaim, *,
                forget_before: float) -> None:
-        def work(conn: sa.Connection) -> None:
-            conn.execute(sa.delete(t).where(
-                t.c.project == project, t.c.queue == queue, t.c.expires < forget_before))
-            conn.execute(sa.insert(t).values(
-                claim_id=claim.claim_id, project=project, queue=queue,
-                client_id=claim.client_id, ttl=claim.ttl, claimed=claim.claimed,
-                expires=claim.expires, settled=claim.settled))
-        self._db.write(work)
+        self._db.write(lambda conn: write_record(conn, project, queue, claim,
+                                                 forget_before=forget_before))
 
     def settle(self, project: str, queue: str, claim_id: str, *, now: float,
                ended: bool) -> None:
-        mine = (t.c.claim_id == claim_id, t.c.project == project, t.c.queue == queue)
-
-        def work(conn: sa.Connection) -> None:
-            conn.execute(sa.update(t).where(*mine, t.c.settled.is_(None)).values(settled=now))
-            if ended:
-                conn.execute(sa.update(t).where(*mine, t.c.expires > now).values(expires=now))
-        self._db.write(work)
+        self._db.write(lambda conn: write_settle(conn, project, queue, claim_id, now=now,
+                                                 ended=ended))
 
     def extend(self, project: str, queue: str, claim_id: str, *, ttl: int,
                now: float) -> None:

@@ -24,6 +24,7 @@ from zq.storage.base import (
     check_move,
 )
 from zq.storage.sql import postgresql, predicates
+from zq.storage.sql.consumers import write_settle
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
 from zq.storage.sql.events import event_row, record
@@ -93,7 +94,8 @@ class SqlMessages(MessageController):
         recorded = [
             event_row(events.POSTED, project, queue, now, message_id=message_id,
                       client_id=client_id, claim_count=0,
-                      detail=events.posted_detail(msg.ttl, msg.delay, msg.fingerprint, msg.body))
+                      detail=events.posted_detail(msg.ttl, msg.delay, msg.fingerprint, msg.body,
+                                                 with_body=msg.event_body))
             for message_id, msg in zip(ids, messages, strict=True)
         ]
 
@@ -163,9 +165,13 @@ class SqlMessages(MessageController):
         *,
         claim_id: str | None,
         client_id: str | None,
+        settle_claim: bool = False,
     ) -> None:
         def work(conn: sa.Connection) -> None:
             now = self._clock.now()
+            if settle_claim and claim_id is not None:
+                # The consumer log's settle, in the delete's transaction.
+                write_settle(conn, project, queue, claim_id, now=now, ended=False)
             row = conn.execute(
                 sa.select(m)
                 .where(predicates.in_queue(project, queue), predicates.alive(now),

@@ -613,3 +613,49 @@ local function subscriber_holder(project, queue, subscriber)
   drop_subscription(other)
   return nil
 end
+
+-- Remember claim ``cid`` in the queue's consumer log and forget the records
+-- that expired before ``forget_before`` (ConsumerLog.record); also called by
+-- claim.lua, in the claim's own script. Times are strings as given.
+local function consumer_record(project, queue, cid, ttl, claimed, expires, settled, client,
+                               forget_before)
+  local log, by_expiry = K.consumers(project, queue), K.consumer_expiry(project, queue)
+  local old = redis.call('ZRANGEBYSCORE', by_expiry, '-inf', '(' .. forget_before)
+  for _, id in ipairs(old) do
+    redis.call('HDEL', log, id)
+  end
+  redis.call('ZREMRANGEBYSCORE', by_expiry, '-inf', '(' .. forget_before)
+  redis.call('HSET', log, cid, ttl .. '|' .. claimed .. '|' .. expires .. '|' .. settled .. '|' .. client)
+  redis.call('ZADD', by_expiry, expires, cid)
+end
+
+-- ConsumerLog.settle (mode 'settle', or 'end': a release) and
+-- ConsumerLog.extend (mode 'renew', with ``ttl``) of claim ``cid`` at NOW;
+-- an unknown claim id changes nothing. Also called by delete.lua.
+local function consumer_settle(project, queue, cid, mode, ttl)
+  local log, by_expiry = K.consumers(project, queue), K.consumer_expiry(project, queue)
+  local found = redis.call('HGET', log, cid)
+  if not found then
+    return 0
+  end
+  local was_ttl, claimed, expires, settled, client =
+    string.match(found, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+  local live = tonumber(expires) > NOW
+  if mode == 'renew' and live then
+    was_ttl = ttl
+    expires = fmt(NOW + tonumber(ttl))
+  else
+    if settled ~= '' and not (mode == 'end' and live) then
+      return 1  -- already settled: nothing to write
+    end
+    if settled == '' then
+      settled = NOW_S
+    end
+    if mode == 'end' and live then
+      expires = NOW_S
+    end
+  end
+  redis.call('HSET', log, cid, was_ttl .. '|' .. claimed .. '|' .. expires .. '|' .. settled .. '|' .. client)
+  redis.call('ZADD', by_expiry, expires, cid)
+  return 1
+end

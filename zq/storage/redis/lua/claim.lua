@@ -1,7 +1,9 @@
 #!lua
 -- ARGV: project, queue, claim id, ttl, grace, limit, client, policy (8 args,
 -- see read_policy), metadata version, budget (2 args, see read_budget),
--- backoff (2 args, see read_backoff).
+-- backoff (2 args, see read_backoff), consumer ('1' or '': whether to write
+-- the consumer record), its client, claimed, expires and forget before
+-- (ConsumerEntry: the claim's record in the consumer log, in this script).
 -- Returns the delivered messages (empty: no claim made), STALE, or AGAIN
 -- when the budget ran out before any message was delivered.
 local project, queue, cid = ARGV[3], ARGV[4], ARGV[5]
@@ -50,4 +52,7 @@ redis.call('HSET', K.claim(cid), 'q', qid, 'ttl', ttl, 'grace', grace, 'created'
            'expires', fmt(cexp), 'client', client)
 redis.call('ZADD', K.claim_expiry(), fmt(cexp), cid)
 redis.call('SADD', K.qclaims(qid), cid)
+if ARGV[23] == '1' then
+  consumer_record(project, queue, cid, ARGV[6], ARGV[25], ARGV[26], '', ARGV[24], ARGV[27])
+end
 return taken

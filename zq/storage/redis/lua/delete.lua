@@ -1,8 +1,13 @@
 #!lua
--- ARGV: project, queue, message id, claim id ('' = none), client.
+-- ARGV: project, queue, message id, claim id ('' = none), client, settle
+-- ('1': settle the claim's consumer record first, MessageController.delete's
+-- settle_claim, whatever the answer).
 -- Returns 0 (deleted or nothing to delete), 1 (claimed, no claim id given)
 -- or 2 (the claim id given does not hold the message).
 local project, queue, id, cid, client = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+if ARGV[8] == '1' and cid ~= '' then
+  consumer_settle(project, queue, cid, 'settle', 0)
+end
 local qid = queue_id(project, queue)
 if not qid then
   return 0
