@@ -116,6 +116,9 @@ DESCRIPTIONS = {
                                "sent (reported)",
     "notifications.smtp_port": "SMTP server port",
     "notifications.smtp_from": "sender address of notification mail",
+    "notifications.public_url": "where subscribers reach this API (`https://host:port`): "
+                                "confirmation requests then carry a full WSGISubscribeURL; "
+                                "empty: only the path",
 }
 
 

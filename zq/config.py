@@ -309,6 +309,9 @@ class NotificationsConfig:
     smtp_host: str = ""  # mailto: subscribers; empty: mail is not sent (reported)
     smtp_port: int = 25
     smtp_from: str = "zq@localhost"
+    # Where subscribers reach this API (https://host:port): confirmation
+    # requests then carry Zaqar's WSGISubscribeURL; empty: only the path.
+    public_url: str = ""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1 or self.queue_depth < 1:

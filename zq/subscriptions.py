@@ -10,10 +10,10 @@ Confirmation (Zaqar's ``require_confirmation``): every subscription starts
 unconfirmed, as in Zaqar; ``PUT .../confirm`` sets it. With
 ``[notifications] require_confirmation`` the notifier sends nothing to an
 unconfirmed subscriber (``deliverable``), and the service asks its
-``ConfirmationRequests`` (the notifier's, when one is plugged in) to send
-the subscriber a confirmation request where Zaqar sends one: on create, on
-a repeated create of an unconfirmed subscription and on ``confirmed:
-false``.
+``ConfirmationRequests`` (zq.notifications.confirmation_requests: it only
+records the request, the notifier sends it) for a confirmation request
+where Zaqar sends one: on create, on a repeated create of an unconfirmed
+subscription and on ``confirmed: false``.
 """
 
 from __future__ import annotations

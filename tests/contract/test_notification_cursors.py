@@ -92,3 +92,27 @@ def test_sort_key_orders_cursors_as_the_log_reads_them(storage: Storage) -> None
 def _message(i: int) -> NewMessage:
     body = f'{{"i": {i}}}'
     return NewMessage(body=body, ttl=300, delay=0, fingerprint=fingerprint(body))
+
+
+def test_confirmation_request_rows_follow_the_same_leases(storage: Storage) -> None:
+    """zq.notifications.confirmation_requests keeps its state in cursor rows."""
+    import uuid
+
+    from zq.notifications.confirmation_requests import SENT, UNSUBSCRIBE, key, mark
+
+    cursors = storage.notification_cursors
+    assert cursors is not None
+    sid = str(uuid.uuid4())
+    row = key(sid)  # 44 characters with a colon: every driver stores it as is
+    assert cursors.acquire(row, "a", LEASE) is not None
+    mark(cursors, sid, unsubscribed=False)  # a new request while "a" sends the old one
+    assert row not in cursors.positions()
+    assert not cursors.advance(row, "a", SENT, LEASE)  # "a" cannot mark the new one sent
+    assert row not in cursors.positions()
+    assert cursors.acquire(row, "b", LEASE) is not None
+    mark(cursors, sid, unsubscribed=True)  # the API's state wins over b's lease
+    assert cursors.positions()[row] == UNSUBSCRIBE
+    taken = cursors.acquire(row, "c", LEASE)  # released by the API: free at once
+    assert taken is not None and taken.cursor == UNSUBSCRIBE
+    assert cursors.advance(row, "c", SENT, LEASE)
+    assert cursors.positions()[row] == SENT

@@ -26,6 +26,7 @@ from zq.config import Config
 from zq.encryption import BodyCipher
 from zq.metadata_cache import MetadataCache
 from zq.metrics.setup import Telemetry, open_telemetry
+from zq.notifications.confirmation_requests import StoredRequests
 from zq.pooling import Pools
 from zq.pooling.admin import PoolAdmin
 from zq.pooling.setup import open_pools
@@ -124,6 +125,7 @@ def build_app(
     subscriptions = SubscriptionService(
         config.limits, service.pools,
         require_confirmation=config.notifications.require_confirmation,
+        confirmations=StoredRequests(service.pools.storage_for),
         subscribed=service.subscribed)
     for template, subscription_resource in SUBSCRIPTION_ROUTES:
         app.add_route(template, subscription_resource(subscriptions, clock))

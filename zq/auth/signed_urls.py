@@ -171,3 +171,15 @@ def _string_list(
             f"{field} may only hold {', '.join(allowed)}; got {', '.join(unknown)}."
         )
     return sorted(items)
+
+
+def sign_paths(key: str, paths: Iterable[str], methods: Iterable[str], project: str, *,
+               expires_at: float) -> SignedUrl:
+    """Sign exact ``paths`` (no share document): for URLs zq itself hands out,
+    such as a subscription's confirmation request (one path, PUT)."""
+    paths = tuple(sorted(paths))
+    methods = tuple(sorted(m.upper() for m in methods))
+    expires = format_expires(expires_at)
+    return SignedUrl(
+        project, paths, methods, expires, _signature(key, paths, methods, project, expires)
+    )

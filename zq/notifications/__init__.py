@@ -7,5 +7,7 @@
 - payloads.py: which events a subscription is told about, and what it is told.
 - webhook.py, mail.py: one delivery attempt each.
 - pump.py: one subscription's cursor, lease, order and retries.
+- confirmation_requests.py, confirmations.py: Zaqar's confirmation
+  requests (require_confirmation): their stored state, and their sending.
 - runner.py: the notifier process ``zq serve`` starts (docs/notifications.md).
 """

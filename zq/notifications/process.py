@@ -75,7 +75,8 @@ def run(config: Config, metrics_dir: str | None, server_pid: int) -> None:
     pools, _admin = open_pools(config, clock=clock, processes=1)
     cipher = BodyCipher.from_config(config.encryption)
     notifier = Notifier(pools.storages, config.notifications, clock,
-                        fetch_for=lambda storage: fetcher(storage, cipher), report=report)
+                        fetch_for=lambda storage: fetcher(storage, cipher), report=report,
+                        signed_urls=config.signed_urls)
     log.info("notifier %s started (pid %d)", notifier.owner, os.getpid())
 
     def watch_server() -> None:

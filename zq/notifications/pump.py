@@ -31,6 +31,7 @@ from zq.config import NotificationsConfig
 from zq.encryption import BodyCipher, is_sealed, open_body
 from zq.errors import NotFound
 from zq.notifications import mail, retry, webhook
+from zq.notifications.confirmation_requests import current
 from zq.notifications.hosts import AllowedHosts
 from zq.notifications.payloads import Fetch, Notification, build
 from zq.notifications.subscriptions import Subscription
@@ -214,6 +215,10 @@ class Pump:
                       fetch=self._fetch, **opener)
         if batch.through is None:
             return False
+        if batch.notifications and not self._may_send():
+            # The record is up to a refresh old: a subscriber that confirmed
+            # since must get a post made just after (confirmations.current).
+            self.subscription = current(self.storage, self.subscription)
         if not self._may_send():
             batch.notifications = []  # unconfirmed under require_confirmation: dropped
         self._pending.extend(batch.notifications)

@@ -23,7 +23,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from zq.clock import Clock
-from zq.config import NotificationsConfig
+from zq.config import NotificationsConfig, SignedUrlsConfig
+from zq.notifications.confirmations import Confirmations
 from zq.notifications.hosts import AllowedHosts
 from zq.notifications.payloads import Fetch
 from zq.notifications.pump import Pump, Reporter, Sender
@@ -50,6 +51,7 @@ class Notifier:
         report: Reporter,
         owner: str | None = None,
         allowed: AllowedHosts | None = None,
+        signed_urls: SignedUrlsConfig | None = None,
     ) -> None:
         self._storages = storages
         self._config = config
@@ -63,6 +65,9 @@ class Notifier:
         self._running: dict[tuple[str, str], Future[bool]] = {}
         self._again: set[tuple[str, str]] = set()
         self._pool = ThreadPoolExecutor(config.concurrency, thread_name_prefix="zq-notify")
+        # Confirmation requests (require_confirmation): zq.notifications.confirmations.
+        self._confirmations = Confirmations(config, signed_urls or SignedUrlsConfig(), clock,
+                                            self._sender, report, self.owner)
         self._forgotten_at = 0.0
         self._refreshed_at = float("-inf")
 
@@ -84,12 +89,15 @@ class Notifier:
             self._again.discard(key)
             self._running[key] = self._pool.submit(pump.step)
             started += 1
+        room = self._config.concurrency - len(self._running) - self._confirmations.running()
+        started += self._confirmations.start(self._pool.submit, room)
         return started
 
     def busy(self) -> bool:
         """Whether steps are running or pumps have more ready at once."""
         self._collect()
-        return bool(self._running or self._again)
+        return bool(self._running or self._again or self._confirmations.running()
+                    or self._confirmations.ready())
 
     def _collect(self) -> None:
         for key, future in list(self._running.items()):
@@ -129,8 +137,9 @@ class Notifier:
                         fetch=self._fetch_for(storage), report=self._report)
                 else:
                     pump.subscription = subscription  # options may have changed
+            self._confirmations.refresh(name, storage, live)
             if forget:
-                ids = {s.id for s in live}
+                ids = {s.id for s in live} | self._confirmations.keys(live)
                 for gone in set(storage.notification_cursors.positions()) - ids:
                     storage.notification_cursors.forget(gone)
         if forget:
