@@ -22,6 +22,7 @@ client that does not read it holds no thread either.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import io
 import logging
@@ -129,6 +130,7 @@ class BufferedWSGI:
         self.body_timeout = body_timeout
         self.max_body = max_body
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.answers: Answers | None = None  # made on the worker's loop, at its first request
         self.threads = [threading.Thread(target=self.serve_jobs, name=f"zq-request-{number}",
                                          daemon=True) for number in range(threads)]
         for thread in self.threads:
@@ -147,9 +149,11 @@ class BufferedWSGI:
                     "Request Timeout",
                     f"The request body did not arrive within {self.body_timeout:g} seconds."))
                 return
-        loop = asyncio.get_running_loop()
-        answered = loop.create_future()
-        self.jobs.put((environ_of(scope, body), protocol, loop, answered))
+        answers = self.answers
+        if answers is None:
+            answers = self.answers = Answers(asyncio.get_running_loop())
+        answered = answers.loop.create_future()
+        self.jobs.put((environ_of(scope, body), protocol, answers, answered))
         # granian answers 500 to a request whose coroutine ends unanswered.
         await answered
 
@@ -164,7 +168,7 @@ class BufferedWSGI:
     def serve_jobs(self) -> None:
         """One of the threads running the app: answers each job, then wakes its coroutine."""
         while job := self.jobs.get():
-            environ, protocol, loop, answered = job
+            environ, protocol, answers, answered = job
             try:
                 status, headers, content = call_app(self.app, environ)
             except Exception:
@@ -174,8 +178,43 @@ class BufferedWSGI:
                     "Internal server error",
                     "The server failed to handle the request; the error has been logged.")
             protocol.response_bytes(status, headers, content)
+            answers.add(answered)
+
+
+class Answers:
+    """Wakes the coroutines of answered requests on their loop, several per wake-up.
+
+    Each wake-up of the loop from a thread is a write to its self-pipe, a
+    system call after which the thread waits for the GIL again; under load
+    that wait, once per request, cost more than the request's own work
+    (docs/benchmarks.md). A thread only wakes the loop when no wake-up is
+    pending; the loop then settles every future answered by then. The
+    response itself is already with granian: only the coroutine's end waits.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.answered: collections.deque[asyncio.Future] = collections.deque()
+        self.wake_pending = False
+
+    def add(self, answered: asyncio.Future) -> None:
+        """Called on an app thread once ``answered``'s response is with granian."""
+        # deque.append and the flag's read and write are each atomic under
+        # the GIL. settle_all clears the flag before it empties the deque, so
+        # a future appended while the flag still read True is emptied by
+        # the pending wake-up; a race of two threads costs one extra wake-up.
+        self.answered.append(answered)
+        if not self.wake_pending:
+            self.wake_pending = True
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
-                loop.call_soon_threadsafe(settle, answered)
+                self.loop.call_soon_threadsafe(self.settle_all)
+
+    def settle_all(self) -> None:
+        """On the loop: end the wait of every request answered so far."""
+        self.wake_pending = False
+        answered = self.answered
+        while answered:
+            settle(answered.popleft())
 
 
 def settle(answered: asyncio.Future) -> None:

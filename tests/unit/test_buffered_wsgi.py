@@ -11,7 +11,7 @@ from typing import Any
 import falcon
 import pytest
 
-from zq.buffered_wsgi import BufferedWSGI, environ_of
+from zq.buffered_wsgi import Answers, BufferedWSGI, environ_of
 
 
 class Headers:
@@ -165,3 +165,46 @@ def test_an_app_answer_given_as_an_iterator_is_joined_and_closed() -> None:
     status, headers, body = run(BufferedWSGI(app, threads=1, body_timeout=5, max_body=100),
                                 scope("GET", "/x"), Protocol())
     assert (status, headers, body, closed) == (201, {"x-a": "1"}, b"ab", [True])
+
+
+def test_answers_wake_the_loop_once_for_all_answered_before_it_runs() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        answers = Answers(loop)
+        wakeups = []
+        schedule = loop.call_soon_threadsafe
+        loop.call_soon_threadsafe = lambda *a: wakeups.append(a) or schedule(*a)  # type: ignore
+        first = [loop.create_future() for _ in range(5)]
+        for future in first:
+            answers.add(future)
+        loop.run_until_complete(asyncio.wait(first))
+        assert len(wakeups) == 1
+        # Once the pending wake-up has run, the next answer wakes the loop again.
+        later = loop.create_future()
+        answers.add(later)
+        loop.run_until_complete(later)
+        assert len(wakeups) == 2
+    finally:
+        loop.close()
+
+
+def test_concurrent_requests_each_end_after_their_own_answer() -> None:
+    front = BufferedWSGI(echo_app(), threads=4, body_timeout=5, max_body=100)
+    protocols = [Protocol([f'"{n}"'.encode()]) for n in range(200)]
+
+    async def one(n: int, protocol: Protocol) -> None:
+        await front.__rsgi__(scope("POST", f"/{n}", ("content-length", str(len(f'"{n}"')))),
+                             protocol)
+        # granian answers 500 to a coroutine that ends before its response.
+        assert protocol.answer is not None
+
+    async def every() -> None:
+        await asyncio.gather(*(one(n, p) for n, p in enumerate(protocols)))
+
+    try:
+        asyncio.run(every())
+    finally:
+        front.close()
+    for n, protocol in enumerate(protocols):
+        assert protocol.answer is not None
+        assert json.loads(protocol.answer[2])["body"] == f'"{n}"'
