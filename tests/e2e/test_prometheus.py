@@ -38,6 +38,9 @@ def zq_server(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
     """``zq serve`` on SQLite, two workers; its metrics directory under tmp_path."""
     env = clean_environment(tmp_path / "data")
     env["TMPDIR"] = str(tmp_path)  # where zq serve creates its metrics directory
+    # Only the two workers write metric files: the notifier process (which
+    # writes its own) is off, so "two files" means "both workers served".
+    env["ZQ_NOTIFICATIONS_ENABLED"] = "false"
     server = ServerProcess(tmp_path / "zq.log", env, "--workers", "2").start()
     try:
         yield server, tmp_path
