@@ -17,23 +17,25 @@ Cases, each on its own queue, through the storage contract (no HTTP):
   (a crashed consumer's), then 1,000 free ones. The run's clock is moved
   past those claims' expiry (an offset on the wall clock, no sleeping).
 
-``--policy`` is what the timed claims pass: ``none``, ``dlq`` (a dead
-letter policy whose ``_max_claim_count`` is never reached, so the check is
-paid and nothing moves) or ``backoff`` (``_retry_delay``). In each case,
-``--claims`` claims of 10 run one after another; each is released again
-untimed (with ``backoff``, whose release would delay the messages: deleted
-and replaced by as many new ones at the tail), so the queue keeps its shape,
-except in ``expired10k``, where each claim takes 10 of the expired ones, as
-it would. Prints one JSON line per case (claim p50 and p99 in ms, queue
-stats p50) and each case's p50/p99 over the ``1k`` case's (the issue's
-target: within 2x). On PostgreSQL also ``statement_ms``: the
-median execution time of the claim statement inside the database
-(EXPLAIN ANALYZE, rolled back), which the machine's load and the
-commit's WAL flush do not blur. PostgreSQL: a database created for the
-run (no ANALYZE: the plans a new deployment gets) and dropped at the end;
-the URI names the server only. Redis: a fresh key prefix, deleted at the end.
-MariaDB (``mysql+pymysql://root@127.0.0.1:3306/test``) and SQLite: the
-URI's database, queues under a fresh project, emptied at the end.
+``--policy`` is what the timed claims pass: ``none``, ``dlq`` (a dead letter
+policy whose ``_max_claim_count`` is never reached, so the check is paid and
+nothing moves) or ``backoff`` (``_retry_delay``). In each case, ``--claims``
+claims of 10 run one after another; each is released again untimed (with
+``backoff``, whose release would delay the messages: deleted and replaced by
+as many new ones at the tail), so the queue keeps its shape, except in
+``expired10k``, where each claim takes 10 of the expired ones, as it would
+(with ``backoff`` they are deleted, not replaced). Prints one JSON line per
+case (claim p50 and p99 in ms, queue stats p50) and each case's p50/p99 over
+the ``1k`` case's (the issue's target: within 2x). On PostgreSQL also
+``statement_ms``: the median execution time of the claim statement inside
+the database (EXPLAIN ANALYZE, rolled back), which the machine's load and
+the commit's WAL flush do not blur, when the claim is one statement, and
+``statements``: how many a claim sends (BEGIN and COMMIT not counted).
+PostgreSQL: a database created for the run (no ANALYZE: the plans a new
+deployment gets) and dropped at the end; the URI names the server only.
+Redis: a fresh key prefix, deleted at the end. MariaDB
+(``mysql+pymysql://root@127.0.0.1:3306/test``) and SQLite: the URI's
+database, queues under a fresh project, emptied at the end.
 
 Loading: PostgreSQL copies the messages in with COPY (one post through the
 contract first creates the queue); elsewhere posts of 1,000 through the
@@ -148,12 +150,14 @@ def time_claims(storage: Storage, queue: str, claims: int, policy: dict[str, Any
                                       client_id="consumer", **policy)
         taken.append((time.perf_counter() - started) * 1000)
         assert claim is not None and len(claim.messages) == 10
-        if "backoff" in policy and keep_shape:
-            # A release would hold them back for the backoff: replace them instead.
+        if "backoff" in policy:
+            # A release would hold them back for the backoff: deleted instead,
+            # and replaced at the tail unless the case drains its backlog.
             storage.messages.delete_many(PROJECT, queue, [m.id for m in claim.messages],
                                          claim_ids=[claim.id], client_id="consumer")
-            storage.messages.post(PROJECT, queue, [message] * len(claim.messages),
-                                  client_id="producer")
+            if keep_shape:
+                storage.messages.post(PROJECT, queue, [message] * len(claim.messages),
+                                      client_id="producer")
         else:
             storage.claims.release(PROJECT, queue, claim.id, client_id="consumer")
     return taken
@@ -169,8 +173,8 @@ def time_stats(storage: Storage, queue: str, runs: int = 20) -> float:
 
 
 def database_ms(storage: Storage, queue: str, policy: dict[str, Any],
-                runs: int = 20) -> float | None:
-    """PostgreSQL: the claim statement's own execution time (median ms).
+                runs: int = 20) -> tuple[int, float | None] | None:
+    """PostgreSQL: statements per claim, and the claim statement's own time (median ms).
 
     EXPLAIN ANALYZE of the claim's last statement, ``runs`` times, each
     rolled back: the database's part of a claim without the round trips and
@@ -195,8 +199,8 @@ def database_ms(storage: Storage, queue: str, policy: dict[str, Any],
     assert claim is not None
     statement, parameters = seen[-1]
     storage.claims.release(PROJECT, queue, claim.id, client_id="consumer")
-    if not parameters:
-        return None
+    if not parameters or len(seen) > 1:
+        return len(seen), None
     times = []
     raw = engine.raw_connection()
     try:
@@ -210,7 +214,7 @@ def database_ms(storage: Storage, queue: str, policy: dict[str, Any],
             raw.rollback()
     finally:
         raw.close()
-    return statistics.median(times)
+    return len(seen), statistics.median(times)
 
 
 def _drop_redis_prefix(uri: str, prefix: str) -> None:
@@ -272,7 +276,8 @@ def run_case(storage: Storage, clock: ShiftedClock, name: str, free: int, held: 
         clock.offset += 2 * (EXPIRING_TTL + 60)  # past the claims and their grace
     setup_s = time.perf_counter() - started
     policy = policies(args.policy)
-    taken = time_claims(storage, queue, args.claims, policy, keep_shape=held == 0)
+    taken = time_claims(storage, queue, args.claims, policy,
+                        keep_shape=ttl != EXPIRING_TTL)
     line = {"case": name, "free": free, "held": held, "expired": ttl == EXPIRING_TTL,
             "claims": len(taken), "claim_p50_ms": round(statistics.median(taken), 3),
             "claim_p99_ms": round(percentile(taken, 0.99), 3),
@@ -280,7 +285,9 @@ def run_case(storage: Storage, clock: ShiftedClock, name: str, free: int, held: 
             "setup_s": round(setup_s, 1)}
     in_database = database_ms(storage, queue, policy)
     if in_database is not None:
-        line["statement_ms"] = round(in_database, 3)
+        line["statements"], one_statement_ms = in_database
+        if one_statement_ms is not None:
+            line["statement_ms"] = round(one_statement_ms, 3)
     return line
 
 

@@ -69,16 +69,18 @@ class SqlClaims(ClaimController):
         consumer: ConsumerEntry | None = None,
     ) -> ClaimRecord | None:
         claim_id = new_id()
-        if dead_letter is None and backoff is None and self._one_statement:
+        if self._one_statement and postgresql.one_statement_claims(dead_letter):
+            rules = postgresql.ClaimRules.of(dead_letter, backoff, limit)
             if consumer is None:
                 return self._db.write_statement(lambda conn: postgresql.claim(
                     conn, project, queue, claim_id, now=self._clock.now(), ttl=ttl,
-                    grace=grace, limit=limit, client_id=client_id))
+                    grace=grace, limit=limit, client_id=client_id, rules=rules))
 
             def one_statement(conn: sa.Connection) -> ClaimRecord | None:
                 now = self._clock.now()
                 made = postgresql.claim(conn, project, queue, claim_id, now=now, ttl=ttl,
-                                        grace=grace, limit=limit, client_id=client_id)
+                                        grace=grace, limit=limit, client_id=client_id,
+                                        rules=rules)
                 _record_consumer(conn, project, queue, made, consumer)
                 return made
             # The consumer record joins the claim's transaction: one more

@@ -28,6 +28,39 @@ def record(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
         conn.execute(sa.insert(events), rows)
 
 
+EVENT_COLUMNS = ["time", "project", "queue", "kind", "message_id", "claim_id",
+                 "client_id", "claim_count", "detail"]
+
+
+def event_select(
+    rows: sa.CTE,
+    kind: str,
+    project: str,
+    queue: str,
+    now: float,
+    *,
+    claim_id: sa.ColumnElement[Any],
+    client_id: str | None,
+    detail: sa.ColumnElement[Any] | None = None,
+) -> sa.Select[Any]:
+    """One events row (``EVENT_COLUMNS``) per row of ``rows`` (a WITH query), unordered.
+
+    ``rows`` has the message columns ``id`` and ``claim_count``; the detail
+    is empty unless given, as ``event_row`` writes it for these kinds.
+    """
+    return sa.select(
+        sa.literal(now, sa.Double()),
+        sa.literal(project, events.c.project.type),
+        sa.literal(queue, events.c.queue.type),
+        sa.literal(kind, events.c.kind.type),
+        rows.c.id,
+        claim_id,
+        sa.literal(client_id, events.c.client_id.type),
+        rows.c.claim_count,
+        sa.literal(dump_json({}), events.c.detail.type) if detail is None else detail,
+    )
+
+
 def events_from(
     rows: sa.CTE,
     kind: str,
@@ -40,23 +73,12 @@ def events_from(
 ) -> sa.Insert:
     """INSERT one event per row of ``rows`` (a WITH query), in marker order.
 
-    ``rows`` has the message columns ``marker``, ``id`` and ``claim_count``;
-    the detail is empty, as ``event_row`` writes it for these kinds.
+    ``rows`` has the message columns ``marker``, ``id`` and ``claim_count``
+    (``event_select``).
     """
-    columns = ["time", "project", "queue", "kind", "message_id", "claim_id",
-               "client_id", "claim_count", "detail"]
-    source = sa.select(
-        sa.literal(now, sa.Double()),
-        sa.literal(project, events.c.project.type),
-        sa.literal(queue, events.c.queue.type),
-        sa.literal(kind, events.c.kind.type),
-        rows.c.id,
-        claim_id,
-        sa.literal(client_id, events.c.client_id.type),
-        rows.c.claim_count,
-        sa.literal(dump_json({}), events.c.detail.type),
-    ).order_by(rows.c.marker)
-    return sa.insert(events).from_select(columns, source)
+    source = event_select(rows, kind, project, queue, now, claim_id=claim_id,
+                          client_id=client_id).order_by(rows.c.marker)
+    return sa.insert(events).from_select(EVENT_COLUMNS, source)
 
 
 class SqlEventLog(EventLog):

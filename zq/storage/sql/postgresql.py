@@ -14,15 +14,23 @@ what the general path does, in one statement; run them with
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.sql.elements import Grouping
 
 from zq import events
+from zq.backoff import BackoffPolicy
+from zq.dead_letter import DeadLetterPolicy
+from zq.moves import Move
 from zq.storage.base import ClaimRecord
 from zq.storage.sql import dialects, predicates
-from zq.storage.sql.events import events_from
-from zq.storage.sql.records import message_record
+from zq.storage.sql.events import EVENT_COLUMNS, event_select, events_from
+from zq.storage.sql.queues import queue_row
+from zq.storage.sql.records import dump_json, message_record
 from zq.storage.sql.schema import claims as c
 from zq.storage.sql.schema import events as event_table
 from zq.storage.sql.schema import messages as m
@@ -146,30 +154,75 @@ def delete_many(
 # ``marker`` would let it walk the primary key or the queue index instead
 # (chosen with statistics, measured: 20 ms behind 10,000 held messages).
 FREE_ORDER = sa.case((m.c.claim_expires.is_(None), m.c.marker))
-# An order no index holds: the expired set is read by its range in
-# ix_messages_held_expiry and sorted, never by an ordered walk of the queue
-# that would pass every held message (117 ms measured with statistics).
-EXPIRED_ORDER = sa.case((m.c.claim_expires.is_not(None), m.c.marker))
+# The key of ix_messages_claimable_again (migration 0010_claimable_again):
+# when a message with a claim is free again, its claim expired and any
+# backoff after it passed. Read as a range in this order and cut at the
+# batch size, whatever the number of expired claims or backoffs behind it.
+CLAIMABLE_AGAIN = sa.func.greatest(m.c.claim_expires, m.c.delay_until)
+# Exhausted messages a claim moves to the dead letter queue at most, so its
+# own work stays bounded; the next claim moves the rest.
+MOVES_PER_CLAIM = 100
+_NO_BOUND = 2**63 - 1
 
 
-def _free_candidates(project: str, queue: str, now: float, limit: int
-                     ) -> tuple[sa.CTE, sa.CTE]:
-    """Up to ``limit`` free messages of each kind, locked, as two WITH parts.
+@dataclass(frozen=True)
+class ClaimRules:
+    """What a queue's policies add to a claim (all None: a plain claim).
+
+    ``exhausted_at``: the claim count from which a message is moved by
+    ``move`` instead of delivered (zq.dead_letter.DeadLetterPolicy).
+    ``schedule`` and ``jitter``: the backoff's base delay by claim count and
+    one jitter factor per message of the batch, in marker order (as
+    zq.backoff.BackoffPolicy computes them for the general path).
+    """
+
+    exhausted_at: int | None = None
+    move: Move | None = None
+    schedule: list[float] | None = None
+    jitter: list[float] | None = None
+
+    @classmethod
+    def of(cls, dead_letter: DeadLetterPolicy | None, backoff: BackoffPolicy | None,
+           limit: int) -> ClaimRules:
+        exhausted_at = None if dead_letter is None else dead_letter.max_claim_count
+        move = None if exhausted_at is None or dead_letter is None else dead_letter.move
+        if move is not None:
+            # The move's values are written by ``_moved`` for this kind of move only.
+            assert not move.reset_claim_count and not move.count_redrive
+        if backoff is None:
+            return cls(exhausted_at, move)
+        return cls(exhausted_at, move, [float(d) for d in backoff.schedule()],
+                   [backoff.jitter_factor() for _ in range(limit)])
+
+
+def one_statement_claims(dead_letter: DeadLetterPolicy | None) -> bool:
+    """Whether ``claim`` carries out a claim under this dead letter policy.
+
+    Not with ``_dead_letter_expired``: moving a queue's expired messages
+    first stays on the general path (zq.storage.sql.delivery).
+    """
+    return dead_letter is None or dead_letter.expiry_move is None
+
+
+def _candidates(project: str, queue: str, now: float, limit: int,
+                rules: ClaimRules) -> tuple[sa.CTE, sa.CTE]:
+    """Up to ``limit`` deliverable messages of each kind, locked, as two WITH parts.
 
     ``never_held``: no claim holds them (never claimed, or released:
     ``claim_expires IS NULL``), in queue order from the free index. Held
     messages are not in that index, so none is passed over. ``expired``:
-    their claim has expired; the range ``claim_expires <= now`` of the held
-    index yields exactly those, sorted by marker. Its cost follows the
-    number of messages whose claims expired and were not claimed again (a
-    crashed consumer's), not the number held or queued. Together they are
-    ``predicates.free(now)``.
+    their claim has expired (and its backoff passed): the first ``limit`` of
+    the claimable-again index's range, in the order they became free, so
+    neither the number held nor the number expired adds work. Together they
+    are ``predicates.free(now)``, less the exhausted messages
+    (``_exhausted``).
     """
-    common = (predicates.in_queue(project, queue), predicates.alive(now),
-              m.c.delay_until <= now)
+    common = [predicates.in_queue(project, queue), predicates.alive(now)]
+    if rules.exhausted_at is not None:
+        common.append(m.c.claim_count < rules.exhausted_at)
     never_held = (
         sa.select(m.c.marker)
-        .where(*common, m.c.claim_expires.is_(None))
+        .where(*common, m.c.delay_until <= now, m.c.claim_expires.is_(None))
         .order_by(FREE_ORDER)
         .limit(limit)
         .with_for_update(skip_locked=True)
@@ -177,15 +230,101 @@ def _free_candidates(project: str, queue: str, now: float, limit: int
         .prefix_with("MATERIALIZED")
     )
     expired = (
-        sa.select(m.c.marker)
-        .where(*common, m.c.claim_expires <= now)
-        .order_by(EXPIRED_ORDER)
+        sa.select(m.c.marker, CLAIMABLE_AGAIN.label("free_at"))
+        .where(*common, m.c.claim_expires.is_not(None), now >= CLAIMABLE_AGAIN)
+        .order_by(CLAIMABLE_AGAIN)
         .limit(limit)
         .with_for_update(skip_locked=True)
         .cte("expired")
         .prefix_with("MATERIALIZED")
     )
     return never_held, expired
+
+
+def _exhausted(project: str, queue: str, now: float, picked: sa.CTE, expired: sa.CTE,
+               limit: int, exhausted_at: int) -> sa.CTE:
+    """The exhausted free messages the claim's walk passes, locked (up to MOVES_PER_CLAIM).
+
+    As on the general path: those ahead of the last message delivered, or
+    anywhere in the queue when the batch is not full. Each kind is read
+    from its own index, as in ``_candidates``, and only as far as the read
+    of deliverable ones went (``expired`` stopped at ``limit``), so that
+    a queue without exhausted messages is not searched for them.
+    """
+    def last_of(rows: sa.CTE, column: sa.ColumnElement[Any], otherwise: Any
+                ) -> sa.ColumnElement[Any]:
+        full = sa.select(sa.func.count()).select_from(rows).scalar_subquery() >= limit
+        return sa.case((full, sa.select(sa.func.max(column)).scalar_subquery()),
+                       else_=otherwise)
+
+    bound = last_of(picked, picked.c.marker, _NO_BOUND)
+    reach = last_of(expired, expired.c.free_at, now)
+    common = (predicates.in_queue(project, queue), predicates.alive(now),
+              m.c.claim_count >= exhausted_at)
+    never_held = (
+        sa.select(m.c.marker)
+        .where(*common, m.c.delay_until <= now, m.c.claim_expires.is_(None),
+               bound > FREE_ORDER)
+        .order_by(FREE_ORDER)
+        .limit(MOVES_PER_CLAIM)
+        .with_for_update(skip_locked=True)
+    )
+    expired_ones = (
+        sa.select(m.c.marker)
+        .where(*common, m.c.claim_expires.is_not(None), reach >= CLAIMABLE_AGAIN,
+               m.c.marker < bound)
+        .order_by(CLAIMABLE_AGAIN)
+        .limit(MOVES_PER_CLAIM)
+        .with_for_update(skip_locked=True)
+    )
+    both = sa.union_all(never_held.subquery().select(),
+                        expired_ones.subquery().select()).subquery()
+    return (sa.select(both.c.marker).order_by(both.c.marker).limit(MOVES_PER_CLAIM)
+            .cte("exhausted").prefix_with("MATERIALIZED"))
+
+
+def _moved(project: str, queue: str, now: float, exhausted: sa.CTE, move: Move) -> sa.CTE:
+    """Move the exhausted messages as ``move`` says (zq.moves), as a WITH part.
+
+    The same values as zq.storage.sql.moves.move_rows: in the destination,
+    free, created now with the move's ttl (or its own), the history entry
+    appended; RETURNING what their events need.
+    """
+    ttl = m.c.ttl if move.ttl is None else sa.literal(move.ttl, sa.Integer())
+    entry = sa.cast(sa.literal(dump_json([move.history_entry(queue, now)])), JSONB)
+    history = sa.func.coalesce(sa.func.nullif(m.c.history, ""), "[]")
+    detail = sa.cast(sa.literal(dump_json(move.detail)), JSONB).op("||")(
+        sa.func.jsonb_build_object(events.FINGERPRINT, m.c.fingerprint,
+                                   events.SAMPLE, sa.func.left(m.c.body, events.SAMPLE_CHARS)))
+    return (
+        sa.update(m)
+        .where(m.c.marker == exhausted.c.marker)
+        .values(queue=move.to, ttl=ttl, created=now, expires=now + ttl, delay_until=now,
+                claim_id=None, claim_expires=None,
+                history=sa.cast(sa.cast(history, JSONB).op("||")(entry), sa.Text()))
+        .returning(m.c.marker, m.c.id, m.c.claim_count,
+                   sa.cast(detail, sa.Text()).label("detail"))
+        .cte("moved")
+    )
+
+
+def _dead_letter_queue(project: str, now: float, moved: sa.CTE, move: Move) -> sa.CTE:
+    """Create the dead letter queue if absent, only when something moved to it."""
+    row = queue_row(project, move.to, now)
+    values = sa.select(*[sa.literal(row[c], queues.c[c].type) for c in _QUEUE_COLUMNS]
+                       ).where(sa.exists(sa.select(moved.c.marker)))
+    return (postgresql.insert(queues).from_select(list(_QUEUE_COLUMNS), values)
+            .on_conflict_do_nothing().cte("dead_letter_queue"))
+
+
+def _backoff_until(expires: float, picked: sa.CTE, rules: ClaimRules) -> sa.ColumnElement[float]:
+    """``delay_until`` of a message claimed now: the claim's expiry plus its backoff."""
+    assert rules.schedule is not None and rules.jitter is not None
+    # In parentheses: PostgreSQL reads ``$1::float8[][i]`` as a type, not a subscript.
+    schedule = Grouping(sa.literal(rules.schedule, ARRAY(sa.Double())))
+    jitter = Grouping(sa.literal(rules.jitter, ARRAY(sa.Double())))
+    step = sa.func.least(m.c.claim_count + 1, len(rules.schedule))
+    return expires + schedule[step] * jitter[picked.c.position]
 
 
 def claim(
@@ -199,43 +338,52 @@ def claim(
     grace: int,
     limit: int,
     client_id: str | None,
+    rules: ClaimRules = ClaimRules(),
 ) -> ClaimRecord | None:
-    """A claim without a dead letter policy as one WITH query (PostgreSQL).
+    """A claim as one WITH query (PostgreSQL), dead letter and backoff rules included.
 
     The same steps as the general path, in one round trip: lock up to
-    ``limit`` free messages in queue order (SKIP LOCKED; PostgreSQL rechecks
-    the conditions on a row changed since the scan), mark them, insert the
-    claim if any were marked, and their ``claimed`` events.
+    ``limit`` deliverable messages in queue order (SKIP LOCKED; PostgreSQL
+    rechecks the conditions on a row changed since the scan), mark them
+    (with their backoff), insert the claim if any were marked; with a dead
+    letter rule, move the exhausted messages the walk passes; and the
+    events, the moves' ``dead_lettered`` first, then ``claimed``, each in
+    marker order (one INSERT, so their order is the statement's).
 
     The free messages are read as two disjoint sets, each through its own
-    partial index (migration 0009_claim_plans), and the first ``limit`` of
+    partial index (migrations 0009 and 0010), and the first ``limit`` of
     both in marker order are taken; the rows locked but not taken are
     unlocked when the statement ends. Neither read passes a message held by
-    a live claim, so a claim costs the same behind 10,000 held messages as
-    behind none (benchmarks/claim_scaling.py), and neither depends on
-    statistics: see ``_free_candidates``.
+    a live claim, nor the backlog of expired claims, so a claim costs the
+    same behind 10,000 held or expired messages as behind none
+    (benchmarks/claim_scaling.py), and neither depends on statistics: see
+    ``_candidates``.
     """
     expires = now + ttl
     lives_until = expires + grace
-    never_held, expired = _free_candidates(project, queue, now, limit)
+    never_held, expired = _candidates(project, queue, now, limit, rules)
     candidates = sa.union_all(sa.select(never_held.c.marker),
                               sa.select(expired.c.marker)).subquery()
     picked = (
-        sa.select(candidates.c.marker)
+        sa.select(candidates.c.marker,
+                  sa.func.row_number().over(order_by=candidates.c.marker).label("position"))
         .order_by(candidates.c.marker)
         .limit(limit)
         .cte("picked")
         .prefix_with("MATERIALIZED")
     )
+    values: dict[str, Any] = {
+        "claim_id": claim_id,
+        "claim_expires": expires,
+        "claim_count": m.c.claim_count + 1,
+        "expires": predicates.at_least(m.c.expires, lives_until),
+    }
+    if rules.schedule is not None:
+        values["delay_until"] = _backoff_until(expires, picked, rules)
     marked = (
         sa.update(m)
         .where(m.c.marker == picked.c.marker)
-        .values(
-            claim_id=claim_id,
-            claim_expires=expires,
-            claim_count=m.c.claim_count + 1,
-            expires=predicates.at_least(m.c.expires, lives_until),
-        )
+        .values(values)
         .returning(*m.c)
         .cte("marked")
     )
@@ -252,12 +400,29 @@ def claim(
             sa.literal(client_id, c.c.client_id.type),
         ).where(sa.exists(sa.select(marked.c.marker))),
     ).cte("new_claim")
-    claimed = events_from(
-        marked, events.CLAIMED, project, queue, now,
-        claim_id=sa.literal(claim_id, c.c.id.type), client_id=client_id,
-    ).cte("claimed_events")
+    claimed = event_select(marked, events.CLAIMED, project, queue, now,
+                           claim_id=sa.literal(claim_id, c.c.id.type), client_id=client_id)
+    parts = [new_claim]
+    if rules.exhausted_at is not None and rules.move is not None:
+        moved = _moved(project, queue, now,
+                       _exhausted(project, queue, now, picked, expired, limit,
+                                  rules.exhausted_at),
+                       rules.move)
+        parts.append(_dead_letter_queue(project, now, moved, rules.move))
+        dead_lettered = event_select(moved, rules.move.event, project, queue, now,
+                                     claim_id=sa.null(), client_id=client_id,
+                                     detail=moved.c.detail)
+        in_order = sa.union_all(
+            dead_lettered.add_columns(sa.literal(0).label("phase"), moved.c.marker),
+            claimed.add_columns(sa.literal(1).label("phase"), marked.c.marker),
+        ).subquery()
+        source = (sa.select(*list(in_order.c)[:len(EVENT_COLUMNS)])
+                  .order_by(in_order.c.phase, in_order.c.marker))
+    else:
+        source = claimed.order_by(marked.c.marker)
+    parts.append(sa.insert(event_table).from_select(EVENT_COLUMNS, source).cte("events_"))
     rows = conn.execute(
-        sa.select(marked).order_by(marked.c.marker).add_cte(new_claim, claimed)
+        sa.select(marked).order_by(marked.c.marker).add_cte(*parts)
     ).all()
     if not rows:
         return None

@@ -147,9 +147,9 @@ events = sa.Table(
 # zq/storage/sql/commit_order.py).
 POSTGRESQL_ONLY_COLUMNS = {("events", "xid")}
 POSTGRESQL_ONLY_INDEXES = {"ix_events_xid_seq"}
-# The claim's two partial indexes (migration 0009_claim_plans, read by
-# zq/storage/sql/postgresql.py's claim).
-POSTGRESQL_ONLY_INDEXES |= {"ix_messages_free_marker", "ix_messages_held_expiry"}
+# The claim's two partial indexes (migrations 0009_claim_plans and
+# 0010_claimable_again, read by zq/storage/sql/postgresql.py's claim).
+POSTGRESQL_ONLY_INDEXES |= {"ix_messages_free_marker", "ix_messages_claimable_again"}
 
 # Where each subscription's notifications have got to, and who delivers
 # them (zq/storage/sql/cursors.py; migration 0008).
