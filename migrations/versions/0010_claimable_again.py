@@ -9,8 +9,9 @@ one by one, messages whose claim expired but whose backoff has not (the
 backoff is stored as ``delay_until`` after the claim's expiry).
 
 ``ix_messages_claimable_again`` keys them by ``GREATEST(claim_expires,
-delay_until)``, the moment such a message is free again: the claim reads
-the first ``limit`` of that range in index order and stops
+delay_until)``, the moment such a message is free again, then marker (the
+messages of one claim share their expiry): the claim reads the first
+``limit`` of that range in index order and stops
 (zq/storage/sql/postgresql.py, ``CLAIMABLE_AGAIN``), whatever the size of
 the backlog. It replaces ``ix_messages_held_expiry``, which nothing else
 reads.
@@ -33,10 +34,10 @@ down_revision = "0009_claim_plans"
 branch_labels = None
 depends_on = None
 
-# The claim's ORDER BY repeats this expression exactly
+# The claim's ORDER BY repeats these keys exactly
 # (zq.storage.sql.postgresql.CLAIMABLE_AGAIN).
 NEW = ("ix_messages_claimable_again",
-       "ON messages (project, queue, (GREATEST(claim_expires, delay_until))) "
+       "ON messages (project, queue, (GREATEST(claim_expires, delay_until)), marker) "
        "WHERE claim_expires IS NOT NULL")
 OLD = ("ix_messages_held_expiry",
        "ON messages (project, queue, claim_expires) WHERE claim_expires IS NOT NULL")

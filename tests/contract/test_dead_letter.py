@@ -170,3 +170,20 @@ def test_dead_lettered_event_samples_long_bodies(storage, project):
     [event] = events_of(storage, project, events.DEAD_LETTERED)
     assert event.detail["sample"] == text[:events.SAMPLE_CHARS]
     assert storage.messages.get(project, "dlq", message_id).body == text
+
+
+def test_a_claim_that_moves_nothing_creates_no_dead_letter_queue(storage, project):
+    post(storage, project, "q", 2)
+    assert len(claim(storage, project, "q", 5, dead_letter=POLICY).messages) == 2
+    assert not storage.queues.exists(project, "dlq")
+
+
+def test_the_moves_are_recorded_before_the_claim_they_made_room_for(storage, project):
+    poison = exhaust(storage, project, "q", 2)
+    fresh = post(storage, project, "q", 2)
+    claimed = claim(storage, project, "q", 2, dead_letter=POLICY)
+    recorded = [(e.kind, e.message_id) for e in events_of(storage, project)
+                if e.claim_id in (None, claimed.id)
+                and e.kind in (events.DEAD_LETTERED, events.CLAIMED)]
+    assert recorded == ([(events.DEAD_LETTERED, m) for m in poison]
+                        + [(events.CLAIMED, m) for m in fresh])

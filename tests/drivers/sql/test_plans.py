@@ -20,29 +20,55 @@ import sqlalchemy as sa
 
 from tests.backends import empty_database, selected_backends
 from tests.contract.helpers import claim, post
+from zq.backoff import BackoffPolicy
 from zq.clock import ManualClock
+from zq.dead_letter import DeadLetterPolicy
 from zq.storage.sql import SqlStorage, migrate, open_sql
 
 pytestmark = pytest.mark.skipif("postgresql" not in selected_backends(),
                                 reason="PostgreSQL plans")
 
 HELD = 300  # messages held by live claims at the head of the queue
-FREE = 50
+FREE = 80
+# What a claim may pass: none, a dead letter policy (never reached here), a backoff.
+POLICIES = {
+    "plain": {"dead_letter": None},
+    "dead letter": {"dead_letter": DeadLetterPolicy(max_claim_count=5, queue="dlq")},
+    "backoff": {"dead_letter": None, "backoff": BackoffPolicy(delay=10, max_delay=100)},
+}
+
+
+def database_with_a_head(*, expired: bool) -> Iterator[SqlStorage]:
+    """A new database, migrated, with HELD claimed messages ahead of FREE free ones.
+
+    ``expired``: those claims have expired (a crashed consumer's backlog).
+    """
+    with empty_database("postgresql") as uri:
+        migrate.upgrade(uri)
+        clock = ManualClock()
+        storage = open_sql(uri, clock=clock)
+        try:
+            post(storage, "p", "q", HELD + FREE)
+            for _ in range(HELD // 100):
+                hold = claim(storage, "p", "q", 100, ttl=60 if expired else 3600, grace=0)
+                assert len(hold.messages) == 100
+            if expired:
+                clock.advance(150)  # past the holds, not the messages' ttl (300)
+            yield storage
+        finally:
+            storage.close()
 
 
 @pytest.fixture
 def fresh() -> Iterator[SqlStorage]:
-    """A new database, migrated, with HELD held messages ahead of FREE free ones."""
-    with empty_database("postgresql") as uri:
-        migrate.upgrade(uri)
-        storage = open_sql(uri, clock=ManualClock())
-        try:
-            post(storage, "p", "q", HELD + FREE)
-            for _ in range(HELD // 100):
-                assert len(claim(storage, "p", "q", 100, ttl=3600).messages) == 100
-            yield storage
-        finally:
-            storage.close()
+    """HELD messages held by live claims ahead of FREE free ones."""
+    yield from database_with_a_head(expired=False)
+
+
+@pytest.fixture
+def expired_backlog() -> Iterator[SqlStorage]:
+    """HELD messages whose claims expired ahead of FREE free ones."""
+    yield from database_with_a_head(expired=True)
 
 
 def captured_statement(storage: SqlStorage, action: Any) -> tuple[Any, str, dict]:
@@ -93,18 +119,23 @@ def has_statistics(storage: SqlStorage) -> bool:
             "SELECT count(*) FROM pg_stats WHERE tablename = 'messages'").scalar())
 
 
-def check_claim_passes_no_held_message(storage: SqlStorage) -> None:
+def check_claim_passes_no_held_message(storage: SqlStorage, policy: dict[str, Any]) -> None:
+    """A claim reads about its batch, whatever is held or expired ahead of it."""
     taken, statement, parameters = captured_statement(
-        storage, lambda: claim(storage, "p", "q", 10))
+        storage, lambda: storage.claims.create("p", "q", ttl=60, grace=60, limit=10,
+                                               client_id=None, **policy))
     assert len(taken.messages) == 10
     # The same claim again under another id (the first one committed).
     parameters = {k: (uuid.uuid4().hex if v == taken.id else v) for k, v in parameters.items()}
     scans = list(scans_of_messages(analyzed(storage, statement, parameters)))
     assert scans
     for scan in scans:
-        # The old walk read the HELD held messages and removed them by filter.
-        assert scan.get("Rows Removed by Filter", 0) == 0, scan
-        assert scan["Actual Rows"] * scan["Actual Loops"] <= 20, scan
+        visited = scan["Actual Rows"] + scan.get("Rows Removed by Filter", 0)
+        # The old walk read the HELD held (or expired) messages.
+        assert visited * scan["Actual Loops"] <= 20, json.dumps(scan)[:1500]
+        if policy.get("dead_letter") is None:
+            # Only the search for exhausted messages filters rows (the batch's own).
+            assert scan.get("Rows Removed by Filter", 0) == 0, scan
 
 
 def check_delete_does_not_walk_the_queue(storage: SqlStorage) -> None:
@@ -124,14 +155,28 @@ def check_delete_does_not_walk_the_queue(storage: SqlStorage) -> None:
 
 def test_claim_and_delete_plans_without_statistics(fresh):
     assert not has_statistics(fresh)
-    check_claim_passes_no_held_message(fresh)
+    for policy in POLICIES.values():
+        check_claim_passes_no_held_message(fresh, policy)
     check_delete_does_not_walk_the_queue(fresh)
     assert not has_statistics(fresh)
+
+
+def test_claims_pass_no_backlog_of_expired_claims(expired_backlog):
+    """Behind HELD messages whose claims expired, each claim reads about its batch."""
+    for statistics in (False, True):
+        if statistics:
+            with expired_backlog.engine.connect().execution_options(
+                    isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("ANALYZE messages")
+        assert has_statistics(expired_backlog) is statistics
+        for policy in POLICIES.values():
+            check_claim_passes_no_held_message(expired_backlog, policy)
 
 
 def test_claim_and_delete_plans_with_statistics(fresh):
     with fresh.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.exec_driver_sql("ANALYZE messages")
     assert has_statistics(fresh)
-    check_claim_passes_no_held_message(fresh)
+    for policy in POLICIES.values():
+        check_claim_passes_no_held_message(fresh, policy)
     check_delete_does_not_walk_the_queue(fresh)

@@ -232,7 +232,7 @@ def _candidates(project: str, queue: str, now: float, limit: int,
     expired = (
         sa.select(m.c.marker, CLAIMABLE_AGAIN.label("free_at"))
         .where(*common, m.c.claim_expires.is_not(None), now >= CLAIMABLE_AGAIN)
-        .order_by(CLAIMABLE_AGAIN)
+        .order_by(CLAIMABLE_AGAIN, m.c.marker)
         .limit(limit)
         .with_for_update(skip_locked=True)
         .cte("expired")
@@ -251,14 +251,19 @@ def _exhausted(project: str, queue: str, now: float, picked: sa.CTE, expired: sa
     of deliverable ones went (``expired`` stopped at ``limit``), so that
     a queue without exhausted messages is not searched for them.
     """
-    def last_of(rows: sa.CTE, column: sa.ColumnElement[Any], otherwise: Any
-                ) -> sa.ColumnElement[Any]:
-        full = sa.select(sa.func.count()).select_from(rows).scalar_subquery() >= limit
-        return sa.case((full, sa.select(sa.func.max(column)).scalar_subquery()),
-                       else_=otherwise)
+    def full(rows: sa.CTE) -> sa.ColumnElement[bool]:
+        return sa.select(sa.func.count()).select_from(rows).scalar_subquery() >= limit
 
-    bound = last_of(picked, picked.c.marker, _NO_BOUND)
-    reach = last_of(expired, expired.c.free_at, now)
+    bound = sa.case((full(picked), sa.select(sa.func.max(picked.c.marker)).scalar_subquery()),
+                    else_=_NO_BOUND)
+    # The last expired one read, in the index's order (ties of one claim's
+    # expiry broken by marker), or the whole range when the read ran dry.
+    last = (sa.select(expired.c.free_at, expired.c.marker)
+            .order_by(expired.c.free_at.desc(), expired.c.marker.desc()).limit(1).subquery())
+    reach = sa.tuple_(
+        sa.case((full(expired), sa.select(last.c.free_at).scalar_subquery()), else_=now),
+        sa.case((full(expired), sa.select(last.c.marker).scalar_subquery()), else_=_NO_BOUND),
+    )
     common = (predicates.in_queue(project, queue), predicates.alive(now),
               m.c.claim_count >= exhausted_at)
     never_held = (
@@ -271,9 +276,9 @@ def _exhausted(project: str, queue: str, now: float, picked: sa.CTE, expired: sa
     )
     expired_ones = (
         sa.select(m.c.marker)
-        .where(*common, m.c.claim_expires.is_not(None), reach >= CLAIMABLE_AGAIN,
-               m.c.marker < bound)
-        .order_by(CLAIMABLE_AGAIN)
+        .where(*common, m.c.claim_expires.is_not(None), now >= CLAIMABLE_AGAIN,
+               sa.tuple_(CLAIMABLE_AGAIN, m.c.marker) <= reach, m.c.marker < bound)
+        .order_by(CLAIMABLE_AGAIN, m.c.marker)
         .limit(MOVES_PER_CLAIM)
         .with_for_update(skip_locked=True)
     )
