@@ -6,9 +6,12 @@ SQLite and MariaDB have no data-modifying WITH queries; the driver's
 general path (messages.py, claims.py) runs there. SqlStorage takes this
 module's writes where ``applies_to`` its dialect (``one_statement=``
 overrides it: tests/backends.py also runs PostgreSQL on the general path,
-so the contract suite covers both paths there). Each function does exactly
-what the general path does, in one statement; run them with
-``Database.write_statement``.
+so the contract suite covers both paths there). Each function does what
+the general path does, in one statement; run them with
+``Database.write_statement``. The claim differs in two ways the contract
+allows: messages whose claims expired come back in the order those claims
+expired (then marker), and it moves at most MOVES_PER_CLAIM exhausted
+messages (docs/storage-sql.md).
 """
 
 from __future__ import annotations
