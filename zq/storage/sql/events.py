@@ -35,30 +35,36 @@ EVENT_COLUMNS = ["time", "project", "queue", "kind", "message_id", "claim_id",
 def event_select(
     rows: sa.CTE,
     kind: str,
-    project: str,
-    queue: str,
-    now: float,
+    project: Any,
+    queue: Any,
+    now: Any,
     *,
     claim_id: sa.ColumnElement[Any],
-    client_id: str | None,
+    client_id: Any,
     detail: sa.ColumnElement[Any] | None = None,
 ) -> sa.Select[Any]:
     """One events row (``EVENT_COLUMNS``) per row of ``rows`` (a WITH query), unordered.
 
     ``rows`` has the message columns ``id`` and ``claim_count``; the detail
     is empty unless given, as ``event_row`` writes it for these kinds.
+    ``project``, ``queue``, ``now`` and ``client_id``: values, or parameters.
     """
     return sa.select(
-        sa.literal(now, sa.Double()),
-        sa.literal(project, events.c.project.type),
-        sa.literal(queue, events.c.queue.type),
+        _value(now, sa.Double()),
+        _value(project, events.c.project.type),
+        _value(queue, events.c.queue.type),
         sa.literal(kind, events.c.kind.type),
         rows.c.id,
         claim_id,
-        sa.literal(client_id, events.c.client_id.type),
+        _value(client_id, events.c.client_id.type),
         rows.c.claim_count,
         sa.literal(dump_json({}), events.c.detail.type) if detail is None else detail,
     )
+
+
+def _value(value: Any, type_: Any) -> sa.ColumnElement[Any]:
+    """A value for a statement: a literal, or a parameter passed as it is."""
+    return value if isinstance(value, sa.ColumnElement) else sa.literal(value, type_)
 
 
 def events_from(

@@ -207,8 +207,8 @@ def one_statement_claims(dead_letter: DeadLetterPolicy | None) -> bool:
     return dead_letter is None or dead_letter.expiry_move is None
 
 
-def _candidates(project: str, queue: str, now: float, limit: int,
-                rules: ClaimRules) -> tuple[sa.CTE, sa.CTE]:
+def _candidates(project: Any, queue: Any, now: Any, limit: Any,
+                exhausted_at: Any | None) -> tuple[sa.CTE, sa.CTE]:
     """Up to ``limit`` deliverable messages of each kind, locked, as two WITH parts.
 
     ``never_held``: no claim holds them (never claimed, or released:
@@ -221,8 +221,8 @@ def _candidates(project: str, queue: str, now: float, limit: int,
     (``_exhausted``).
     """
     common = [predicates.in_queue(project, queue), predicates.alive(now)]
-    if rules.exhausted_at is not None:
-        common.append(m.c.claim_count < rules.exhausted_at)
+    if exhausted_at is not None:
+        common.append(m.c.claim_count < exhausted_at)
     never_held = (
         sa.select(m.c.marker)
         .where(*common, m.c.delay_until <= now, m.c.claim_expires.is_(None))
@@ -244,8 +244,8 @@ def _candidates(project: str, queue: str, now: float, limit: int,
     return never_held, expired
 
 
-def _exhausted(project: str, queue: str, now: float, picked: sa.CTE, expired: sa.CTE,
-               limit: int, exhausted_at: int) -> sa.CTE:
+def _exhausted(project: Any, queue: Any, now: Any, picked: sa.CTE, expired: sa.CTE,
+               limit: Any, exhausted_at: Any) -> sa.CTE:
     """The exhausted free messages the claim's walk passes, locked (up to MOVES_PER_CLAIM).
 
     As on the general path: those ahead of the last message delivered, or
@@ -291,24 +291,25 @@ def _exhausted(project: str, queue: str, now: float, picked: sa.CTE, expired: sa
             .cte("exhausted").prefix_with("MATERIALIZED"))
 
 
-def _moved(project: str, queue: str, now: float, exhausted: sa.CTE, move: Move) -> sa.CTE:
-    """Move the exhausted messages as ``move`` says (zq.moves), as a WITH part.
+def _moved(queue: Any, now: Any, exhausted: sa.CTE) -> sa.CTE:
+    """Move the exhausted messages as the claim's move says (zq.moves), as a WITH part.
 
     The same values as zq.storage.sql.moves.move_rows: in the destination,
     free, created now with the move's ttl (or its own), the history entry
-    appended; RETURNING what their events need.
+    appended; RETURNING what their events need. The move's destination,
+    ttl, history entry and detail are parameters (``_claim_parameters``).
     """
-    ttl = m.c.ttl if move.ttl is None else sa.literal(move.ttl, sa.Integer())
-    entry = sa.cast(sa.literal(dump_json([move.history_entry(queue, now)])), JSONB)
+    ttl = sa.func.coalesce(_param("move_ttl", sa.Integer()), m.c.ttl)
+    entry = sa.cast(_param("move_history", sa.Text()), JSONB)
     history = sa.func.coalesce(sa.func.nullif(m.c.history, ""), "[]")
-    detail = sa.cast(sa.literal(dump_json(move.detail)), JSONB).op("||")(
+    detail = sa.cast(_param("move_detail", sa.Text()), JSONB).op("||")(
         sa.func.jsonb_build_object(events.FINGERPRINT, m.c.fingerprint,
                                    events.SAMPLE, sa.func.left(m.c.body, events.SAMPLE_CHARS)))
     return (
         sa.update(m)
         .where(m.c.marker == exhausted.c.marker)
-        .values(queue=move.to, ttl=ttl, created=now, expires=now + ttl, delay_until=now,
-                claim_id=None, claim_expires=None,
+        .values(queue=_param("move_to", m.c.queue.type), ttl=ttl, created=now,
+                expires=now + ttl, delay_until=now, claim_id=None, claim_expires=None,
                 history=sa.cast(sa.cast(history, JSONB).op("||")(entry), sa.Text()))
         .returning(m.c.marker, m.c.id, m.c.claim_count,
                    sa.cast(detail, sa.Text()).label("detail"))
@@ -316,23 +317,130 @@ def _moved(project: str, queue: str, now: float, exhausted: sa.CTE, move: Move) 
     )
 
 
-def _dead_letter_queue(project: str, now: float, moved: sa.CTE, move: Move) -> sa.CTE:
+def _dead_letter_queue(moved: sa.CTE) -> sa.CTE:
     """Create the dead letter queue if absent, only when something moved to it."""
-    row = queue_row(project, move.to, now)
-    values = sa.select(*[sa.literal(row[c], queues.c[c].type) for c in _QUEUE_COLUMNS]
+    values = sa.select(*[_param(f"dlq_{c}", queues.c[c].type) for c in _QUEUE_COLUMNS]
                        ).where(sa.exists(sa.select(moved.c.marker)))
     return (postgresql.insert(queues).from_select(list(_QUEUE_COLUMNS), values)
             .on_conflict_do_nothing().cte("dead_letter_queue"))
 
 
-def _backoff_until(expires: float, picked: sa.CTE, rules: ClaimRules) -> sa.ColumnElement[float]:
+def _backoff_until(expires: Any, picked: sa.CTE) -> sa.ColumnElement[float]:
     """``delay_until`` of a message claimed now: the claim's expiry plus its backoff."""
-    assert rules.schedule is not None and rules.jitter is not None
     # In parentheses: PostgreSQL reads ``$1::float8[][i]`` as a type, not a subscript.
-    schedule = Grouping(sa.literal(rules.schedule, ARRAY(sa.Double())))
-    jitter = Grouping(sa.literal(rules.jitter, ARRAY(sa.Double())))
-    step = sa.func.least(m.c.claim_count + 1, len(rules.schedule))
+    schedule = Grouping(sa.cast(_param("schedule", ARRAY(sa.Double())), ARRAY(sa.Double())))
+    jitter = Grouping(sa.cast(_param("jitter", ARRAY(sa.Double())), ARRAY(sa.Double())))
+    step = sa.func.least(m.c.claim_count + 1, sa.func.cardinality(schedule))
     return expires + schedule[step] * jitter[picked.c.position]
+
+
+def _param(name: str, type_: Any) -> sa.BindParameter[Any]:
+    """A named parameter of the claim statement (``_claim_parameters`` gives its value)."""
+    return sa.bindparam(f"c_{name}", type_=type_)
+
+
+@functools.lru_cache(maxsize=16)
+def _claim_sql(dialect: sa.Dialect, dead_letter: bool, backoff: bool
+               ) -> tuple[str, dict[str, Any]]:
+    """The claim statement's text and its constant parameters, built once per shape.
+
+    Building and compiling this WITH query each time cost more than running
+    it (a few ms of Python a claim on a loaded machine, measured with
+    benchmarks/claim_scaling.py); every value that changes is a named
+    parameter (``_param``), and SQLAlchemy's own constants keep the values
+    it gave them.
+    """
+    compiled = _claim_statement(dead_letter, backoff).compile(dialect=dialect)
+    constants = {k: v for k, v in compiled.params.items() if not k.startswith("c_")}
+    return str(compiled), constants
+
+
+def _claim_statement(dead_letter: bool, backoff: bool) -> sa.Select[Any]:
+    """The claim as one WITH query; see ``claim``."""
+    project = _param("project", m.c.project.type)
+    queue = _param("queue", m.c.queue.type)
+    now = _param("now", sa.Double())
+    expires = _param("expires", sa.Double())
+    limit = _param("limit", sa.Integer())
+    claim_id = _param("claim_id", c.c.id.type)
+    client_id = _param("client_id", c.c.client_id.type)
+    exhausted_at = _param("exhausted_at", sa.Integer()) if dead_letter else None
+    never_held, expired = _candidates(project, queue, now, limit, exhausted_at)
+    candidates = sa.union_all(sa.select(never_held.c.marker),
+                              sa.select(expired.c.marker)).subquery()
+    picked = (
+        sa.select(candidates.c.marker,
+                  sa.func.row_number().over(order_by=candidates.c.marker).label("position"))
+        .order_by(candidates.c.marker)
+        .limit(limit)
+        .cte("picked")
+        .prefix_with("MATERIALIZED")
+    )
+    values: dict[str, Any] = {
+        "claim_id": claim_id,
+        "claim_expires": expires,
+        "claim_count": m.c.claim_count + 1,
+        "expires": predicates.at_least(m.c.expires, _param("lives_until", sa.Double())),
+    }
+    if backoff:
+        values["delay_until"] = _backoff_until(expires, picked)
+    marked = (
+        sa.update(m)
+        .where(m.c.marker == picked.c.marker)
+        .values(values)
+        .returning(*m.c)
+        .cte("marked")
+    )
+    new_claim = sa.insert(c).from_select(
+        ["id", "project", "queue", "ttl", "grace", "created", "expires", "client_id"],
+        sa.select(claim_id, project, queue, _param("ttl", sa.Integer()),
+                  _param("grace", sa.Integer()), now, expires, client_id,
+                  ).where(sa.exists(sa.select(marked.c.marker))),
+    ).cte("new_claim")
+    claimed = event_select(marked, events.CLAIMED, project, queue, now,
+                           claim_id=claim_id, client_id=client_id)
+    parts = [new_claim]
+    if dead_letter:
+        assert exhausted_at is not None
+        moved = _moved(queue, now, _exhausted(project, queue, now, picked, expired, limit,
+                                              exhausted_at))
+        parts.append(_dead_letter_queue(moved))
+        dead_lettered = event_select(moved, events.DEAD_LETTERED, project, queue, now,
+                                     claim_id=sa.null(), client_id=client_id,
+                                     detail=moved.c.detail)
+        in_order = sa.union_all(
+            dead_lettered.add_columns(sa.literal(0).label("phase"), moved.c.marker),
+            claimed.add_columns(sa.literal(1).label("phase"), marked.c.marker),
+        ).subquery()
+        source = (sa.select(*list(in_order.c)[:len(EVENT_COLUMNS)])
+                  .order_by(in_order.c.phase, in_order.c.marker))
+    else:
+        source = claimed.order_by(marked.c.marker)
+    parts.append(sa.insert(event_table).from_select(EVENT_COLUMNS, source).cte("events_"))
+    return sa.select(marked).order_by(marked.c.marker).add_cte(*parts)
+
+
+def _claim_parameters(project: str, queue: str, claim_id: str, now: float, ttl: int,
+                      grace: int, limit: int, client_id: str | None,
+                      rules: ClaimRules) -> dict[str, Any]:
+    """The values of ``_claim_statement``'s parameters for one claim."""
+    values: dict[str, Any] = {
+        "project": project, "queue": queue, "now": now, "expires": now + ttl,
+        "lives_until": now + ttl + grace, "limit": limit, "claim_id": claim_id,
+        "client_id": client_id, "ttl": ttl, "grace": grace,
+    }
+    if rules.move is not None:
+        move = rules.move
+        assert move.event == events.DEAD_LETTERED  # the statement's event kind
+        values.update(
+            exhausted_at=rules.exhausted_at, move_to=move.to, move_ttl=move.ttl,
+            move_history=dump_json([move.history_entry(queue, now)]),
+            move_detail=dump_json(move.detail),
+            **{f"dlq_{k}": v for k, v in queue_row(project, move.to, now).items()},
+        )
+    if rules.schedule is not None:
+        values.update(schedule=rules.schedule, jitter=rules.jitter)
+    return {f"c_{k}": v for k, v in values.items()}
 
 
 def claim(
@@ -367,71 +475,12 @@ def claim(
     (benchmarks/claim_scaling.py), and neither depends on statistics: see
     ``_candidates``.
     """
+    dead_letter = rules.move is not None and rules.exhausted_at is not None
+    text, constants = _claim_sql(conn.dialect, dead_letter, rules.schedule is not None)
+    parameters = {**constants, **_claim_parameters(project, queue, claim_id, now, ttl, grace,
+                                                   limit, client_id, rules)}
+    rows = conn.exec_driver_sql(text, parameters).all()
     expires = now + ttl
-    lives_until = expires + grace
-    never_held, expired = _candidates(project, queue, now, limit, rules)
-    candidates = sa.union_all(sa.select(never_held.c.marker),
-                              sa.select(expired.c.marker)).subquery()
-    picked = (
-        sa.select(candidates.c.marker,
-                  sa.func.row_number().over(order_by=candidates.c.marker).label("position"))
-        .order_by(candidates.c.marker)
-        .limit(limit)
-        .cte("picked")
-        .prefix_with("MATERIALIZED")
-    )
-    values: dict[str, Any] = {
-        "claim_id": claim_id,
-        "claim_expires": expires,
-        "claim_count": m.c.claim_count + 1,
-        "expires": predicates.at_least(m.c.expires, lives_until),
-    }
-    if rules.schedule is not None:
-        values["delay_until"] = _backoff_until(expires, picked, rules)
-    marked = (
-        sa.update(m)
-        .where(m.c.marker == picked.c.marker)
-        .values(values)
-        .returning(*m.c)
-        .cte("marked")
-    )
-    new_claim = sa.insert(c).from_select(
-        ["id", "project", "queue", "ttl", "grace", "created", "expires", "client_id"],
-        sa.select(
-            sa.literal(claim_id, c.c.id.type),
-            sa.literal(project, c.c.project.type),
-            sa.literal(queue, c.c.queue.type),
-            sa.literal(ttl, sa.Integer()),
-            sa.literal(grace, sa.Integer()),
-            sa.literal(now, sa.Double()),
-            sa.literal(expires, sa.Double()),
-            sa.literal(client_id, c.c.client_id.type),
-        ).where(sa.exists(sa.select(marked.c.marker))),
-    ).cte("new_claim")
-    claimed = event_select(marked, events.CLAIMED, project, queue, now,
-                           claim_id=sa.literal(claim_id, c.c.id.type), client_id=client_id)
-    parts = [new_claim]
-    if rules.exhausted_at is not None and rules.move is not None:
-        moved = _moved(project, queue, now,
-                       _exhausted(project, queue, now, picked, expired, limit,
-                                  rules.exhausted_at),
-                       rules.move)
-        parts.append(_dead_letter_queue(project, now, moved, rules.move))
-        dead_lettered = event_select(moved, rules.move.event, project, queue, now,
-                                     claim_id=sa.null(), client_id=client_id,
-                                     detail=moved.c.detail)
-        in_order = sa.union_all(
-            dead_lettered.add_columns(sa.literal(0).label("phase"), moved.c.marker),
-            claimed.add_columns(sa.literal(1).label("phase"), marked.c.marker),
-        ).subquery()
-        source = (sa.select(*list(in_order.c)[:len(EVENT_COLUMNS)])
-                  .order_by(in_order.c.phase, in_order.c.marker))
-    else:
-        source = claimed.order_by(marked.c.marker)
-    parts.append(sa.insert(event_table).from_select(EVENT_COLUMNS, source).cte("events_"))
-    rows = conn.execute(
-        sa.select(marked).order_by(marked.c.marker).add_cte(*parts)
-    ).all()
     if not rows:
         return None
     return ClaimRecord(id=claim_id, queue=queue, ttl=ttl, grace=grace, created=now,
