@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/cpu_per_request.sh [WORKLOAD] [THREADS]
 #
-# Starts `zq serve --workers 2` (THREADS threads each, default 4) on Redis
+# Starts `zq serve --workers $WORKERS` (default 2; THREADS threads each, default 4) on Redis
 # db 11 under a fresh key prefix, runs the load generator's WORKLOAD (post,
 # claim-delete, ...; default post) for D seconds (default 8; claim-delete
 # first posts its backlog, untimed), reads the CPU ticks of the worker
@@ -13,12 +13,12 @@
 # switches per request, then
 # Redis's INFO commandstats for the same window. Removes its keys after.
 set -euo pipefail
-W=${1:-post}; T=${2:-4}; D=${D:-8}; REQ=${REQ:-30000}
+W=${1:-post}; T=${2:-4}; D=${D:-8}; REQ=${REQ:-30000}; WORKERS=${WORKERS:-2}
 cd "$(dirname "$0")/.."
 PORT=$(python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 PREFIX=cpu$RANDOM
 LOG=$(mktemp)
-ZQ_SERVER_THREADS=$T python -m zq serve --workers 2 --port "$PORT" \
+ZQ_SERVER_THREADS=$T python -m zq serve --workers "$WORKERS" --port "$PORT" \
   --storage "redis://127.0.0.1:6379/11?prefix=$PREFIX" >"$LOG" 2>&1 &
 SERVER=$!
 cleanup() {
@@ -30,8 +30,8 @@ cleanup() {
 trap cleanup EXIT
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/v2" && break; sleep 0.2; done
 sleep 1
-WORKERS=$(pgrep -P "$SERVER" -d ' ' || true)
-WORKERS="$WORKERS $(for p in $WORKERS; do pgrep -P "$p" -d ' ' || true; done)"
+WORKER_PIDS=$(pgrep -P "$SERVER" -d ' ' || true)
+WORKER_PIDS="$WORKER_PIDS $(for p in $WORKER_PIDS; do pgrep -P "$p" -d ' ' || true; done)"
 REDIS=$(pgrep -x redis-server | head -1)
 # Voluntary context switches of every thread: each wait of one thread for
 # another (a GIL hand-off, a wake-up through a queue) is one, whatever the load.
@@ -47,9 +47,9 @@ if [ "$W" = claim-delete ]; then  # wait for the first claim: the backlog is pos
 fi
 sleep 0.5
 redis-cli config resetstat >/dev/null
-w0=$(ticks $WORKERS $SERVER); r0=$(ticks "$REDIS"); t0=$(date +%s.%N); c0=$(switches $WORKERS)
+w0=$(ticks $WORKER_PIDS $SERVER); r0=$(ticks "$REDIS"); t0=$(date +%s.%N); c0=$(switches $WORKER_PIDS)
 sleep $((D - 2))
-w1=$(ticks $WORKERS $SERVER); r1=$(ticks "$REDIS"); t1=$(date +%s.%N); c1=$(switches $WORKERS)
+w1=$(ticks $WORKER_PIDS $SERVER); r1=$(ticks "$REDIS"); t1=$(date +%s.%N); c1=$(switches $WORKER_PIDS)
 STATS=$(redis-cli info commandstats | grep -v '^#' || true)
 wait $LOADGEN
 python3 - "$w0" "$w1" "$r0" "$r1" "$t0" "$t1" "$OUT" "$c0" "$c1" <<'PY'
