@@ -15,21 +15,8 @@
 set -euo pipefail
 W=${1:-post}; T=${2:-4}; D=${D:-8}; REQ=${REQ:-30000}; WORKERS=${WORKERS:-2}
 cd "$(dirname "$0")/.."
-PORT=$(python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-PREFIX=cpu$RANDOM
-LOG=$(mktemp)
-ZQ_SERVER_THREADS=$T python -m zq serve --workers "$WORKERS" --port "$PORT" \
-  --storage "redis://127.0.0.1:6379/11?prefix=$PREFIX" >"$LOG" 2>&1 &
-SERVER=$!
-cleanup() {
-  kill "$SERVER" 2>/dev/null || true
-  sleep 1
-  redis-cli -n 11 --scan --pattern "$PREFIX:*" | xargs -r -n 500 redis-cli -n 11 del >/dev/null
-  rm -f "$LOG"
-}
-trap cleanup EXIT
-for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/v2" && break; sleep 0.2; done
-sleep 1
+. benchmarks/serve_on_redis.sh
+serve_on_redis "$WORKERS" "$T"
 WORKER_PIDS=$(pgrep -P "$SERVER" -d ' ' || true)
 WORKER_PIDS="$WORKER_PIDS $(for p in $WORKER_PIDS; do pgrep -P "$p" -d ' ' || true; done)"
 REDIS=$(pgrep -x redis-server | head -1)

@@ -13,23 +13,11 @@
 # shows which thread a serving path's cost lands on, which a per-process
 # figure cannot. Removes its keys after.
 set -euo pipefail
-CHECKOUT=$(cd "${1:-$(dirname "$0")/..}" && pwd); W=${2:-ping}
+HERE=$(cd "$(dirname "$0")" && pwd)
+CHECKOUT=$(cd "${1:-$HERE/..}" && pwd); W=${2:-ping}
 cd "$CHECKOUT"
-PORT=$(python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-PREFIX=thr$RANDOM
-SCRATCH=$(mktemp -d)
-ZQ_SERVER_THREADS=4 python -m zq serve --workers 1 --port "$PORT" \
-  --storage "redis://127.0.0.1:6379/11?prefix=$PREFIX" >"$SCRATCH/serve.log" 2>&1 &
-SERVER=$!
-cleanup() {
-  kill "$SERVER" 2>/dev/null || true
-  sleep 1
-  redis-cli -n 11 --scan --pattern "$PREFIX:*" | xargs -r -n 500 redis-cli -n 11 del >/dev/null
-  rm -rf "$SCRATCH"
-}
-trap cleanup EXIT
-for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/v2" && break; sleep 0.2; done
-sleep 1
+. "$HERE/serve_on_redis.sh"
+serve_on_redis 1 4
 # The worker: the child with the most threads (the others are helpers).
 WORKER=$(for p in $(pgrep -P "$SERVER"); do echo "$(ls "/proc/$p/task" | wc -l) $p"; done \
   | sort -n | tail -1 | cut -d' ' -f2)
