@@ -5,12 +5,19 @@
 Events come from zq.analytics.synthetic through a streaming EventLog, so the
 export path is the real one (batches, state file, fsync, trim) minus the
 backend's own read cost; ``--skip-export`` reuses a dataset already in DIR.
+
+Prints the seconds of the export (and how many of them went to generating
+the synthetic events, which stand in for the backend's read), of the job,
+their total, events per second, the export process's peak RSS and the
+Spark driver JVM's (local mode: the executors too), and the load average.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -32,11 +39,14 @@ class SyntheticEventLog(EventLog):
     def __init__(self, count: int, seed: int = 0) -> None:
         self._events: Iterator[Event] = synthetic_events(count, seed=seed)
         self._last: str | None = None
+        self.generating = 0.0  # seconds spent making events, not exporting them
 
     def read(self, *, after: str | None = None, limit: int = 1000) -> list[Event]:
         if after != self._last:
             raise RuntimeError("the synthetic log reads forward only")
+        started = time.perf_counter()
         batch = [event for _, event in zip(range(limit), self._events, strict=False)]
+        self.generating += time.perf_counter() - started
         if batch:
             self._last = batch[-1].cursor
         return batch
@@ -57,6 +67,59 @@ def size_of(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*.parquet"))
 
 
+def peak_rss_mb(pid: int | str = "self") -> float | None:
+    """The peak resident set size of a process (VmHWM), in MB; None where /proc has none."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def cpu_seconds(pid: int | str = "self") -> float | None:
+    """User plus system CPU seconds of a process so far (less noisy than wall time on a
+    shared machine); None where /proc has none."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def driver_jvm() -> int | None:
+    """The process id of the running Spark driver JVM, if any."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None:
+        return None
+    return session.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+
+
+class JobProgress:
+    """The job's progress lines, each with the driver JVM's CPU seconds so far."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.jvm: int | None = None
+
+    def __call__(self, message: str) -> None:
+        if self.jvm is None and message.startswith("Spark "):
+            self.jvm = driver_jvm()
+        cpu = cpu_seconds(self.jvm) if self.jvm is not None else None
+        spent = "" if cpu is None else f" cpu {cpu:6.1f}s"
+        print(f"[job {time.perf_counter() - self.started:6.1f}s{spent}] {message}",
+              file=sys.stderr, flush=True)
+
+
+def megabytes(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.0f} MB"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, dest="count")
@@ -71,14 +134,22 @@ def main() -> int:
 
     root = Path(options.dir or tempfile.mkdtemp(prefix="zq-bench-"))
     print(f"dataset: {root}", file=sys.stderr)
+    load = " ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"load average at start: {load}")
+    export_seconds = job_seconds = 0.0
     if not options.skip_export:
+        log = SyntheticEventLog(options.count)
+        cpu_before = cpu_seconds()
         started = time.perf_counter()
-        result = export({"bench": _Storage(SyntheticEventLog(options.count))}, str(root),
-                        batch_size=options.batch_size)[0]
-        seconds = time.perf_counter() - started
+        result = export({"bench": _Storage(log)}, str(root), batch_size=options.batch_size)[0]
+        export_seconds = time.perf_counter() - started
+        # ru_maxrss: this process's peak so far, which is the export's (KB on Linux).
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"export: {result.events:,} events, {len(result.files)} files, "
-              f"{size_of(root) / 1e6:.1f} MB in {seconds:.1f}s "
-              f"({result.events / seconds:,.0f} events/s)")
+              f"{size_of(root) / 1e6:.1f} MB in {export_seconds:.1f}s "
+              f"({result.events / export_seconds:,.0f} events/s; of which generating the "
+              f"synthetic events {log.generating:.1f}s), CPU "
+              f"{(cpu_seconds() or 0) - (cpu_before or 0):.1f}s, peak RSS {megabytes(rss)}")
     if not options.skip_job:
         from zq.analytics.job import run
 
@@ -90,9 +161,20 @@ def main() -> int:
             argv += ["--master", options.master]
         args = job_parser.parse_args(argv)
         started = time.perf_counter()
-        code = run(args, out=io.StringIO())
-        seconds = time.perf_counter() - started
-        print(f"job: {seconds:.1f}s (Spark start-up included), exit code {code}")
+        progress = JobProgress()
+        code = run(args, out=io.StringIO(), progress=progress)
+        job_seconds = time.perf_counter() - started
+        jvm = progress.jvm
+        cpu = cpu_seconds(jvm) if jvm is not None else None
+        print(f"job: {job_seconds:.1f}s (Spark start-up included), exit code {code}, "
+              f"driver JVM peak RSS {megabytes(peak_rss_mb(jvm) if jvm else None)} "
+              f"(--driver-memory {options.driver_memory}), JVM CPU "
+              + ("n/a" if cpu is None else f"{cpu:.1f}s"))
+    if not options.skip_export and not options.skip_job:
+        total = export_seconds + job_seconds
+        print(f"total: {total:.1f}s ({options.count / total:,.0f} events/s end to end)")
+    load = " ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"load average at end: {load}")
     if not options.dir and not options.keep:
         shutil.rmtree(root)
     return 0

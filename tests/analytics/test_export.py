@@ -64,6 +64,16 @@ def test_export_writes_every_event_once_partitioned_by_day(tmp_path):
     assert state == {"cursor": "3000", "seq": 3000, "pending": None, "exported": 3000}
 
 
+@pytest.mark.parametrize("time", [0.0, 86_399.999, 86_400.0, 1_700_006_399.5, 1_700_006_400.0,
+                                  -0.5, 4_102_444_800.0])
+def test_event_date_is_the_utc_day_of_the_time(time):
+    # event_date formats a day once per day number; it must name the day
+    # datetime would, at the edges of days too.
+    from datetime import UTC, datetime
+
+    assert event_date(time) == datetime.fromtimestamp(time, UTC).strftime("%Y-%m-%d")
+
+
 def test_export_rows_keep_event_fields(tmp_path):
     log = MemoryEventLog(synthetic_events(200, seed=2))
     originals = {e.cursor: e for e in log.events}

@@ -54,7 +54,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from zq.analytics.schema import PARTITION_KEY, event_date, event_row, rows_table
+from zq.analytics.schema import PARTITION_KEY, event_date, events_table
 from zq.analytics.sink import Sink, open_sink
 from zq.notifications import retention as notification_retention
 from zq.storage.base import Event, Storage
@@ -224,13 +224,15 @@ def write_batch(sink: Sink, backend: str, events: list[Event], first_seq: int) -
     writing the same batch again replaces the same files.
     """
     last_seq = first_seq + len(events) - 1
-    by_day: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for offset, event in enumerate(events):
-        by_day[event_date(event.time)].append(event_row(backend, first_seq + offset, event))
+    table = events_table(backend, first_seq, events)
+    rows_by_day: dict[str, list[int]] = defaultdict(list)
+    for index, event in enumerate(events):
+        rows_by_day[event_date(event.time)].append(index)
     written = []
-    for day, rows in sorted(by_day.items()):
+    for day, rows in sorted(rows_by_day.items()):
         path = f"{PARTITION_KEY}={day}/part-{backend}-{first_seq:012d}-{last_seq:012d}.parquet"
-        sink.write_atomic(path, parquet_bytes(rows_table(rows)))
+        part = table if len(rows) == len(events) else table.take(rows)
+        sink.write_atomic(path, parquet_bytes(part))
         written.append(path)
     return written
 

@@ -167,7 +167,8 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
 
     say(f"reading events from {args.events}")
     try:
-        events = lc.read_events(spark, args.events, where).cache()
+        # --sql may query any column; the tables need fewer (see UNUSED_BY_TABLES).
+        events = lc.read_events(spark, args.events, where, every_column=bool(args.sql)).cache()
         total = events.count()
     except AnalysisException as exc:
         print(f"zq: error: cannot read events from {args.events}: {exc}", file=sys.stderr)

@@ -11,6 +11,7 @@ rely on (they order by time within a message).
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -85,26 +86,23 @@ def synthetic_events(count: int, *, seed: int = 0, shape: Shape | None = None) -
     """Exactly ``count`` events (the last message's history may be cut short)."""
     shape = shape or Shape()
     rng = random.Random(seed)
-    cursor = 0
+    cursors = itertools.count(1)
+    made = 0
     number = 0
     while True:
         number += 1
-        for event in _message_history(rng, shape, number):
-            cursor += 1
-            yield _with_cursor(event, cursor)
-            if cursor >= count:
+        for event in _message_history(rng, shape, number, cursors):
+            made += 1
+            yield event
+            if made >= count:
                 return
 
 
-def _with_cursor(event: Event, cursor: int) -> Event:
-    return Event(
-        cursor=str(cursor), time=event.time, project=event.project, queue=event.queue,
-        kind=event.kind, message_id=event.message_id, claim_id=event.claim_id,
-        client_id=event.client_id, claim_count=event.claim_count, detail=event.detail,
-    )
-
-
-def _message_history(rng: random.Random, shape: Shape, number: int) -> Iterator[Event]:
+def _message_history(rng: random.Random, shape: Shape, number: int,
+                     cursors: Iterator[int]) -> Iterator[Event]:
+    # Each event takes the next cursor when it is made, which is when it is
+    # yielded (the generators are lazy): the log's order, without building
+    # every event a second time to number it.
     project = f"project-{rng.randrange(shape.projects)}"
     queue_index = rng.randrange(shape.queues_per_project)
     queue = f"queue-{queue_index}"
@@ -120,7 +118,7 @@ def _message_history(rng: random.Random, shape: Shape, number: int) -> Iterator[
 
     def event(kind: str, **fields) -> Event:
         fields.setdefault("queue", queue)
-        return Event(cursor="", time=t, project=project, kind=kind,
+        return Event(cursor=str(next(cursors)), time=t, project=project, kind=kind,
                      message_id=message_id, **fields)
 
     def dead_letter(count: int, reason: str, **fields) -> Iterator[Event]:
@@ -197,8 +195,8 @@ def _message_history(rng: random.Random, shape: Shape, number: int) -> Iterator[
             else:
                 t += shape.claim_ttl
                 if rng.random() < 0.5:  # the garbage collector noticed the dead claim
-                    yield Event(cursor="", time=t, project=project, queue=queue, kind=EXPIRED,
-                                claim_id=claim_id, client_id=consumer,
+                    yield Event(cursor=str(next(cursors)), time=t, project=project, queue=queue,
+                                kind=EXPIRED, claim_id=claim_id, client_id=consumer,
                                 detail={"target": "claim", "messages": 1})
 
     yield event(POSTED, client_id="producer",
@@ -208,7 +206,7 @@ def _message_history(rng: random.Random, shape: Shape, number: int) -> Iterator[
         # An operator purges the queue while it holds just this message, so
         # every queue's totals still balance.
         t += rng.expovariate(1 / 30)
-        yield Event(cursor="", time=t, project=project, queue=queue, kind=PURGED,
+        yield Event(cursor=str(next(cursors)), time=t, project=project, queue=queue, kind=PURGED,
                     detail={"messages": 1})
         return
     fate = rng.random()
