@@ -42,8 +42,9 @@ def test_gc_moves_an_expired_message_with_the_expired_move(storage, project, clo
     clock.advance(60)
     # Invisible in the source at once, not yet in the dead letter queue.
     assert alive_in(storage, project, mid) == []
-    collected = storage.gc()
-    assert (collected.messages, collected.moved) == (0, 1)
+    # gc sweeps the whole store, which earlier tests share: this project's
+    # part is pinned by its events below (one dead_lettered, no expired).
+    assert storage.gc().moved >= 1
     assert alive_in(storage, project, mid) == ["dlq"]
     assert (storage.queues.stats(project, "q").total,
             storage.queues.stats(project, "dlq").total) == (0, 1)
