@@ -106,6 +106,9 @@ def _when(label: str) -> datetime:
 
 # Value labels on every point up to this many buckets; beyond, only the peak.
 _LABELLED_POINTS = 24
+# Per-queue rate lines up to this many buckets: beyond, with few messages per
+# bucket, they are noise that hides the overall line.
+_QUEUE_LINES = 40
 
 
 def trend(overall: Result, per_queue: Result) -> bytes:
@@ -139,12 +142,14 @@ def trend(overall: Result, per_queue: Result) -> bytes:
     volume.set_title(f"Messages per {describe(width)} bucket (UTC)", fontsize=10)
 
     top = [q for q, n in sorted(failing.items(), key=lambda kv: (-kv[1], kv[0])) if n][:TOP_QUEUES]
-    for queue in top:
+    shown = [0.05]
+    for queue in top if len(rows) <= _QUEUE_LINES else []:
         points = [(_when(r["bucket"]) + timedelta(seconds=width / 2), r["dead_letter_rate"])
                   for r in per_queue.records()
                   if _queue(r) == queue and r["dead_letter_rate"] is not None]
         rate.plot([p[0] for p in points], [p[1] for p in points], marker=".", alpha=0.6,
                   linewidth=1, label=queue)
+        shown += [p[1] for p in points]
     known = [(m, r["dead_letter_rate"]) for m, r in zip(middle, rows, strict=True)
              if r["dead_letter_rate"] is not None]
     rate.plot([k[0] for k in known], [k[1] for k in known], color="black", linewidth=2.2,
@@ -154,9 +159,12 @@ def trend(overall: Result, per_queue: Result) -> bytes:
         rate.annotate(f"{value:.1%}", (moment, value), textcoords="offset points",
                       xytext=(0, 7), ha="center", fontsize=7)
     rate.set_ylabel("dead lettered / (deleted + dead lettered)")
-    rate.set_ylim(0, min(1.05, max([k[1] for k in known] + [0.05]) * 1.25))
+    rate.set_ylim(0, min(1.05, max(shown + [k[1] for k in known]) * 1.2))
     rate.yaxis.set_major_formatter(PercentFormatter(1.0))
-    rate.set_title(f"Dead letter rate per {describe(width)} bucket (UTC)", fontsize=10)
+    per_queue_note = "" if len(rows) <= _QUEUE_LINES else (
+        f"; per queue in queue_trend ({len(rows)} buckets are too many to draw each queue)")
+    rate.set_title(f"Dead letter rate per {describe(width)} bucket (UTC){per_queue_note}",
+                   fontsize=10)
     rate.legend(fontsize=7, ncol=4, loc="upper left", frameon=False)
     locator = AutoDateLocator()
     rate.xaxis.set_major_locator(locator)
