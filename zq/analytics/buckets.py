@@ -51,8 +51,8 @@ def parse_bucket(text: str) -> int | None:
     width = int(match.group(1)) * _UNITS[match.group(2)]
     if width < DAY and DAY % width:
         raise argparse.ArgumentTypeError(
-            f"{text!r} does not divide a day: buckets under a day must (1m, 5m, 15m, 30m, "
-            "1h, 2h, 6h, 12h, ...)")
+            f"{text!r} does not divide a day evenly, as a bucket under a day must "
+            "(1m, 5m, 15m, 30m, 1h, 2h, 6h, 12h, ...)")
     if width > DAY and width % DAY:
         raise argparse.ArgumentTypeError(f"{text!r}: buckets over a day are whole days (2d, 7d)")
     return width

@@ -20,9 +20,8 @@ import hashlib
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -60,9 +59,13 @@ DRILL_DOWN = ("signature_messages", ["signature_id", "by", "backend", "project",
                                      "queues", "events", "first", "last"])
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One exported event: the columns the tables read."""
+class Row(NamedTuple):
+    """One exported event: the columns the tables read.
+
+    A named tuple, not a frozen dataclass: building one is a single tuple
+    allocation instead of 19 ``object.__setattr__`` calls, which made
+    reading 20,000 events take 0.6 s.
+    """
 
     backend: str
     seq: int
@@ -93,7 +96,7 @@ class Row:
         return (self.backend, self.project, self.message_id)
 
 
-FIELDS = list(Row.__slots__)
+FIELDS = list(Row._fields)
 
 
 def rows_of(table: pa.Table) -> list[Row]:
