@@ -2,12 +2,14 @@
 
     python benchmarks/stats_answer_time.py --baseline /tmp/zq-old   # an older zq source tree
 
-Runs ``python -m zq stats`` (a fresh process each time, as a user would) on
-a missing path, an empty dataset, a filter that matches nothing in a small
-synthetic dataset, and every table of that dataset (the plain-Python engine,
-and Spark with ``--engine spark``; a baseline without ``--engine`` fails
-that last case, rc 2), with this checkout and, if given, the baseline
-checkout (its PYTHONPATH), and prints seconds and the baseline/this ratio.
+Runs ``python -m zq stats`` (a fresh process each time, as a user would):
+``--help`` (zq's own start-up), then on a missing path, an empty dataset,
+a filter that matches nothing in a small synthetic dataset, and every
+table of that dataset (the plain-Python engine; with ``--out``, the
+charts, report.html and the drill-down too; and Spark with ``--engine
+spark``: a baseline without ``--engine`` fails that case, rc 2), with this
+checkout and, if given, the baseline checkout (its PYTHONPATH), and prints
+seconds and the baseline/this ratio.
 """
 
 from __future__ import annotations
@@ -68,12 +70,15 @@ def main() -> int:
         events = list(synthetic_events(options.events, seed=1))
         export({"bench": _Storage(_Log(events))}, str(dataset), batch_size=5000)
         cases = {
+            "--help (start-up)": ["--help"],
             "missing path": ["--events", str(Path(scratch) / "nothing-here")],
             "empty dataset": ["--events", str(empty)],
             "--queue nosuch": ["--events", str(dataset), "--queue", "nosuch"],
             # Every table of the whole (small) dataset: plain Python since
             # --engine auto, Spark before.
             f"{options.events:,} events": ["--events", str(dataset), "--format", "json"],
+            f"{options.events:,} --out": ["--events", str(dataset), "--out",
+                                          str(Path(scratch) / "report")],
             f"{options.events:,} --engine spark": ["--events", str(dataset), "--format", "json",
                                                    "--engine", "spark"],
         }
@@ -86,6 +91,7 @@ def main() -> int:
             ratio = (f"   {figures['baseline'][0] / figures['this'][0]:.1f}x"
                      if "baseline" in figures else "")
             print(f"{case:<24} {cells}{ratio}", flush=True)
+        print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
     return 0
 
 
