@@ -62,6 +62,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="an older zq source tree to compare with")
     parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--no-spark", dest="spark", action="store_false",
+                        help="leave out the --engine spark case (minutes on a loaded machine)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="zq-stats-bench-") as scratch:
         empty = Path(scratch) / "empty"
@@ -82,6 +84,8 @@ def main() -> int:
             f"{options.events:,} --engine spark": ["--events", str(dataset), "--format", "json",
                                                    "--engine", "spark"],
         }
+        if not options.spark:
+            del cases[f"{options.events:,} --engine spark"]
         trees = {"this": HERE, **({"baseline": options.baseline} if options.baseline else {})}
         print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
         print(f"{'case':<24} " + " ".join(f"{name:>16}" for name in trees) + "   ratio")
