@@ -106,3 +106,10 @@ def test_the_report_links_each_signature_to_all_its_ids(dataset, tmp_path):
     with open(tmp_path / "signature_messages.csv") as whole:
         assert ids_by_signature(list(csv.DictReader(whole))) == {
             sid: expected[sid] for sid in shown}
+
+
+def test_no_match_is_still_json_of_the_drill_down(dataset):
+    root, _ = dataset
+    code, out, _ = stats("signatures", "--events", root, "--queue", "nosuch", "--format", "json")
+    assert code == 0
+    assert json.loads(out) == {"signature_messages": []}
