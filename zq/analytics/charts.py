@@ -13,7 +13,7 @@ from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, PercentFormatter
+from matplotlib.ticker import FuncFormatter, NullLocator, PercentFormatter
 
 from zq.analytics.results import Result
 
@@ -81,6 +81,9 @@ def claims_histogram(distribution: Result) -> bytes:
             axis.bar_label(bars, labels=[count_label(v) if v else "" for v in values],
                            fontsize=7, padding=1)
         axis.set_yscale("log")
+        # Minor ticks on a log axis are most of the drawing time (8.5 -> 2.8 s
+        # for six panels on a loaded 2-core machine) and carry no label.
+        axis.yaxis.set_minor_locator(NullLocator())
         axis.set_ylim(0.8, max(max(o.values(), default=1) for o in per.values()) * 3)
         axis.set_xticks(claims)
         axis.set_xlabel("claims per message")
@@ -199,6 +202,7 @@ def latency_percentiles(latency: Result) -> bytes:
             axis.bar_label(bars, labels=[seconds_label(rows[metrics[i]][key]) for i in present],
                            fontsize=7, padding=2)
         axis.set_xscale("log")
+        axis.xaxis.set_minor_locator(NullLocator())  # as in claims_histogram: time, no label
         axis.set_xlim(low, high)
         axis.set_yticks(range(len(metrics)), [
             f"{m.replace('_', ' ')}\n({count_label(rows[m]['messages'])} msgs)" if m in rows
