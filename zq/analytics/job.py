@@ -81,7 +81,6 @@ def run(
         say(f"{selection.events:,} events match in {selection.files} files")
     if _plain_engine(args, spark, selection):
         return _run_plain(args, where, out, say)
-
     log = None
     if spark is None and not getattr(args, "verbose", False):
         handle, log = tempfile.mkstemp(prefix="zq-stats-spark-", suffix=".log")
