@@ -1,6 +1,6 @@
 """The cost of notifications and metrics on the post and claim-delete paths: on vs off.
 
-    python benchmarks/notifications_cost.py [--rounds 3] [--duration 8] [--storage URI]
+    python -m benchmarks.notifications_cost [--rounds 3] [--duration 8] [--storage URI]
 
 Starts two ``zq serve --workers 2`` on the same kind of backend (default:
 Redis db 11 under fresh key prefixes, removed afterwards): "on" with
@@ -17,11 +17,6 @@ receiver got, and the load average (the machine may be shared).
 from __future__ import annotations
 
 import argparse
-import os
-import socket
-import statistics
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -30,17 +25,11 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks.on_off import alternate, servers
+
 THREADS = 8
 BATCH = 10
 PROJECT = "bench-notify"
-SCRAPE_EVERY = 5.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Receiver:
@@ -64,28 +53,6 @@ class Receiver:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
-def start(storage: str, on: bool, hook_port: int) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    flag = "true" if on else "false"
-    env = {**os.environ, "ZQ_METRICS_ENABLED": flag, "ZQ_NOTIFICATIONS_ENABLED": flag,
-           "ZQ_NOTIFICATIONS_ALLOWED_HOSTS": f"127.0.0.1:{hook_port}",
-           "ZQ_LOG_LEVEL": "WARNING", "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "zq", "serve", "--workers", "2", "--port", str(port),
-         "--storage", storage], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/v2", timeout=1, trust_env=False).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    process.terminate()
-    raise SystemExit(f"zq serve ({'on' if on else 'off'}) did not start")
 
 
 def headers() -> dict[str, str]:
@@ -156,54 +123,24 @@ def main() -> int:
     args = parser.parse_args()
     print(f"load average before: {Path('/proc/loadavg').read_text().strip()}", flush=True)
     hook = Receiver()
-    prefixes = [f"nbench{uuid.uuid4().hex[:8]}" for _ in range(2)]
-    redis = args.storage.startswith("redis://")
-    uris = [f"{args.storage}?prefix={p}" if redis else args.storage for p in prefixes]
-    servers = {"on": start(uris[0], True, hook.port), "off": start(uris[1], False, hook.port)}
-    stop = threading.Event()
+    envs = {side: {"ZQ_METRICS_ENABLED": flag, "ZQ_NOTIFICATIONS_ENABLED": flag,
+                   "ZQ_NOTIFICATIONS_ALLOWED_HOSTS": f"127.0.0.1:{hook.port}"}
+            for side, flag in (("on", "true"), ("off", "false"))}
 
-    def scrape() -> None:
-        while not stop.wait(SCRAPE_EVERY):
-            httpx.get(f"{servers['on'][1]}/metrics", timeout=30, trust_env=False)
+    with servers(args.storage, envs, scrape="on") as urls:
+        def run(workload: str, side: str) -> float:
+            url = urls[side]
+            queue = f"{workload}-{uuid.uuid4().hex[:8]}"
+            if side == "on":
+                subscribe(url, queue, hook.port)
+            if workload == "post":
+                return post_load(url, queue, args.duration)
+            fill(url, queue, 6000)
+            return claim_delete_load(url, queue, args.duration)
 
-    threading.Thread(target=scrape, daemon=True).start()
-    results: dict[tuple[str, str], list[float]] = {}
-    try:
-        for round_ in range(args.rounds):
-            order = ("on", "off") if round_ % 2 == 0 else ("off", "on")
-            for workload in ("post", "claim-delete"):
-                for mode in order:
-                    url = servers[mode][1]
-                    queue = f"{workload}-{uuid.uuid4().hex[:8]}"
-                    if mode == "on":
-                        subscribe(url, queue, hook.port)
-                    if workload == "post":
-                        rate = post_load(url, queue, args.duration)
-                    else:
-                        fill(url, queue, 6000)
-                        rate = claim_delete_load(url, queue, args.duration)
-                    results.setdefault((workload, mode), []).append(rate)
-                    print(f"round {round_ + 1} {workload:12} {mode:3}: {rate:8.0f} msgs/s "
-                          f"(notifications received so far {hook.count})", flush=True)
-        time.sleep(5)
-    finally:
-        stop.set()
-        for process, _ in servers.values():
-            process.terminate()
-            process.wait(30)
-        if redis:
-            import redis as redis_client
-
-            client = redis_client.Redis.from_url(args.storage)
-            for prefix in prefixes:
-                keys = list(client.scan_iter(f"{prefix}*"))
-                for i in range(0, len(keys), 500):
-                    client.delete(*keys[i:i + 500])
-    for workload in ("post", "claim-delete"):
-        on = statistics.median(results[(workload, "on")])
-        off = statistics.median(results[(workload, "off")])
-        print(f"{workload:12} median msgs/s: on {on:.0f}, off {off:.0f}, "
-              f"on/off {on / off:.3f} ({(1 - on / off) * 100:+.1f}% slower)")
+        alternate(args.rounds, ("post", "claim-delete"), run,
+                  note=lambda: f" (notifications received so far {hook.count})")
+        time.sleep(5)  # the notifier's last deliveries, counted below
     print(f"notifications received: {hook.count}")
     print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
     return 0

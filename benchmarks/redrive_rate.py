@@ -22,12 +22,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 
+from benchmarks.scratch_storage import scratch
 from zq import moves
 from zq.config import Limits
 from zq.events import fingerprint
@@ -38,32 +36,6 @@ from zq.storage.base import NewMessage, Storage
 
 BATCH = 500
 PAGE = 200
-
-
-@contextmanager
-def scratch(backend: str) -> Iterator[str]:
-    """A storage URI nobody else uses, removed afterwards."""
-    if backend == "sqlite":
-        from zq.storage.sql import migrate
-
-        with tempfile.TemporaryDirectory() as directory:
-            uri = f"sqlite:///{directory}/bench.sqlite3"
-            migrate.upgrade(uri)
-            yield uri
-    elif backend == "postgresql":
-        from tests.backends import empty_database
-        from zq.storage.sql import migrate
-
-        with empty_database("postgresql") as uri:
-            migrate.upgrade(uri)
-            yield uri
-    elif backend == "redis":
-        from tests.redis_session import redis_prefix, with_prefix
-
-        with redis_prefix() as (url, prefix):
-            yield with_prefix(url, prefix)
-    else:
-        raise SystemExit(f"unknown backend {backend!r}: sqlite, postgresql or redis")
 
 
 def fill(storage: Storage, project: str, dlq: str, count: int) -> list[str]:

@@ -15,9 +15,17 @@ What it does, all on this machine and on loopback addresses only:
    minimal falcon app on zq's server (the HTTP ceiling);
 4. runs every workload against each target in turn (the order alternates
    between repeats, so slow drifts in the machine's load hit both), then
-   the open-loop runs at half of zq's maximum rate;
-5. prints every result as a JSON line, then a Markdown table of medians,
-   spreads and zq/Zaqar ratios (also written to ``--out``).
+   the open-loop runs of post b10 and claim-delete at
+   ``--open-loop-fraction`` (0.8) of zq's own maximum rate, on Redis and
+   on PostgreSQL;
+5. unless ``--skip-scaling``, the scaling cases over HTTP on zq on Redis
+   and on PostgreSQL (benchmarks/scaling_http.py): claim p50/p99 on queues
+   of ``--scaling-sizes`` messages and behind ``--scaling-held`` held ones,
+   and listing, stats and health with ``--scaling-queues`` queues in a
+   project, each with its ratio to the base case;
+6. prints every result as a JSON line, then a Markdown table of medians,
+   spreads and zq/Zaqar ratios, and the scaling table (also written to
+   ``--out``).
 
 Everything it creates is removed at the end: the servers (by their pids),
 zq's Redis keys (by their prefix), Zaqar's keys for the run's project, and
@@ -43,6 +51,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+from benchmarks import scaling_http
 
 ROOT = Path(__file__).resolve().parents[1]
 REDIS = "127.0.0.1:6379"
@@ -162,8 +172,35 @@ def loadgen(target: Target, workload: str, batch: int, args: argparse.Namespace,
     return result
 
 
-def case_key(workload: str, batch: int, rate: bool = False) -> str:
-    return f"{workload} b{batch}" + (" @half" if rate else "")
+def case_key(workload: str, batch: int, fraction: float = 0.0) -> str:
+    """``post b10``; an open-loop run at a fraction of the maximum: ``post b10 @80%``."""
+    return f"{workload} b{batch}" + (f" @{fraction:.0%}" if fraction else "")
+
+
+def open_loop(target: Target, args: argparse.Namespace) -> None:
+    """post b10 and claim-delete, open loop at a fraction of ``target``'s own maximum.
+
+    The maximum is the target's median closed-loop rate in this run; the
+    rate asked of the generator is in operations (a claim-delete is 2
+    requests).
+    """
+    for workload, requests_per_op in (("post", 1), ("claim-delete", 2)):
+        closed = target.results.get(case_key(workload, 10))
+        if not closed:
+            continue
+        rate = median(closed, "req_per_s") / requests_per_op * args.open_loop_fraction
+        for _ in range(args.repeat):
+            target.results.setdefault(case_key(workload, 10, args.open_loop_fraction),
+                                      []).append(loadgen(target, workload, 10, args, rate=rate))
+
+
+def scaling(target: Target, uri: str, backend: str, args: argparse.Namespace) -> list[dict]:
+    rows = scaling_http.run(target.url, uri, backend, sizes=args.scaling_sizes,
+                            held=args.scaling_held, queues=args.scaling_queues,
+                            rounds=args.scaling_rounds)
+    for line in rows:
+        print(json.dumps(line), flush=True)
+    return rows
 
 
 def median(results: list[dict], metric: str) -> float:
@@ -221,7 +258,7 @@ def table(targets: dict[str, Target]) -> str:
     pg = targets.get("zq-postgresql")
     if zq and pg:
         for key in pg.results:
-            if key in zq.results:
+            if key in zq.results and "@" not in key:  # open-loop rates are the ones asked
                 ratio = median(zq.results[key], "msgs_per_s") / median(pg.results[key],
                                                                        "msgs_per_s")
                 lines.append(f"zq Redis / PostgreSQL msgs/s on {key}: {ratio:.2f}")
@@ -296,8 +333,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "versions metadata and needs no cache setting")
     parser.add_argument("--skip-zaqar", action="store_true")
     parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument("--cases", type=lambda text: set(text.split(",")), default=None,
+                        metavar="WORKLOADS", help="only these workloads, a comma list "
+                        "(e.g. post,claim-delete; default: all)")
+    parser.add_argument("--open-loop-fraction", type=float, default=0.8, metavar="F",
+                        help="open-loop runs at F times zq's own maximum rate "
+                             "(default: %(default)s)")
+    parser.add_argument("--skip-scaling", action="store_true",
+                        help="leave out the scaling cases (benchmarks/scaling_http.py)")
+    parser.add_argument("--scaling-sizes", default="1000,100000",
+                        type=lambda text: [int(n) for n in text.split(",")],
+                        help="claim on queues of these many messages; the first is the "
+                             "base (default: %(default)s; add 1000000 for 1M)")
+    parser.add_argument("--scaling-held", type=int, default=10000,
+                        help="claim behind this many held messages (default: %(default)s)")
+    parser.add_argument("--scaling-queues", type=int, default=10000,
+                        help="queues in the listed project (default: %(default)s)")
+    parser.add_argument("--scaling-rounds", type=int, default=200,
+                        help="timed requests per scaling case (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=None, help="also write the table here")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not 0 < args.open_loop_fraction <= 1:
+        parser.error("--open-loop-fraction must be more than 0 and at most 1")
+    if min(args.scaling_sizes) < 10 or args.scaling_held < 0 or args.scaling_rounds < 1 \
+            or args.scaling_queues <= scaling_http.queue_paging.PAGE:
+        parser.error("--scaling-sizes must be at least 10 each, --scaling-rounds positive, "
+                     "--scaling-queues more than 10")
+    return args
+
+
+def chosen(cases: list[tuple[str, int]], args: argparse.Namespace) -> list[tuple[str, int]]:
+    return [case for case in cases if args.cases is None or case[0] in args.cases]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,14 +377,15 @@ def main(argv: list[str] | None = None) -> int:
     zq_server = [sys.executable, "-m", "zq", "serve", "--workers", str(args.workers)]
     zq_env = {**base_env, "ZQ_SERVER_THREADS": str(args.threads)}
     targets: dict[str, Target] = {}
+    scaling_rows: list[dict] = []
+    zq_uri = f"redis://{REDIS}/{args.zq_db}?prefix={zq_prefix}"
     zaqar_keys_before = redis_keys(args.zaqar_db)
 
     def add(name: str, command: list[str], env: dict[str, str], port: int) -> None:
         targets[name] = Target(name, f"http://127.0.0.1:{port}", command, env)
 
     port = free_port()
-    add("zq", [*zq_server, "--port", str(port), "--storage",
-               f"redis://{REDIS}/{args.zq_db}?prefix={zq_prefix}"], zq_env, port)
+    add("zq", [*zq_server, "--port", str(port), "--storage", zq_uri], zq_env, port)
     if not args.skip_zaqar:
         version = ensure_zaqar(args.venv)
         home = scratch / "zaqar-home"
@@ -350,22 +417,17 @@ def main(argv: list[str] | None = None) -> int:
                 stack.enter_context(running(target, scratch))
             order = [t for t in targets.values() if t.name != "minimal"]
             for repeat in range(args.repeat):
-                for workload, batch in CASES:
+                for workload, batch in chosen(CASES, args):
                     for target in (order if repeat % 2 == 0 else order[::-1]):
                         target.results.setdefault(case_key(workload, batch), []).append(
                             loadgen(target, workload, batch, args))
-                for workload, batch in MINIMAL_CASES:
+                for workload, batch in chosen(MINIMAL_CASES, args):
                     minimal = targets["minimal"]
                     minimal.results.setdefault(case_key(workload, batch), []).append(
                         loadgen(minimal, workload, batch, args))
-            # Open loop at half of zq's own maximum: operations per second.
-            zq = targets["zq"]
-            for workload, requests_per_op in (("post", 1), ("claim-delete", 2)):
-                best = median(zq.results[case_key(workload, 10)], "req_per_s")
-                rate = best / requests_per_op / 2
-                for _ in range(args.repeat):
-                    zq.results.setdefault(case_key(workload, 10, True), []).append(
-                        loadgen(zq, workload, 10, args, rate=rate))
+            open_loop(targets["zq"], args)
+            if not args.skip_scaling:
+                scaling_rows += scaling(targets["zq"], zq_uri, "zq on Redis", args)
         if not args.skip_postgres:
             with postgres_database() as uri:
                 variants = [("zq-postgresql", zq_env)]
@@ -382,15 +444,22 @@ def main(argv: list[str] | None = None) -> int:
                     for pg in pgs:
                         stack.enter_context(running(pg, scratch))
                     for repeat in range(args.repeat):
-                        for workload, batch in POSTGRES_CASES:
+                        for workload, batch in chosen(POSTGRES_CASES, args):
                             for pg in (pgs if repeat % 2 == 0 else pgs[::-1]):
                                 pg.results.setdefault(case_key(workload, batch), []).append(
                                     loadgen(pg, workload, batch, args))
+                    for pg in pgs:
+                        open_loop(pg, args)
+                    if not args.skip_scaling:
+                        scaling_rows += scaling(pgs[0], uri, "zq on PostgreSQL", args)
     finally:
         remove_redis_keys(args.zq_db, redis_keys(args.zq_db, f"{zq_prefix}:*"))
         if "zaqar" in targets:  # Zaqar has no key prefix: what was not there before
             remove_redis_keys(args.zaqar_db, redis_keys(args.zaqar_db) - zaqar_keys_before)
     report = "\n".join(header) + "\n\n" + table(targets) + "\n"
+    if scaling_rows:
+        report += "\nScaling (over HTTP, one request at a time):\n\n" + \
+            scaling_http.table(scaling_rows) + "\n"
     print("\n" + report)
     if args.out:
         args.out.write_text(report)

@@ -27,13 +27,15 @@ class Answer:
 class Client:
     """Requests to one server for one project, each timed into a Recorder."""
 
-    def __init__(self, url: str, project: str, connections: int) -> None:
+    def __init__(self, url: str, project: str, connections: int,
+                 headers: dict[str, str] | None = None) -> None:
         self.url = url
         self.headers = {
             "Client-ID": str(uuid.uuid4()),
             "X-Project-ID": project,
             "Content-Type": "application/json",
             "Accept": "application/json",
+            **(headers or {}),  # e.g. X-Roles: admin for /v2/health
         }
         connector = aiohttp.TCPConnector(limit=connections, force_close=False)
         self.session = aiohttp.ClientSession(

@@ -164,3 +164,18 @@ def test_gc_reclaims_a_purged_queue_a_batch_at_a_time(
             if key.split(":")[-2] in ("m", "c", "cm", "qo", "qc")]
     assert left == []
     assert storage.client.scard(f"{storage.prefix}trash") == 0
+
+
+def test_counting_queues_reads_their_names_only(
+    make_storage: Callable[..., RedisStorage],
+) -> None:
+    """with_count: one ZCARD, or the names in chunks of 1,000; never a queue's metadata."""
+    storage = make_storage(ManualClock())
+    for n in range(1205):
+        storage.queues.create("p", f"q{n:04d}" if n % 2 else f"other{n:04d}", {"big": "x" * 100})
+    assert storage.queues.count("p") == 1205
+    assert storage.queues.count("p", name="q") == 602
+    calls = script_calls(storage, lambda: (storage.queues.count("p"),
+                                           storage.queues.count("p", name="q")))
+    commands = [[c.split()[0] for c in call[1:]] for call in calls]
+    assert commands == [["ZCARD"], ["ZRANGEBYLEX"] * 3]  # 1000, 205, then none

@@ -97,7 +97,7 @@ class RedisQueues(QueueController):
                 for i in range(0, len(flat), 2)]
 
     def count(self, project: str, *, name: str | None = None) -> int:
-        return len(self._run("queue_list", project, "", -1, optional(name))) // 2
+        return int(self._run("queue_count", project, optional(name)))
 
     def stats(self, project: str, queue: str) -> QueueStats:
         free, claimed, old_id, old_at, new_id, new_at, delayed = read_settled(
