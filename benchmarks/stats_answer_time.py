@@ -2,12 +2,14 @@
 
     python benchmarks/stats_answer_time.py --baseline /tmp/zq-old   # an older zq source tree
 
-Runs ``python -m zq stats`` (a fresh process each time, as a user would) on
-a missing path, an empty dataset, a filter that matches nothing in a small
-synthetic dataset, and every table of that dataset (the plain-Python engine,
-and Spark with ``--engine spark``; a baseline without ``--engine`` fails
-that last case, rc 2), with this checkout and, if given, the baseline
-checkout (its PYTHONPATH), and prints seconds and the baseline/this ratio.
+Runs ``python -m zq stats`` (a fresh process each time, as a user would):
+``--help`` (zq's own start-up), then on a missing path, an empty dataset,
+a filter that matches nothing in a small synthetic dataset, and every
+table of that dataset (the plain-Python engine; with ``--out``, the
+charts, report.html and the drill-down too; and Spark with ``--engine
+spark``: a baseline without ``--engine`` fails that case, rc 2), with this
+checkout and, if given, the baseline checkout (its PYTHONPATH), and prints
+seconds and the baseline/this ratio.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="an older zq source tree to compare with")
     parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--no-spark", dest="spark", action="store_false",
+                        help="leave out the --engine spark case (minutes on a loaded machine)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="zq-stats-bench-") as scratch:
         empty = Path(scratch) / "empty"
@@ -68,15 +72,20 @@ def main() -> int:
         events = list(synthetic_events(options.events, seed=1))
         export({"bench": _Storage(_Log(events))}, str(dataset), batch_size=5000)
         cases = {
+            "--help (start-up)": ["--help"],
             "missing path": ["--events", str(Path(scratch) / "nothing-here")],
             "empty dataset": ["--events", str(empty)],
             "--queue nosuch": ["--events", str(dataset), "--queue", "nosuch"],
             # Every table of the whole (small) dataset: plain Python since
             # --engine auto, Spark before.
             f"{options.events:,} events": ["--events", str(dataset), "--format", "json"],
+            f"{options.events:,} --out": ["--events", str(dataset), "--out",
+                                          str(Path(scratch) / "report")],
             f"{options.events:,} --engine spark": ["--events", str(dataset), "--format", "json",
                                                    "--engine", "spark"],
         }
+        if not options.spark:
+            del cases[f"{options.events:,} --engine spark"]
         trees = {"this": HERE, **({"baseline": options.baseline} if options.baseline else {})}
         print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
         print(f"{'case':<24} " + " ".join(f"{name:>16}" for name in trees) + "   ratio")
@@ -86,6 +95,7 @@ def main() -> int:
             ratio = (f"   {figures['baseline'][0] / figures['this'][0]:.1f}x"
                      if "baseline" in figures else "")
             print(f"{case:<24} {cells}{ratio}", flush=True)
+        print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
     return 0
 
 

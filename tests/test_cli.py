@@ -95,6 +95,27 @@ def test_every_command_on_the_command_line_has_a_handler() -> None:
             " ".join(other[:-1]) == " ".join(words) for other in COMMANDS if len(other) > 1))
 
 
+def test_each_command_is_owned_by_the_module_cli_imports_for_it() -> None:
+    # `zq COMMAND` imports only cli.COMMANDS[COMMAND]: a command registered by
+    # another module would be missing from its own parser.
+    for command, module in cli.COMMANDS.items():
+        parser = cli.build_parser([command, "--help"])
+        (action,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+        assert command in action.choices, (command, module)
+    assert set(cli.COMMANDS) == {words[0] for words in COMMANDS}
+
+
+def test_a_command_does_not_pay_for_the_others_imports() -> None:
+    # The pooling store's SQLAlchemy and Alembic took 0.3-2 s of every `zq` start-up.
+    code = ("import sys; from zq.cli import main\n"
+            "try:\n    main(['stats', '--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = {'sqlalchemy', 'alembic', 'pyspark', 'pyarrow', 'matplotlib'} "
+            "& set(sys.modules)\nsys.exit(sorted(heavy) or 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+
+
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run_zq("--version", capsys=capsys)
     assert status == 0 and out.startswith("zq 0.")

@@ -7,7 +7,7 @@ Output: the same tables as ``zq stats --format json``, as lists of dicts.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from tests.analytics.recount_advice import signatures
 from tests.analytics.recount_poison import dead_letters_by_reason, redrive_outcomes, rejections
@@ -17,8 +17,20 @@ STEP_KINDS = {"posted", "claimed", "released", "deleted", "dead_lettered", "expi
               "rejected", "redriven"}
 
 
-def day(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def width_for(log: list[Event]) -> int:
+    """The documented rule: 1 minute under 2 hours of events, 1 hour under 3 days, else 1 day."""
+    span = max(e.time for e in log) - min(e.time for e in log) if log else 0
+    return 60 if span < 2 * 3600 else 3600 if span < 3 * 86400 else 86400
+
+
+def bucket_of(t: float, width: int) -> str:
+    """The bucket's start, counted in whole widths from the epoch with datetime arithmetic."""
+    step = timedelta(seconds=width)
+    start = EPOCH + (datetime.fromtimestamp(t, UTC) - EPOCH) // step * step
+    return start.isoformat().replace("+00:00", "Z")
 
 
 def rate(failed: int, succeeded: int):
@@ -74,7 +86,13 @@ def still_present(indexed: list[tuple[int, Event]]) -> dict[tuple[str, str], int
     return counts
 
 
-def recount(log: list[Event], top: int = 20, backend: str = "a") -> dict[str, list[dict]]:
+def recount(log: list[Event], top: int = 20, backend: str = "a", bucket: int | None = None
+            ) -> dict[str, list[dict]]:
+    width = bucket or width_for(log)
+
+    def day(t: float) -> str:
+        return bucket_of(t, width)
+
     indexed = list(enumerate(log))
     by_queue = defaultdict(list)
     by_queue_day = defaultdict(list)
@@ -102,7 +120,7 @@ def recount(log: list[Event], top: int = 20, backend: str = "a") -> dict[str, li
     totals.sort(key=lambda r: (-r["dead_lettered"], r["project"], r["queue"]))
     daily = []
     for d, p, q in sorted(set(by_queue_day) | set(arrivals_day)):
-        row = {"day": d, "project": p, "queue": q,
+        row = {"bucket": d, "bucket_seconds": width, "project": p, "queue": q,
                **flows(by_queue_day.get((d, p, q), []), arrivals_day[(d, p, q)])}
         row["dead_letter_rate"] = rate(row["dead_lettered"], row["deleted"])
         daily.append(row)
@@ -197,10 +215,11 @@ def recount(log: list[Event], top: int = 20, backend: str = "a") -> dict[str, li
             per_day[day(e.time)][1] += 1
         else:
             per_day.setdefault(day(e.time), [0, 0])
-    dead_letter_rate = [{"day": d, "deleted": n[0], "dead_lettered": n[1],
-                         "dead_letter_rate": rate(n[1], n[0])} for d, n in sorted(per_day.items())]
+    dead_letter_rate = [{"bucket": d, "bucket_seconds": width, "deleted": n[0],
+                         "dead_lettered": n[1], "dead_letter_rate": rate(n[1], n[0])}
+                        for d, n in sorted(per_day.items())]
 
-    return {"queue_totals": totals, "queue_daily": daily,
+    return {"queue_totals": totals, "queue_trend": daily,
             "claims_distribution": claims_distribution, "latency": latency,
             "failing_fingerprints": fingerprints,
             "poison_signatures": signatures(log, top, backend), "consumers": consumers,

@@ -7,6 +7,7 @@ an explicit stack, so a shared mistake with zq.analytics is unlikely.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from collections import defaultdict
@@ -168,8 +169,13 @@ def iso(t: float) -> str:
     return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def signatures(log: list[Event], top: int = 20, backend: str = "a"):
-    groups = defaultdict(lambda: defaultdict(list))  # (by, sig) -> message -> [(t, seq, q)]
+def signature_id(by: str, signature: str) -> str:
+    return hashlib.sha256(f"{by}:{signature}".encode()).hexdigest()[:12]
+
+
+def failing(log: list[Event], backend: str = "a"):
+    """{(by, signature): {message: [(time, seq, queue)]}}"""
+    groups = defaultdict(lambda: defaultdict(list))
     for seq, e in enumerate(log):
         if e.kind not in ("dead_lettered", "rejected") or e.message_id is None:
             continue
@@ -180,10 +186,15 @@ def signatures(log: list[Event], top: int = 20, backend: str = "a"):
         if e.detail.get("description") is not None:
             groups[("description", e.detail["description"])][key].append(
                 (e.time, seq, e.queue))
+    return groups
+
+
+def signatures(log: list[Event], top: int = 20, backend: str = "a"):
     rows = []
-    for (by, sig), messages in groups.items():
+    for (by, sig), messages in failing(log, backend).items():
         seen = [(min(v)[:2], k[2]) for k, v in messages.items()]
         rows.append({
+            "signature_id": signature_id(by, sig),
             "by": by, "signature": sig, "messages": len(messages),
             "events": sum(len(v) for v in messages.values()),
             "first": iso(min(t for v in messages.values() for t, _, _ in v)),
@@ -192,3 +203,9 @@ def signatures(log: list[Event], top: int = 20, backend: str = "a"):
             "sample_ids": ",".join(m for _, m in sorted(seen)[:5])})
     rows.sort(key=lambda r: (-r["messages"], -r["events"], r["by"], r["signature"]))
     return rows[:top]
+
+
+def signature_messages(log: list[Event], backend: str = "a") -> dict[str, set[str]]:
+    """{signature_id: the ids of every message that failed with it}"""
+    return {signature_id(by, sig): {key[2] for key in messages}
+            for (by, sig), messages in failing(log, backend).items()}

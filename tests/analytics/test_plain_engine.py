@@ -10,6 +10,7 @@ import pytest
 from tests.analytics.conftest import zq_parser
 from tests.analytics.recount import recount
 from tests.analytics.test_stats import assert_same, stats
+from tests.analytics.test_trend_buckets import exported, squeezed
 from zq.analytics import job
 from zq.analytics.job import run
 
@@ -87,6 +88,20 @@ def test_plain_engine_gives_exactly_sparks_tables(spark, dataset, tmp_path):
         for name, rows in by_spark.items():
             assert [list(r) for r in by_python[name]] == [list(r) for r in rows], name
         assert_same(by_python, by_spark)
+    _, by_spark, _ = stats(spark, "signatures", "--events", root, "--format", "json")
+    _, by_python, _ = plain("signatures", "--events", root, "--format", "json",
+                            "--engine", "python")
+    assert json.loads(by_python) == json.loads(by_spark)
+    # A history of 90 minutes: minute buckets, and an explicit width, in both engines.
+    short = exported(tmp_path, squeezed(90 * 60))
+    for argv in ([], ["--bucket", "15m"]):
+        _, by_spark, _ = stats(spark, "--events", short, "--format", "json", *argv)
+        _, by_python, _ = plain("--events", short, "--format", "json", "--engine", "python",
+                                *argv)
+        by_spark, by_python = json.loads(by_spark), json.loads(by_python)
+        assert by_python["queue_trend"][0]["bucket_seconds"] == (900 if argv else 60)
+        for name in ("queue_trend", "dead_letter_rate"):
+            assert by_python[name] == by_spark[name], name
     # Tables print the same, with their columns, even when empty.
     _, text_spark, _ = stats(spark, "--events", root, "--queue", "orders", "--format", "csv")
     _, text_python, _ = plain("--events", root, "--queue", "orders", "--format", "csv",

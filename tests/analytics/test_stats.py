@@ -107,13 +107,13 @@ def test_out_writes_tables_charts_and_one_html_report(spark, dataset, tmp_path):
     root, events = dataset
     code, out, _ = stats(spark, "--events", root, "--out", str(tmp_path), "--top", "5")
     assert code == 0 and "== queue_totals" in out
-    for name in ("queue_totals", "queue_daily", "claims_distribution", "latency",
+    for name in ("queue_totals", "queue_trend", "claims_distribution", "latency",
                  "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate"):
         assert (tmp_path / f"{name}.csv").read_text().count("\n") >= 2
         assert pq.read_table(tmp_path / f"{name}.parquet").num_rows >= 1
     page = (tmp_path / "report.html").read_text()
     images = re.findall(r"src='data:image/png;base64,([^']+)'", page)
-    charts = ("claims_per_message", "dead_letter_rate", "latency_percentiles",
+    charts = ("claims_per_message", "trend", "latency_percentiles",
               "flow_per_queue", "redrive_outcomes")
     assert len(images) == len(charts)
     assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
@@ -131,7 +131,7 @@ def test_table_format_prints_every_table(spark, dataset):
     root, _ = dataset
     _, out, _ = stats(spark, "--events", root, "--since", str(T0), "--until", str(T0 + 1000))
     assert re.findall(r"^== (\w+)", out, re.M) == [
-        "queue_totals", "queue_daily", "claims_distribution", "latency",
+        "queue_totals", "queue_trend", "claims_distribution", "latency",
         "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate",
         "rejections", "dead_letters_by_reason", "redrive_outcomes"]
 

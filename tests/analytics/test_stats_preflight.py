@@ -133,6 +133,20 @@ def test_a_small_selection_is_counted_without_spark(no_spark, small_dataset):
     assert json.loads(out)["queue_totals"][0]["queue"] == "edge"
 
 
+def test_a_full_report_on_a_tiny_dataset_never_imports_pyspark(small_dataset, tmp_path):
+    """zq stats as a user runs it: --engine auto decides before Spark, so no JVM starts."""
+    root = Path(__file__).resolve().parents[2]
+    code = ("import json, sys; from zq.cli import main\n"
+            f"status = main(['stats', '--events', {small_dataset!r}, '--out', "
+            f"{str(tmp_path)!r}])\n"
+            "sys.exit(status or ('pyspark' in sys.modules and 'pyspark was imported'))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                          text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert "== queue_totals" in done.stdout and (tmp_path / "report.html").exists()
+
+
 @pytest.mark.slow
 def test_spark_noise_stays_out_of_the_terminal(small_dataset):
     """Only zq's own lines on stderr; Spark's log4j and JVM output go to a log file."""

@@ -8,9 +8,13 @@ imports the other.
 from __future__ import annotations
 
 import argparse
+import re
 from datetime import UTC, datetime
 
+from zq.analytics.buckets import parse_bucket
+
 DEFAULT_TOP = 20
+_SIGNATURE_ID = re.compile(r"^[0-9a-f]{12}$")
 
 
 def parse_time(text: str) -> float:
@@ -65,6 +69,16 @@ def share(text: str) -> float:
     return value
 
 
+def signature_id(text: str) -> str:
+    """``--signature``: the 12 hex digits of a poison signature's ``signature_id``."""
+    value = text.strip().lower()
+    if not _SIGNATURE_ID.match(value):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a signature id (12 hex digits, the signature_id column of "
+            "poison_signatures)")
+    return value
+
+
 # The most events ``--engine auto`` counts without Spark: about a second of
 # plain Python on a small machine, where starting Spark takes 10-60 s.
 PLAIN_MAX_EVENTS = 100_000
@@ -72,9 +86,11 @@ PLAIN_MAX_EVENTS = 100_000
 
 def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``zq stats`` (shared with ``spark-submit zq/analytics/job.py``)."""
-    parser.add_argument("action", nargs="?", choices=("advise",),
+    parser.add_argument("action", nargs="?", choices=("advise", "signatures"),
                         help="advise: recommend _max_claim_count and a backoff per queue "
-                             "from the observed attempts (see --tolerance, --min-failing)")
+                             "from the observed attempts (see --tolerance, --min-failing); "
+                             "signatures: every message id of every poison signature, or of "
+                             "those given with --signature (the drill-down)")
     parser.add_argument("--events", required=True, metavar="DIR",
                         help="the exported dataset (local path, hdfs://, s3a://)")
     parser.add_argument("--queue", help="only this queue")
@@ -100,6 +116,13 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-failing", type=positive, metavar="N",
                         help="advise: failing messages a queue needs before it gets a "
                              "recommendation (default 20)")
+    parser.add_argument("--bucket", type=parse_bucket, metavar="WIDTH",
+                        help="the trend tables' time bucket: auto (default: 1 minute when "
+                             "the events span under 2 hours, 1 hour under 3 days, else 1 "
+                             "day), minute, hour, day, or e.g. 5m, 6h, 7d")
+    parser.add_argument("--signature", dest="signatures", type=signature_id,
+                        action="append", metavar="ID",
+                        help="signatures: only this signature_id (repeatable)")
     parser.add_argument("--conf", type=_spark_conf, action="append", default=[],
                         metavar="KEY=VALUE", help="extra Spark setting (repeatable)")
     parser.add_argument("--engine", choices=("auto", "spark", "python"), default="auto",
@@ -119,8 +142,13 @@ def stats_arguments_problem(args: argparse.Namespace) -> str | None:
                  if value is not None]
         if given:
             return f"{' and '.join(given)} only apply to 'zq stats advise'"
-    elif args.sql:
-        return "--sql does not apply to 'zq stats advise' (the views are in plain 'zq stats')"
+    if args.action is not None and args.sql:
+        return (f"--sql does not apply to 'zq stats {args.action}' (the views are in plain "
+                "'zq stats')")
+    if args.action is not None and getattr(args, "bucket", None) is not None:
+        return "--bucket applies to the trend tables of plain 'zq stats'"
+    if args.action != "signatures" and getattr(args, "signatures", None):
+        return "--signature only applies to 'zq stats signatures'"
     if getattr(args, "engine", "auto") == "python":
         needs_spark = [flag for flag, value in (("--sql", args.sql), ("--master", args.master),
                                                  ("advise", args.action == "advise"))

@@ -13,12 +13,13 @@ The advisor needs, per queue, three small things (see zq.analytics.advice):
   per queue (one number per recovered message).
 
 ``poison_signatures`` groups the messages that failed (dead lettered or
-rejected) by body shape and by description.
+rejected) by body shape and by description; ``signature_messages`` lists
+every one of those messages per signature (the drill-down).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from zq import events
@@ -82,8 +83,14 @@ def recoveries(messages: DataFrame) -> DataFrame:
             .orderBy(*_QUEUE))
 
 
-def poison_signatures(log: DataFrame, top: int = 20) -> DataFrame:
-    """Failing messages grouped by body shape and by description, most messages first."""
+def signature_id() -> Column:
+    """12 hex digits of sha256("by:signature"): a short, stable name for a signature."""
+    return F.substring(F.sha2(F.concat(F.col("by"), F.lit(":"), F.col("signature")), 256),
+                       1, 12)
+
+
+def _failing_messages(log: DataFrame) -> DataFrame:
+    """One row per signature and failing message: its failures' count, times and queues."""
     failing = log.where(F.col("kind").isin(events.DEAD_LETTERED, events.REJECTED)
                            & F.col("message_id").isNotNull())
     keyed = failing.where(F.col("shape").isNotNull()).select(
@@ -93,23 +100,44 @@ def poison_signatures(log: DataFrame, top: int = 20) -> DataFrame:
         F.lit("description").alias("by"), F.col("description").alias("signature"), *MESSAGE,
         "queue", *ORDER,
     ))
-    messages = keyed.groupBy("by", "signature", *MESSAGE).agg(
+    return keyed.groupBy("by", "signature", *MESSAGE).agg(
         F.count(F.lit(1)).alias("events"),
         F.min(F.struct(*ORDER)).alias("first"), F.max("time").alias("last"),
         F.collect_set("queue").alias("queues"))
-    iso = "yyyy-MM-dd'T'HH:mm:ss'Z'"
+
+
+_ISO = "yyyy-MM-dd'T'HH:mm:ss'Z'"
+
+
+def _iso(column: Column) -> Column:
+    return F.date_format(F.timestamp_seconds(column), _ISO)
+
+
+def poison_signatures(log: DataFrame, top: int = 20) -> DataFrame:
+    """Failing messages grouped by body shape and by description, most messages first."""
     earliest = F.array_sort(F.collect_list(F.struct("first", "message_id")))
     return (
-        messages.groupBy("by", "signature").agg(
+        _failing_messages(log).groupBy("by", "signature").agg(
             F.count(F.lit(1)).alias("messages"), F.sum("events").alias("events"),
             F.min("first.time").alias("_first"), F.max("last").alias("_last"),
             F.array_join(F.array_sort(F.array_distinct(F.flatten(F.collect_list("queues")))),
                          ",").alias("queues"),
             F.array_join(F.slice(earliest, 1, SAMPLE_IDS).getField("message_id"), ",")
             .alias("sample_ids"))
-        .select("by", "signature", "messages", "events",
-                F.date_format(F.timestamp_seconds("_first"), iso).alias("first"),
-                F.date_format(F.timestamp_seconds("_last"), iso).alias("last"),
+        .select(signature_id().alias("signature_id"), "by", "signature", "messages", "events",
+                _iso("_first").alias("first"), _iso("_last").alias("last"),
                 "queues", "sample_ids")
         .orderBy(F.desc("messages"), F.desc("events"), "by", "signature")
         .limit(top))
+
+
+def signature_messages(log: DataFrame) -> DataFrame:
+    """The drill-down: every failing message of every signature, earliest failure first."""
+    return (
+        _failing_messages(log)
+        .select(signature_id().alias("signature_id"), "by", *MESSAGE,
+                F.array_join(F.array_sort("queues"), ",").alias("queues"), "events",
+                _iso("first.time").alias("first"), _iso("last").alias("last"),
+                F.col("first").alias("_at"))
+        .orderBy("signature_id", "_at", *MESSAGE)
+        .drop("_at"))

@@ -68,12 +68,16 @@ def register(subparsers: Any) -> None:
         description="Compute per-queue counts, claims per message, latencies, failing "
                     "fingerprints, poison signatures and consumers from exported events, "
                     "with PySpark. 'zq stats advise' instead recommends _max_claim_count and "
-                    "a backoff per queue, with the evidence (docs/analytics.md).",
+                    "a backoff per queue, with the evidence, and 'zq stats signatures' lists "
+                    "every message of a poison signature (docs/analytics.md).",
         epilog="examples:\n  zq stats --events /data/zq-events\n"
                "  zq stats --events /data/zq-events --queue orders --format json\n"
                "  zq stats --events /data/zq-events --out /tmp/report  # CSV, Parquet, PNG, HTML\n"
                "  zq stats --events /data/zq-events --sql \"SELECT queue, count(*) FROM events "
                "GROUP BY queue\"\n"
+               "  zq stats --events /data/zq-events --since 2026-11-27T09:00Z --bucket 5m\n"
+               "  zq stats signatures --events /data/zq-events --signature 82cd7e6e0a36 "
+               "--format csv  # every message id of one poison signature\n"
                "  zq stats advise --events /data/zq-events               # retry-policy advice\n"
                "  zq stats advise --events /data/zq-events --queue orders --tolerance 0 "
                "--format json\n"

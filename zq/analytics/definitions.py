@@ -19,6 +19,12 @@ _FLOWS = {
                         "messages that failed (0-1)",
 }
 _QUEUE = {"project": "the project", "queue": "the queue"}
+_BUCKET = {"bucket": "the time bucket's start, UTC; its width adapts to the events' time "
+                     "range (1 minute under 2 hours, 1 hour under 3 days, else 1 day) unless "
+                     "--bucket names one",
+           "bucket_seconds": "the bucket's width in seconds (60, 3600, 86400, ...)"}
+_SIGNATURE_ID = ("12 hex digits naming the signature (sha256 of 'by:signature'); "
+                 "zq stats signatures --signature ID lists every message of it")
 _LATENCY = {"p50": "median, seconds", "p95": "95th percentile, seconds",
             "p99": "99th percentile, seconds", "max": "longest, seconds"}
 
@@ -28,7 +34,7 @@ DEFINITIONS: dict[str, dict[str, str]] = {
                      "unaccounted": "posted + dead_lettered_in + redriven_in - deleted - "
                                     "dead_lettered - redriven - expired - purged - present; 0 "
                                     "unless --since/--until cut lifecycles"},
-    "queue_daily": {"day": "UTC day", **_QUEUE, **_FLOWS},
+    "queue_trend": {**_BUCKET, **_QUEUE, **_FLOWS},
     "claims_distribution": {**_QUEUE, "outcome": "deleted or dead_lettered",
                             "claims": "claims the message had then (a pop counts as one)",
                             "messages": "messages"},
@@ -39,19 +45,26 @@ DEFINITIONS: dict[str, dict[str, str]] = {
     "failing_fingerprints": {"fingerprint": "hash of the body", "dead_letters":
                              "dead letter moves", "messages": "distinct messages",
                              "queues": "source queues", "sample": "the earliest body sample"},
-    "poison_signatures": {"by": "shape (JSON key paths and value types) or description",
+    "poison_signatures": {"signature_id": _SIGNATURE_ID,
+                          "by": "shape (JSON key paths and value types) or description",
                           "signature": "the shape or the description", "messages":
                           "distinct failing messages", "events": "failure events (dead letter "
                           "moves and rejects)", "first": "first failure, UTC", "last":
                           "last failure, UTC", "queues": "queues they failed in",
-                          "sample_ids": "the first five messages to fail: drill down with "
-                                        "GET /v2/queues/{queue}/messages/{id} or --sql"},
+                          "sample_ids": "the first five messages to fail; the signature_id "
+                                        "links to all of them"},
+    "signature_messages": {"signature_id": _SIGNATURE_ID,
+                           "by": "shape or description", "backend": "the backend the "
+                           "message's events came from", "project": "the project",
+                           "message_id": "the message", "queues": "queues it failed in",
+                           "events": "its failure events (dead letter moves and rejects)",
+                           "first": "its first failure, UTC", "last": "its last failure, UTC"},
     "consumers": {"client_id": "the consumer's Client-ID", "deliveries": "deliveries to it",
                   "claims": "distinct claims", "deleted": "deliveries it deleted",
                   "released": "deliveries it released", "rejected": "deliveries it rejected "
                   "(retry or terminal)", "expired": "deliveries whose claim ran out",
                   "expired_claims": "distinct claims that ran out"},
-    "dead_letter_rate": {"day": "UTC day", "deleted": "messages deleted",
+    "dead_letter_rate": {**_BUCKET, "deleted": "messages deleted",
                          "dead_lettered": "dead letter moves",
                          "dead_letter_rate": _FLOWS["dead_letter_rate"]},
     "rejections": {**_QUEUE, "rank": "1 = the commonest description in the queue",

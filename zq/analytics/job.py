@@ -34,6 +34,8 @@ from zq.analytics.spark import SparkMissing, spark_session
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from zq.analytics.results import Result
+
 
 class Progress:
     """Phase names, counts and timings on stderr, for the person waiting."""
@@ -120,13 +122,58 @@ def _run_plain(args: argparse.Namespace, where: EventFilter, out: IO[str],
         print(f"zq: error: cannot read events from {args.events}: {exc}", file=sys.stderr)
         return 1
     say(f"{len(rows):,} events selected")
-    results = plain.compute(rows, top=args.top)
+    if args.action == "signatures":
+        return _drill_down(args, plain.signature_messages(rows, args.signatures), out, say)
+    width = _bucket(args, *plain.time_range(rows), say)
+    results = plain.compute(rows, top=args.top, bucket=width)
     out.write(report.render(list(results.values()), args.format))
     if args.out:
-        say(f"writing tables, charts and report.html to {args.out}")
-        report.write_out(results, args.out, subtitle=_describe(args, where, len(rows)))
+        chosen = results["poison_signatures"].column("signature_id")
+        drill = plain.signature_messages(rows, chosen)
+        _write_report(args, where, len(rows), results, drill, say)
     say("done")
     return 0
+
+
+def _bucket(args: argparse.Namespace, first: float | None, last: float | None,
+            say: Callable[[str], None]) -> int:
+    """The trend tables' bucket width: --bucket, or chosen from the events' time range."""
+    from zq.analytics import buckets
+
+    requested = getattr(args, "bucket", None)
+    width = buckets.choose(first, last, requested)
+    why = "--bucket" if requested is not None else buckets.auto_reason(first, last)
+    say(f"trend buckets of {buckets.describe(width)} ({why})")
+    return width
+
+
+def _drill_down(args: argparse.Namespace, messages: Result, out: IO[str],
+                say: Callable[[str], None]) -> int:
+    """``zq stats signatures``: every message id of the chosen (or every) signature."""
+    from zq.analytics import report
+
+    missing = sorted(set(args.signatures or ()) - set(messages.column("signature_id")))
+    if missing:
+        print(f"zq: error: no failing message has signature {', '.join(missing)} in the "
+              "selected events (the signature_id column of poison_signatures names them)",
+              file=sys.stderr)
+        return 1
+    out.write(report.render([messages], args.format))
+    if args.out:
+        say(f"writing {messages.name} to {args.out}")
+        report.write_table(messages, args.out)
+    say(f"{len(messages.rows):,} messages")
+    return 0
+
+
+def _write_report(args: argparse.Namespace, where: EventFilter, total: int,
+                  results: dict[str, Result], drill: Result,
+                  say: Callable[[str], None]) -> None:
+    from zq.analytics import report
+
+    say(f"writing tables, charts, report.html and the signatures' message ids to {args.out}")
+    report.write_out(results, args.out, subtitle=_describe(args, where, total),
+                     drill_down=drill, events=args.events)
 
 
 def _no_events(args: argparse.Namespace, where: EventFilter, selection: Selection,
@@ -146,10 +193,11 @@ def _no_events(args: argparse.Namespace, where: EventFilter, selection: Selectio
     print(f"zq stats: {message}", file=sys.stderr)
     if args.format == "json":
         from zq.analytics.advice import columns
+        from zq.analytics.plain import DRILL_DOWN
         from zq.analytics.report import TABLE_NAMES
 
         names = (["sql"] if args.sql else list(columns()) if args.action == "advise"
-                 else list(TABLE_NAMES))
+                 else [DRILL_DOWN[0]] if args.action == "signatures" else list(TABLE_NAMES))
         out.write(json.dumps({name: [] for name in names}, indent=2) + "\n")
 
 
@@ -160,9 +208,11 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
         spark = spark_session(args.master, conf=dict(args.conf), log=log)
         say(f"Spark {spark.version} on {spark.sparkContext.master}")
     from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
 
     from zq.analytics import lifecycles as lc
     from zq.analytics import report, tables
+    from zq.analytics.attempts import signature_messages
     from zq.analytics.results import collect
 
     say(f"reading events from {args.events}")
@@ -174,15 +224,23 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
         print(f"zq: error: cannot read events from {args.events}: {exc}", file=sys.stderr)
         return 1
     say(f"{total:,} events selected")
+    if args.action == "signatures":
+        say("grouping failing messages by signature")
+        drill = signature_messages(events)
+        if args.signatures:
+            drill = drill.where(F.col("signature_id").isin(args.signatures))
+        return _drill_down(args, collect("signature_messages", drill), out, say)
     say("reconstructing message lifecycles (window functions)")
     steps = lc.message_events(events).cache()
     if args.action == "advise":
         return _advise(args, where, steps, out, say, total)
     holds = lc.claim_holds(steps)
     lifecycles = lc.lifecycles(steps)
-    computed = tables.compute(events, steps, holds, top=args.top)
+    width = _bucket(args, *tables.time_range(events), say)
+    computed = tables.compute(events, steps, holds, top=args.top, bucket=width)
     views = {"events": events, "message_events": steps, "claims": holds,
-             "lifecycles": lifecycles, **computed}
+             "lifecycles": lifecycles, "signature_messages": signature_messages(events),
+             **computed}
     for name, frame in views.items():
         frame.createOrReplaceTempView(name)
 
@@ -204,8 +262,11 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
         say(f"  {name}: {len(results[name].rows)} rows")
     out.write(report.render(list(results.values()), args.format))
     if args.out:
-        say(f"writing tables, charts and report.html to {args.out}")
-        report.write_out(results, args.out, subtitle=_describe(args, where, total))
+        chosen = results["poison_signatures"].column("signature_id")
+        say("collecting the message ids of the signatures shown")
+        drill = collect("signature_messages", views["signature_messages"]
+                        .where(F.col("signature_id").isin(chosen)))
+        _write_report(args, where, total, results, drill, say)
     say("done")
     return 0
 

@@ -27,7 +27,7 @@ from zq.analytics.results import Result
 FORMATS = ("table", "json", "csv")
 # The tables zq stats prints, in order (computed by zq.analytics.tables).
 TABLE_NAMES = (
-    "queue_totals", "queue_daily", "claims_distribution", "latency",
+    "queue_totals", "queue_trend", "claims_distribution", "latency",
     "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate",
     "rejections", "dead_letters_by_reason", "redrive_outcomes",
 )
@@ -105,25 +105,57 @@ def arrow_table(result: Result) -> pa.Table:
         {name: pa.array([], pa.string()) for name in result.columns})
 
 
+def write_table(result: Result, directory: str | Path) -> list[Path]:
+    """``NAME.csv`` and ``NAME.parquet`` of one table in ``directory``; returns the paths."""
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    table = arrow_table(result)
+    pacsv.write_csv(table, root / f"{result.name}.csv")
+    pq.write_table(table, root / f"{result.name}.parquet")
+    return [root / f"{result.name}.csv", root / f"{result.name}.parquet"]
+
+
+# Where report.html links each signature's message ids, one CSV per signature.
+SIGNATURES_DIR = "signatures"
+
+
+def write_drill_down(messages: Result, directory: str | Path) -> list[Path]:
+    """``signature_messages`` whole, and ``signatures/<signature_id>.csv`` per signature."""
+    root = Path(directory)
+    written = write_table(messages, root)
+    per_signature: dict[str, list[tuple]] = {}
+    for row in messages.rows:
+        per_signature.setdefault(row[0], []).append(row)
+    (root / SIGNATURES_DIR).mkdir(exist_ok=True)
+    for sid, rows in per_signature.items():
+        path = root / SIGNATURES_DIR / f"{sid}.csv"
+        pacsv.write_csv(arrow_table(Result(messages.name, messages.columns, rows)), path)
+        written.append(path)
+    return written
+
+
 def write_out(results: Mapping[str, Result], directory: str | Path, *,
-              title: str = "zq claim statistics", subtitle: str = "") -> list[Path]:
-    """Write CSV + Parquet per table, PNG charts and report.html; returns the paths."""
+              title: str = "zq claim statistics", subtitle: str = "",
+              drill_down: Result | None = None, events: str = "DIR") -> list[Path]:
+    """Write CSV + Parquet per table, PNG charts and report.html; returns the paths.
+
+    ``drill_down`` (``signature_messages``) is written whole and per signature,
+    and report.html links each poison signature to its list; ``events`` is the
+    dataset, for the drill-down command the page shows.
+    """
     from zq.analytics import charts  # matplotlib only when a report is asked for
 
     root = Path(directory)
-    root.mkdir(parents=True, exist_ok=True)
-    written = []
-    for result in results.values():
-        table = arrow_table(result)
-        pacsv.write_csv(table, root / f"{result.name}.csv")
-        pq.write_table(table, root / f"{result.name}.parquet")
-        written += [root / f"{result.name}.csv", root / f"{result.name}.parquet"]
+    written = [path for result in results.values() for path in write_table(result, root)]
+    if drill_down is not None:
+        written += write_drill_down(drill_down, root)
     images = charts.draw_all(results)
     for name, png in images.items():
         (root / f"{name}.png").write_bytes(png)
         written.append(root / f"{name}.png")
     page = root / "report.html"
-    page.write_text(html_report(results, images, title=title, subtitle=subtitle))
+    page.write_text(html_report(results, images, title=title, subtitle=subtitle,
+                                drill_down=drill_down, events=events))
     written.append(page)
     return written
 
@@ -139,8 +171,13 @@ img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 
 
 def html_report(results: Mapping[str, Result], images: Mapping[str, bytes], *,
-                title: str, subtitle: str = "", max_rows: int = 200) -> str:
-    """One self-contained HTML page: charts (base64 PNG) then every table."""
+                title: str, subtitle: str = "", max_rows: int = 200,
+                drill_down: Result | None = None, events: str = "DIR") -> str:
+    """One self-contained HTML page: charts (base64 PNG) then every table.
+
+    With ``drill_down``, each poison signature's id links to the CSV of its
+    messages (written beside the page by write_out).
+    """
     esc = html.escape
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{esc(title)}</title>",
              f"<style>{_CSS}</style></head><body><h1>{esc(title)}</h1>"]
@@ -155,11 +192,23 @@ def html_report(results: Mapping[str, Result], images: Mapping[str, bytes], *,
         parts.append(f"<h2>{esc(result.name)}</h2><table><tr>")
         parts += [f"<th>{esc(c)}</th>" for c in result.columns]
         parts.append("</tr>")
+        linked = drill_down is not None and result.name == "poison_signatures"
         for row in result.rows[:max_rows]:
-            parts.append("<tr>" + "".join(
-                f"<td class='n'>{esc(_cell(v))}</td>" if isinstance(v, int | float)
-                else f"<td>{esc(_cell(v))}</td>" for v in row) + "</tr>")
+            cells = [f"<td class='n'>{esc(_cell(v))}</td>" if isinstance(v, int | float)
+                     else f"<td>{esc(_cell(v))}</td>" for v in row]
+            if linked:
+                sid = esc(str(row[0]))
+                cells[0] = (f"<td><a href='{SIGNATURES_DIR}/{sid}.csv' "
+                            f"title='every message id of this signature'>{sid}</a></td>")
+            parts.append("<tr>" + "".join(cells) + "</tr>")
         parts.append("</table>")
+        if linked and result.rows:
+            parts.append(
+                "<p class='note'>Each signature_id links to the CSV of every message of that "
+                f"signature ({SIGNATURES_DIR}/&lt;signature_id&gt;.csv; all of them in "
+                "signature_messages.csv). From the command line: <code>zq stats signatures "
+                f"--events {esc(events)} --signature {esc(str(result.rows[0][0]))} "
+                "--format csv</code></p>")
         meanings = DEFINITIONS.get(result.name)
         if meanings:
             parts.append("<details><summary class='note'>what the columns mean</summary><dl>"
@@ -184,9 +233,14 @@ def headline(results: Mapping[str, Result]) -> list[str]:
     totals = results["queue_totals"].records()
     def total(column: str) -> int:
         return sum(r[column] for r in totals)
-    days = [r["day"] for r in results["dead_letter_rate"].records()] if (
-        "dead_letter_rate" in results) else []
-    span = f"{days[0]} to {days[-1]} (UTC days)" if days else "no events"
+    trend = results["dead_letter_rate"].records() if "dead_letter_rate" in results else []
+    span = "no events"
+    if trend:
+        from zq.analytics.buckets import describe, shifted
+
+        width = trend[0]["bucket_seconds"]
+        span = (f"{trend[0]['bucket']} to {shifted(trend[-1]['bucket'], width)} (UTC, whole "
+                f"trend buckets of {describe(width)})")
     finished = total("deleted") + total("dead_lettered")
     rate = f"{total('dead_lettered') / finished:.1%}" if finished else "n/a"
     worst = sorted((r for r in totals if r["deleted"] + r["dead_lettered"] >= MIN_FINISHED

@@ -2,7 +2,8 @@
 
 Definitions (the tests recount every one of them in plain Python):
 
-- ``queue_totals`` / ``queue_daily``: events per queue (and UTC day) by
+- ``queue_totals`` / ``queue_trend``: events per queue (and time bucket,
+  see zq.analytics.buckets: its width adapts to the events' time range) by
   kind. ``expired`` counts expired *messages*; a dead lettered message
   counts in its source queue (``dead_lettered``) and in its dead letter
   queue (``dead_lettered_in``); ``purged`` is the messages purges and queue
@@ -27,7 +28,7 @@ Definitions (the tests recount every one of them in plain Python):
 - ``consumers``: per Client-ID, deliveries and how they ended (see
   ``lifecycles.claim_holds``), and ``expired_claims``: distinct claims that
   ran out, inferred or reported by the garbage collector.
-- ``dead_letter_rate``: the rate over all selected queues, per UTC day.
+- ``dead_letter_rate``: the rate over all selected queues, per time bucket.
 - ``rejections``, ``dead_letters_by_reason``, ``redrive_outcomes``: the
   poison workflow (``zq.analytics.redrives``).
 
@@ -89,8 +90,10 @@ _FLOWS = ["posted", "dead_lettered_in", "redriven_in", "claimed", "released", "r
           "deleted", "dead_lettered", "redriven", "expired", "purged"]
 
 
-def day_of(ts: str = "ts") -> Column:
-    return F.date_format(F.col(ts), "yyyy-MM-dd")
+def bucket_of(width: int) -> Column:
+    """The start of the time bucket of each event, as zq.analytics.buckets labels it."""
+    start = F.floor(F.col("time") / F.lit(float(width))) * F.lit(width)
+    return F.date_format(F.timestamp_seconds(start), "yyyy-MM-dd'T'HH:mm:ss'Z'")
 
 
 def _arrivals(events: DataFrame, *keys: Column) -> DataFrame:
@@ -151,15 +154,15 @@ def queue_totals(events: DataFrame, steps: DataFrame) -> DataFrame:
     )
 
 
-def queue_daily(events: DataFrame) -> DataFrame:
-    days = events.withColumn("day", day_of())
+def queue_trend(events: DataFrame, width: int) -> DataFrame:
+    buckets = events.withColumn("bucket", bucket_of(width))
     return (
-        days.groupBy("day", *QUEUE).agg(*_kind_counts())
-        .join(_arrivals(days, F.col("day")), ["day", *QUEUE], "full_outer")
+        buckets.groupBy("bucket", *QUEUE).agg(*_kind_counts())
+        .join(_arrivals(buckets, F.col("bucket")), ["bucket", *QUEUE], "full_outer")
         .fillna(0, subset=_FLOWS)
-        .select("day", *QUEUE, *_FLOWS)
+        .select("bucket", F.lit(width).alias("bucket_seconds"), *QUEUE, *_FLOWS)
         .withColumn("dead_letter_rate", _rate("dead_lettered", "deleted"))
-        .orderBy("day", *QUEUE)
+        .orderBy("bucket", *QUEUE)
     )
 
 
@@ -240,28 +243,35 @@ def consumers(holds: DataFrame, events: DataFrame, top: int = 20) -> DataFrame:
     )
 
 
-def dead_letter_rate(events: DataFrame) -> DataFrame:
+def dead_letter_rate(events: DataFrame, width: int) -> DataFrame:
     return (
-        events.withColumn("day", day_of()).groupBy("day")
+        events.withColumn("bucket", bucket_of(width)).groupBy("bucket")
         .agg(_count(is_kind(DELETED)).alias("deleted"),
              _count(is_kind(DEAD_LETTERED)).alias("dead_lettered"))
+        .select("bucket", F.lit(width).alias("bucket_seconds"), "deleted", "dead_lettered")
         .withColumn("dead_letter_rate", _rate("dead_lettered", "deleted"))
-        .orderBy("day")
+        .orderBy("bucket")
     )
 
 
-def compute(events: DataFrame, steps: DataFrame, holds: DataFrame, *, top: int = 20
-            ) -> dict[str, DataFrame]:
+def time_range(events: DataFrame) -> tuple[float | None, float | None]:
+    """The first and last event time of the selection (for the bucket width)."""
+    first, last = events.agg(F.min("time"), F.max("time")).first()
+    return first, last
+
+
+def compute(events: DataFrame, steps: DataFrame, holds: DataFrame, *, top: int = 20,
+            bucket: int = 86400) -> dict[str, DataFrame]:
     """Every table, by name (in zq.analytics.report.TABLE_NAMES order)."""
     return {
         "queue_totals": queue_totals(events, steps),
-        "queue_daily": queue_daily(events),
+        "queue_trend": queue_trend(events, bucket),
         "claims_distribution": claims_distribution(steps),
         "latency": latency(steps),
         "failing_fingerprints": failing_fingerprints(steps, top),
         "poison_signatures": poison_signatures(events, top),
         "consumers": consumers(holds, events, top),
-        "dead_letter_rate": dead_letter_rate(events),
+        "dead_letter_rate": dead_letter_rate(events, bucket),
         "rejections": rejections(events, top),
         "dead_letters_by_reason": dead_letters_by_reason(events),
         "redrive_outcomes": redrive_outcomes(steps),
