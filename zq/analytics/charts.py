@@ -15,6 +15,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullLocator, PercentFormatter
 
+from zq.analytics.definitions import MIN_FINISHED
 from zq.analytics.results import Result
 
 TOP_QUEUES = 6
@@ -148,15 +149,14 @@ def trend(overall: Result, per_queue: Result) -> bytes:
     shown = [0.05]
     for queue in top if len(rows) <= _QUEUE_LINES else []:
         points = [(_when(r["bucket"]) + timedelta(seconds=width / 2), r["dead_letter_rate"])
-                  for r in per_queue.records()
-                  if _queue(r) == queue and r["dead_letter_rate"] is not None]
+                  for r in per_queue.records() if _queue(r) == queue and _rated(r)]
         rate.plot([p[0] for p in points], [p[1] for p in points], marker=".", alpha=0.6,
                   linewidth=1, label=queue)
         shown += [p[1] for p in points]
-    known = [(m, r["dead_letter_rate"]) for m, r in zip(middle, rows, strict=True)
-             if r["dead_letter_rate"] is not None]
+    known = [(m, r["dead_letter_rate"]) for m, r in zip(middle, rows, strict=True) if _rated(r)]
     rate.plot([k[0] for k in known], [k[1] for k in known], color="black", linewidth=2.2,
               marker="o" if len(known) <= 60 else None, markersize=4, label="all queues")
+    few = sum(1 for r in rows if r["dead_letter_rate"] is not None and not _rated(r))
     labelled = known if len(known) <= _LABELLED_POINTS else [max(known, key=lambda k: k[1])]
     for moment, value in labelled:
         rate.annotate(f"{value:.1%}", (moment, value), textcoords="offset points",
@@ -166,6 +166,9 @@ def trend(overall: Result, per_queue: Result) -> bytes:
     rate.yaxis.set_major_formatter(PercentFormatter(1.0))
     per_queue_note = "" if len(rows) <= _QUEUE_LINES else (
         f"; per queue in queue_trend ({len(rows)} buckets are too many to draw each queue)")
+    if few:
+        per_queue_note += (f"\n{few} bucket(s) with fewer than {MIN_FINISHED} finished messages "
+                           "not drawn (their rates are in dead_letter_rate)")
     rate.set_title(f"Dead letter rate per {describe(width)} bucket (UTC){per_queue_note}",
                    fontsize=10)
     rate.legend(fontsize=7, ncol=4, loc="upper left", frameon=False)
@@ -173,6 +176,12 @@ def trend(overall: Result, per_queue: Result) -> bytes:
     rate.xaxis.set_major_locator(locator)
     rate.xaxis.set_major_formatter(ConciseDateFormatter(locator))
     return _png(figure)
+
+
+def _rated(row: Mapping) -> bool:
+    """Whether a bucket finished enough messages for its dead letter rate to be drawn."""
+    return (row["dead_letter_rate"] is not None
+            and row["deleted"] + row["dead_lettered"] >= MIN_FINISHED)
 
 
 _PERCENTILES = (("p50", "#8ecae6"), ("p95", "#219ebc"), ("p99", "#023047"))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# Finished messages (deleted + dead lettered) a queue or a time bucket needs
+# before its dead letter rate is ranked or drawn: a rate of 2 messages is noise.
+MIN_FINISHED = 20
+
 _FLOWS = {
     "posted": "messages posted to the queue",
     "dead_lettered_in": "messages moved into this queue by dead letter moves (this is a dead "

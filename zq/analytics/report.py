@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from zq.analytics.definitions import DEFINITIONS
+from zq.analytics.definitions import DEFINITIONS, MIN_FINISHED
 from zq.analytics.results import Result
 
 FORMATS = ("table", "json", "csv")
@@ -43,6 +43,17 @@ def _cell(value: Any) -> str:
             return f"{value:.0f}"
         return f"{value:.4f}" if abs(value) < 1 else f"{value:.2f}"
     return str(value)
+
+
+def _html_cell(value: Any) -> str:
+    """A number as people read it: thousands separated, the same decimals at every size."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return _cell(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if math.isnan(value):
+        return "nan"
+    return f"{value:.4f}" if abs(value) < 1 else f"{value:,.2f}"
 
 
 def render_text(results: Sequence[Result], *, max_width: int = 48) -> str:
@@ -163,7 +174,8 @@ def write_out(results: Mapping[str, Result], directory: str | Path, *,
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}
-th,td{border:1px solid #ccc;padding:3px 8px}th{background:#f0f0f0}
+th,td{border:1px solid #ccc;padding:3px 8px;white-space:nowrap}th{background:#f0f0f0}
+.wide{overflow-x:auto;max-width:100%}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 .note{color:#666;font-size:13px}
@@ -189,19 +201,19 @@ def html_report(results: Mapping[str, Result], images: Mapping[str, bytes], *,
         parts.append(f"<h2>{esc(name.replace('_', ' '))}</h2>"
                      f"<img alt='{esc(name)}' src='data:image/png;base64,{data}'>")
     for result in results.values():
-        parts.append(f"<h2>{esc(result.name)}</h2><table><tr>")
+        parts.append(f"<h2>{esc(result.name)}</h2><div class='wide'><table><tr>")
         parts += [f"<th>{esc(c)}</th>" for c in result.columns]
         parts.append("</tr>")
         linked = drill_down is not None and result.name == "poison_signatures"
         for row in result.rows[:max_rows]:
-            cells = [f"<td class='n'>{esc(_cell(v))}</td>" if isinstance(v, int | float)
+            cells = [f"<td class='n'>{esc(_html_cell(v))}</td>" if isinstance(v, int | float)
                      else f"<td>{esc(_cell(v))}</td>" for v in row]
             if linked:
                 sid = esc(str(row[0]))
                 cells[0] = (f"<td><a href='{SIGNATURES_DIR}/{sid}.csv' "
                             f"title='every message id of this signature'>{sid}</a></td>")
             parts.append("<tr>" + "".join(cells) + "</tr>")
-        parts.append("</table>")
+        parts.append("</table></div>")
         if linked and result.rows:
             parts.append(
                 "<p class='note'>Each signature_id links to the CSV of every message of that "
@@ -222,7 +234,6 @@ def html_report(results: Mapping[str, Result], images: Mapping[str, bytes], *,
 
 
 WORST_QUEUES = 3
-MIN_FINISHED = 20  # finished messages a queue needs to be called one of the worst
 
 
 def headline(results: Mapping[str, Result]) -> list[str]:
