@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 
 # More than the servers move before their kills (each is killed soon after
 # it is seen moving, see kill_while_moving): Redis moves several times faster.
-MESSAGES = {"sqlite": 6000, "postgresql": 6000, "redis": 30000}
+MESSAGES = {"sqlite": 10000, "postgresql": 10000, "redis": 30000}
 POST_BATCH = 500
 KILLS = 4
 METADATA = {"_dead_letter_queue": "dlq", "_dead_letter_expired": True,
