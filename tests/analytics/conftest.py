@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 
 import pytest
 
@@ -34,6 +35,16 @@ def zq_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zq")
     register(parser.add_subparsers(dest="command", required=True))
     return parser
+
+
+def stats(spark, *argv: str) -> tuple[int, str, list[str]]:
+    """``zq stats ARGV`` on ``spark``: (exit code, what it printed, its progress lines)."""
+    from zq.analytics.job import run
+
+    args = zq_parser().parse_args(["stats", *argv])
+    out, said = io.StringIO(), []
+    code = run(args, spark=spark, out=out, progress=said.append)
+    return code, out.getvalue(), said
 
 
 T0 = 1_700_100_000.0  # 2023-11-16T02:13:20Z
@@ -89,3 +100,15 @@ def dataset(tmp_path_factory):
     root = tmp_path_factory.mktemp("events")
     export({"a": LogOnlyStorage(log)}, str(root), batch_size=1000)
     return str(root), events
+
+
+@pytest.fixture(scope="session")
+def spark_figures(spark, dataset) -> tuple[int, str, list[str]]:
+    """``stats(spark, "--events", <dataset>, "--format", "json")``, run once.
+
+    Several tests compare other engines (the recount, plain Python, a
+    standalone cluster) with this one unfiltered run; each Spark job on the
+    whole dataset takes seconds, so they share it.
+    """
+    root, _ = dataset
+    return stats(spark, "--events", root, "--format", "json")

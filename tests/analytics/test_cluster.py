@@ -22,8 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.analytics.test_stats import stats
-
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +102,7 @@ def cluster(tmp_path_factory) -> Iterator[tuple[str, int]]:
             log.close()
 
 
-def test_cluster_figures_are_exactly_local_modes(spark, dataset, cluster, tmp_path):
+def test_cluster_figures_are_exactly_local_modes(spark_figures, dataset, cluster, tmp_path):
     root, events = dataset
     url, ui = cluster
     command = [
@@ -125,7 +123,7 @@ def test_cluster_figures_are_exactly_local_modes(spark, dataset, cluster, tmp_pa
     assert app["name"] == "zq-stats" and app["state"] == "FINISHED", app
     on_cluster = json.loads(submitted.stdout)
 
-    code, out, _ = stats(spark, "--events", root, "--format", "json")
+    code, out, _ = spark_figures  # the same job in local mode
     assert code == 0
     local = json.loads(out)
     assert list(on_cluster) == list(local)

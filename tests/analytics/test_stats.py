@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import base64
-import io
 import json
 import re
 
 import pyarrow.parquet as pq
 import pytest
 
-from tests.analytics.conftest import T0, zq_parser
+from tests.analytics.conftest import T0, stats
 from tests.analytics.recount import recount
-from zq.analytics.job import run
 
 pytestmark = pytest.mark.slow
-
-
-def stats(spark, *argv: str) -> tuple[int, str, list[str]]:
-    args = zq_parser().parse_args(["stats", *argv])
-    out, said = io.StringIO(), []
-    code = run(args, spark=spark, out=out, progress=said.append)
-    return code, out.getvalue(), said
 
 
 def assert_same(printed: dict, expected: dict) -> None:
@@ -37,9 +28,9 @@ def assert_same(printed: dict, expected: dict) -> None:
                     assert got[key] == value, (name, key, got, want)
 
 
-def test_every_figure_matches_the_recount(spark, dataset):
-    root, events = dataset
-    code, out, said = stats(spark, "--events", root, "--format", "json")
+def test_every_figure_matches_the_recount(spark_figures, dataset):
+    _, events = dataset
+    code, out, said = spark_figures
     assert code == 0
     printed = json.loads(out)
     assert_same(printed, recount(events))

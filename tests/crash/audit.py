@@ -1,20 +1,41 @@
-"""The final checks of the crash test: what is stored against what was promised.
+"""The checks of the crash tests: what is stored against what was promised.
 
 ``replay`` rebuilds each message's fate from the event log alone;
 ``listed_messages`` reads what the server now shows in every queue. The
 test compares both with each other and with the clients' ``Ledger``.
+
+The expiry and redrive crash tests also share how they drive a long move:
+``queue_counter`` watches a queue fill or empty, ``Caller`` keeps calling
+one endpoint of whichever server is up, and ``kill_while_moving`` SIGKILLs
+each server just after it was seen moving messages.
 """
 
 from __future__ import annotations
 
+import random
+import threading
+import time
 import uuid
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
+from tests.crash.workload import Target
+from tests.e2e.server import ServerProcess
 from zq import events
+from zq.storage import open_storage
 from zq.storage.base import Event, Storage
+
+# Servers started with ``crash_environment`` list this many messages per
+# page (ZQ_LIMITS_MAX_MESSAGES_PER_PAGE): the audit reads tens of thousands
+# of messages, and Zaqar's 20 a page made that most of a test's time. Not
+# for the redrive test: a redrive call reads pages ten times that size.
+LISTING_PAGE = 1000
+ZAQAR_PAGE = 20
 
 
 @dataclass
@@ -89,13 +110,23 @@ class Listed:
     claim_count: int
 
 
-def listed_messages(url: str, project: str, queues: tuple[str, ...]) -> list[Listed]:
-    """Every alive message of every queue, claimed ones and our own included."""
+def crash_environment(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a crash test's servers: pages of ``LISTING_PAGE`` messages."""
+    return {**env, "ZQ_LIMITS_MAX_MESSAGES_PER_PAGE": str(LISTING_PAGE)}
+
+
+def listed_messages(url: str, project: str, queues: tuple[str, ...],
+                    page_size: int = LISTING_PAGE) -> list[Listed]:
+    """Every alive message of every queue, claimed ones and our own included.
+
+    ``page_size`` above Zaqar's 20 needs a server started with ``crash_environment``.
+    """
     found: list[Listed] = []
     headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": project}
     with httpx.Client(base_url=url, headers=headers, timeout=30.0, trust_env=False) as http:
         for queue in queues:
-            href = f"/v2/queues/{queue}/messages?include_claimed=true&echo=true&limit=20"
+            href = (f"/v2/queues/{queue}/messages?include_claimed=true&echo=true"
+                    f"&limit={page_size}")
             while href:
                 response = http.get(href)
                 assert response.status_code == 200, response.text
@@ -109,3 +140,76 @@ def listed_messages(url: str, project: str, queues: tuple[str, ...]) -> list[Lis
 def duplicates(listed: list[Listed]) -> list[str]:
     """Ids listed more than once (in two queues, or twice in one)."""
     return [i for i, n in Counter(m.id for m in listed).items() if n > 1]
+
+
+@contextmanager
+def queue_counter(uri: str, project: str, queue: str) -> Iterator[Callable[[], int]]:
+    """A function counting the messages of ``queue`` in the storage, while open."""
+    storage = open_storage(uri)
+    try:
+        yield lambda: storage.queues.stats(project, queue).total
+    finally:
+        storage.close()
+
+
+class Caller(threading.Thread):
+    """POSTs one body to one path of whichever server is up, again and again, until stopped."""
+
+    def __init__(self, target: Target, project: str, path: str, body: dict[str, Any],
+                 timeout: float) -> None:
+        super().__init__(name=f"crash-caller-{path}", daemon=True)
+        self.target = target
+        self.path = path
+        self.body = body
+        self.timeout = timeout
+        self.headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": project}
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            url = self.target.get(timeout=1.0)
+            if url is None:
+                continue
+            try:
+                httpx.post(f"{url}{self.path}", headers=self.headers, json=self.body,
+                           timeout=self.timeout, trust_env=False)
+            except httpx.HTTPError:
+                time.sleep(0.05)  # killed meanwhile: the next server has its own URL
+
+    def stop(self, timeout: float) -> None:
+        self.stop_event.set()
+        self.join(timeout)
+
+
+def kill_while_moving(start: Callable[[int], ServerProcess], moved: Callable[[], int],
+                      total: int, kills: int, target: Target
+                      ) -> tuple[ServerProcess, list[int]]:
+    """Start a server, SIGKILL it soon after it moved messages, ``kills`` times.
+
+    Waiting to see a server move (rather than a fixed time) puts every kill
+    in the middle of the work however fast the machine is, so the tests need
+    only a few thousand messages. A random pause of up to 0.1 s after the
+    move was seen lands the kill at different points of the next batch.
+    Returns the last server (not killed) and how many messages had moved at
+    each kill.
+    """
+    chance = random.Random()
+    server = start(0)
+    target.set(server.url)
+    progress: list[int] = []
+    try:
+        for generation in range(1, kills + 1):
+            seen = moved()
+            deadline = time.monotonic() + 60
+            while moved() == seen < total and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(chance.uniform(0, 0.1))
+            server.kill()
+            target.set(None)
+            progress.append(moved())
+            server = start(generation)
+            target.set(server.url)
+    except BaseException:
+        server.kill()  # no server outlives a failed test
+        raise
+    return server, progress

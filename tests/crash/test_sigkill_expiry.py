@@ -18,16 +18,23 @@ is under way and restarts it. At the end:
 from __future__ import annotations
 
 import logging
-import random
-import threading
 import time
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.crash.audit import duplicates, listed_messages, project_events, replay
+from tests.crash.audit import (
+    Caller,
+    crash_environment,
+    duplicates,
+    kill_while_moving,
+    listed_messages,
+    project_events,
+    queue_counter,
+    replay,
+)
+from tests.crash.workload import Target
 from tests.e2e.server import ServerProcess, clean_environment
 from zq import events
 from zq.clock import ManualClock
@@ -37,11 +44,11 @@ from zq.storage.base import NewMessage
 pytestmark = pytest.mark.slow
 log = logging.getLogger(__name__)
 
-# Enough that the kills land mid-way: Redis moves several times faster.
-MESSAGES = {"sqlite": 20000, "postgresql": 20000, "redis": 60000}
+# More than the servers move before their kills (each is killed soon after
+# it is seen moving, see kill_while_moving): Redis moves several times faster.
+MESSAGES = {"sqlite": 10000, "postgresql": 10000, "redis": 30000}
 POST_BATCH = 500
 KILLS = 4
-UP_SECONDS = (0.1, 0.8)  # how long each server works before its SIGKILL
 METADATA = {"_dead_letter_queue": "dlq", "_dead_letter_expired": True,
             "_dead_letter_queue_messages_ttl": 7200}
 
@@ -64,25 +71,6 @@ def _post_expired(uri: str, project: str, count: int) -> list[str]:
         storage.close()
 
 
-def _moved_so_far(uri: str, project: str) -> int:
-    storage = open_storage(uri)
-    try:
-        return storage.queues.stats(project, "dlq").total
-    finally:
-        storage.close()
-
-
-def _claimer(project: str, url: list[str], stop: threading.Event) -> None:
-    """Claims on the source (each moves expired messages first) while the test runs."""
-    headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": project}
-    while not stop.is_set():
-        try:
-            httpx.post(f"{url[0]}/v2/queues/src/claims", headers=headers,
-                       json={"ttl": 60, "grace": 60}, timeout=5, trust_env=False)
-        except httpx.HTTPError:
-            time.sleep(0.05)  # killed meanwhile: the next server gets its own URL
-
-
 def test_sigkill_during_expiry_dead_lettering_loses_nothing(
     storage_uri: str, tmp_path: Path
 ) -> None:
@@ -93,33 +81,27 @@ def test_sigkill_during_expiry_dead_lettering_loses_nothing(
         migrate.upgrade(storage_uri)
     total = MESSAGES[scheme_of(storage_uri)]
     posted = _post_expired(storage_uri, project, total)
-    env = clean_environment(tmp_path / "data")
+    env = crash_environment(clean_environment(tmp_path / "data"))
     env["ZQ_GC_INTERVAL"] = "0.1"
-    chance = random.Random()
 
     def start(generation: int) -> ServerProcess:
         return ServerProcess(tmp_path / f"server-{generation}.log", env,
                              "--workers", "2", "--storage", storage_uri).start()
 
-    server = start(0)
-    url, stop = [server.url], threading.Event()
-    claimer = threading.Thread(target=_claimer, args=(project, url, stop), daemon=True)
+    # Claims on the source move expired messages first, as the collector does.
+    target = Target()
+    claimer = Caller(target, project, "/v2/queues/src/claims", {"ttl": 60, "grace": 60},
+                     timeout=5)
     claimer.start()
-    progress = []
     try:
-        for generation in range(1, KILLS + 1):
-            time.sleep(chance.uniform(*UP_SECONDS))
-            server.kill()
-            progress.append(_moved_so_far(storage_uri, project))
-            server = start(generation)
-            url[0] = server.url
-        # The last server finishes the work.
-        deadline = time.monotonic() + 120
-        while _moved_so_far(storage_uri, project) < total and time.monotonic() < deadline:
-            time.sleep(0.2)
+        with queue_counter(storage_uri, project, "dlq") as moved:
+            server, progress = kill_while_moving(start, moved, total, KILLS, target)
+            # The last server finishes the work.
+            deadline = time.monotonic() + 120
+            while moved() < total and time.monotonic() < deadline:
+                time.sleep(0.2)
     finally:
-        stop.set()
-        claimer.join(30)
+        claimer.stop(30)
     try:
         listed = listed_messages(server.url, project, ("src", "dlq"))
     finally:
