@@ -107,10 +107,14 @@ def message_events(events: DataFrame) -> DataFrame:
     ``claims_at`` (claims counted when a message is deleted or dead lettered:
     the event's claim_count, else the running count, plus one for a pop),
     and ``next_kind``/``next_claim_id``/``next_pop``/``next_reason`` (the
-    following step).
+    following step; ``next_kind`` is null exactly on a message's last step,
+    as every step has a kind).
     """
-    whole = Window.partitionBy(*MESSAGE)
     ordered = Window.partitionBy(*MESSAGE).orderBy(*ORDER)
+    # The whole message, but in the same order as the running columns: Spark
+    # then computes every column in one Window operator over one sort by
+    # (message, time, seq); an unordered window needed a sort of its own.
+    whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     running = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     steps = events.where(F.col("message_id").isNotNull() & F.col("kind").isin(*_STEPS))
     pop = F.coalesce(F.col("pop"), F.lit(False))
