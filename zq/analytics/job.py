@@ -235,7 +235,7 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
             drill = drill.where(F.col("signature_id").isin(args.signatures))
         return _drill_down(args, collect("signature_messages", drill), out, say)
     say("reconstructing message lifecycles (window functions)")
-    steps = lc.message_events(events).cache()
+    steps = lc.message_events(events if args.sql else events.drop(*lc.UNUSED_BY_STEPS)).cache()
     if args.action == "advise":
         return _advise(args, where, steps, out, say, total)
     holds = lc.claim_holds(steps)

@@ -57,6 +57,9 @@ _STEPS = (POSTED, CLAIMED, RELEASED, DELETED, DEAD_LETTERED, EXPIRED, REJECTED, 
 # ``detail`` are the widest columns: dropped before the events are cached
 # and shuffled into per-message order, they cost neither memory nor time.
 UNUSED_BY_TABLES = ("cursor", "detail", "ttl", "delay", "size", "retry_after", PARTITION_KEY)
+# Columns no table reads from the per-message steps: left out before the
+# steps are shuffled, sorted and cached (``claim_holds`` computes its ``ts``).
+UNUSED_BY_STEPS = ("target", "messages", "description", "shape", "ts")
 
 
 def read_events(spark: SparkSession, path: str, where: EventFilter | None = None, *,
@@ -165,7 +168,8 @@ def claim_holds(steps: DataFrame) -> DataFrame:
     """One row per delivery of a message to a claim, with ``ended_by``."""
     return steps.where(is_kind(CLAIMED)).select(
         "backend", "project", "queue", "message_id", "claim_id", "client_id",
-        "time", "ts", F.col("claims_so_far").alias("delivery"), ended_by().alias("ended_by"),
+        "time", F.timestamp_seconds("time").alias("ts"), F.col("claims_so_far").alias("delivery"),
+        ended_by().alias("ended_by"),
     )
 
 
