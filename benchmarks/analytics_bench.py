@@ -130,6 +130,8 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary dataset")
     parser.add_argument("--master", default=None)
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for the job (repeatable), to compare settings")
     options = parser.parse_args()
 
     root = Path(options.dir or tempfile.mkdtemp(prefix="zq-bench-"))
@@ -157,6 +159,8 @@ def main() -> int:
         add_stats_arguments(job_parser)
         argv = ["--events", str(root), "--format", "json",
                 "--conf", f"spark.driver.memory={options.driver_memory}"]
+        for setting in options.conf:
+            argv += ["--conf", setting]
         if options.master:
             argv += ["--master", options.master]
         args = job_parser.parse_args(argv)

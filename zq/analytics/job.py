@@ -218,7 +218,11 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
     say(f"reading events from {args.events}")
     try:
         # --sql may query any column; the tables need fewer (see UNUSED_BY_TABLES).
-        events = lc.read_events(spark, args.events, where, every_column=bool(args.sql)).cache()
+        # Not cached: each table reads from Parquet only the columns it
+        # needs, which costs less CPU than decoding every column once to
+        # build an in-memory copy and then decoding that copy per table (the
+        # per-message steps, read by many tables, are cached below).
+        events = lc.read_events(spark, args.events, where, every_column=bool(args.sql))
         total = events.count()
     except AnalysisException as exc:
         print(f"zq: error: cannot read events from {args.events}: {exc}", file=sys.stderr)
@@ -231,7 +235,7 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
             drill = drill.where(F.col("signature_id").isin(args.signatures))
         return _drill_down(args, collect("signature_messages", drill), out, say)
     say("reconstructing message lifecycles (window functions)")
-    steps = lc.message_events(events).cache()
+    steps = lc.message_events(events if args.sql else events.drop(*lc.UNUSED_BY_STEPS)).cache()
     if args.action == "advise":
         return _advise(args, where, steps, out, say, total)
     holds = lc.claim_holds(steps)

@@ -57,6 +57,9 @@ _STEPS = (POSTED, CLAIMED, RELEASED, DELETED, DEAD_LETTERED, EXPIRED, REJECTED, 
 # ``detail`` are the widest columns: dropped before the events are cached
 # and shuffled into per-message order, they cost neither memory nor time.
 UNUSED_BY_TABLES = ("cursor", "detail", "ttl", "delay", "size", "retry_after", PARTITION_KEY)
+# Columns no table reads from the per-message steps: left out before the
+# steps are shuffled, sorted and cached (``claim_holds`` computes its ``ts``).
+UNUSED_BY_STEPS = ("target", "messages", "description", "shape", "ts")
 
 
 def read_events(spark: SparkSession, path: str, where: EventFilter | None = None, *,
@@ -107,10 +110,14 @@ def message_events(events: DataFrame) -> DataFrame:
     ``claims_at`` (claims counted when a message is deleted or dead lettered:
     the event's claim_count, else the running count, plus one for a pop),
     and ``next_kind``/``next_claim_id``/``next_pop``/``next_reason`` (the
-    following step).
+    following step; ``next_kind`` is null exactly on a message's last step,
+    as every step has a kind).
     """
-    whole = Window.partitionBy(*MESSAGE)
     ordered = Window.partitionBy(*MESSAGE).orderBy(*ORDER)
+    # The whole message, but in the same order as the running columns: Spark
+    # then computes every column in one Window operator over one sort by
+    # (message, time, seq); an unordered window needed a sort of its own.
+    whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     running = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     steps = events.where(F.col("message_id").isNotNull() & F.col("kind").isin(*_STEPS))
     pop = F.coalesce(F.col("pop"), F.lit(False))
@@ -161,7 +168,8 @@ def claim_holds(steps: DataFrame) -> DataFrame:
     """One row per delivery of a message to a claim, with ``ended_by``."""
     return steps.where(is_kind(CLAIMED)).select(
         "backend", "project", "queue", "message_id", "claim_id", "client_id",
-        "time", "ts", F.col("claims_so_far").alias("delivery"), ended_by().alias("ended_by"),
+        "time", F.timestamp_seconds("time").alias("ts"), F.col("claims_so_far").alias("delivery"),
+        ended_by().alias("ended_by"),
     )
 
 

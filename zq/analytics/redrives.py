@@ -90,17 +90,20 @@ def redrive_outcomes(steps: DataFrame) -> DataFrame:
                 F.col("to_queue").alias("queue"), at.alias("redriven_at"))
         .withColumn("next_redrive", F.lead("redriven_at").over(later))
     )
+    ends = F.col("kind").isin(ev.DELETED, ev.DEAD_LETTERED, ev.EXPIRED)
+    failed = (F.col("kind").isin(ev.RELEASED, ev.REJECTED)
+              | (F.col("claim_end") == "expired"))
+    # Only the steps that end a redrive or fail a delivery count: the others
+    # are left out before the join, which then sorts far fewer rows (a
+    # redrive they alone followed still gets its row from the left join).
     after = steps.select(
         *[F.col(c).alias(f"_{c}") for c in MESSAGE], at.alias("at"), "kind",
         F.when(is_kind(ev.CLAIMED), ended_by()).alias("claim_end"),
-    )
+    ).where(ends | failed)
     inside = ((F.col("at") > F.col("redriven_at"))
               & (F.col("next_redrive").isNull() | (F.col("at") < F.col("next_redrive"))))
     same_message = [F.col(c) == F.col(f"_{c}") for c in MESSAGE]
     joined = redrives.join(after, [*same_message, inside], "left")
-    ends = F.col("kind").isin(ev.DELETED, ev.DEAD_LETTERED, ev.EXPIRED)
-    failed = (F.col("kind").isin(ev.RELEASED, ev.REJECTED)
-              | (F.col("claim_end") == "expired"))
     per_redrive = joined.groupBy(*MESSAGE, "dead_letter_queue", "queue", "redriven_at").agg(
         F.min(F.when(ends, F.struct("at", "kind"))).getField("kind").alias("end"),
         _count(failed).alias("failures"),

@@ -44,7 +44,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from zq.analytics.attempts import poison_signatures
-from zq.analytics.lifecycles import MESSAGE, ORDER, explicit_claim_expiries, is_kind
+from zq.analytics.lifecycles import ORDER, explicit_claim_expiries, is_kind
 from zq.analytics.redrives import dead_letters_by_reason, redrive_outcomes, rejections
 from zq.events import (
     CLAIMED,
@@ -90,9 +90,17 @@ _FLOWS = ["posted", "dead_lettered_in", "redriven_in", "claimed", "released", "r
           "deleted", "dead_lettered", "redriven", "expired", "purged"]
 
 
-def bucket_of(width: int) -> Column:
-    """The start of the time bucket of each event, as zq.analytics.buckets labels it."""
-    start = F.floor(F.col("time") / F.lit(float(width))) * F.lit(width)
+def bucket_start(width: int) -> Column:
+    """The start of the time bucket of each event, in POSIX seconds."""
+    return F.floor(F.col("time") / F.lit(float(width))) * F.lit(width)
+
+
+def bucket_label(start: Column) -> Column:
+    """A bucket's start as zq.analytics.buckets labels it.
+
+    One label per start and back, so the tables group by the number and
+    format only the groups, not every event.
+    """
     return F.date_format(F.timestamp_seconds(start), "yyyy-MM-dd'T'HH:mm:ss'Z'")
 
 
@@ -106,6 +114,28 @@ def _arrivals(events: DataFrame, *keys: Column) -> DataFrame:
     )
 
 
+_COUNTED = [column for column in _FLOWS if column not in ("dead_lettered_in", "redriven_in")]
+_ARRIVED = ["dead_lettered_in", "redriven_in"]
+
+
+def flows_by_bucket(events: DataFrame, width: int) -> tuple[DataFrame, DataFrame]:
+    """The flow counts and the arrivals per bucket start (``bucket``) and queue.
+
+    Cached (they are small): ``queue_totals``, ``queue_trend`` and
+    ``dead_letter_rate`` are sums of them, so the events are scanned for
+    the three tables once instead of five times.
+    """
+    start = bucket_start(width).alias("bucket")
+    counts = events.groupBy(start, *QUEUE).agg(*_kind_counts()).cache()
+    return counts, _arrivals(events, start).cache()
+
+
+def _summed(frame: DataFrame, keys: list[str], columns: list[str]) -> DataFrame:
+    # Counts are integers: summing the buckets' counts gives the whole
+    # range's exactly (groups whose key is null stay one group, as before).
+    return frame.groupBy(*keys).agg(*[F.sum(column).alias(column) for column in columns])
+
+
 def present(steps: DataFrame, events: DataFrame) -> DataFrame:
     """Per queue, the messages still in it when the selected events end.
 
@@ -114,17 +144,14 @@ def present(steps: DataFrame, events: DataFrame) -> DataFrame:
     redrive) unless that step
     was a delete or an expiry, or a purge of that queue came after it.
     """
-    last = F.col("last")
-    moved = last.getField("kind").isin(DEAD_LETTERED, REDRIVEN)
+    moved = F.col("kind").isin(DEAD_LETTERED, REDRIVEN)
+    # A message's last step is the row of its window without a next step:
+    # no grouping (and no sort) of every step by message is needed for it.
     held = (
-        steps.groupBy(*MESSAGE)
-        .agg(F.max(F.struct(*ORDER, "queue", "kind", "to_queue")).alias("last"))
-        .where(~last.getField("kind").isin(DELETED, EXPIRED))
+        steps.where(F.col("next_kind").isNull() & ~F.col("kind").isin(DELETED, EXPIRED))
         .select("backend", "project",
-                F.when(moved, last.getField("to_queue")).otherwise(last.getField("queue"))
-                .alias("queue"),
-                F.struct(last.getField("time").alias("time"),
-                         last.getField("seq").alias("seq")).alias("at"))
+                F.when(moved, F.col("to_queue")).otherwise(F.col("queue")).alias("queue"),
+                F.struct(*ORDER).alias("at"))
     )
     purges = (
         events.where(is_kind(PURGED))
@@ -137,10 +164,12 @@ def present(steps: DataFrame, events: DataFrame) -> DataFrame:
     )
 
 
-def queue_totals(events: DataFrame, steps: DataFrame) -> DataFrame:
+def queue_totals(counts: DataFrame, arrivals: DataFrame, steps: DataFrame,
+                 events: DataFrame) -> DataFrame:
+    """Per queue; ``counts`` and ``arrivals`` come from ``flows_by_bucket``."""
     totals = (
-        events.groupBy(*QUEUE).agg(*_kind_counts())
-        .join(_arrivals(events), QUEUE, "full_outer")
+        _summed(counts, QUEUE, _COUNTED)
+        .join(_summed(arrivals, QUEUE, _ARRIVED), QUEUE, "full_outer")
         .join(present(steps, events), QUEUE, "full_outer")
         .fillna(0, subset=[*_FLOWS, "present"])
     )
@@ -154,13 +183,12 @@ def queue_totals(events: DataFrame, steps: DataFrame) -> DataFrame:
     )
 
 
-def queue_trend(events: DataFrame, width: int) -> DataFrame:
-    buckets = events.withColumn("bucket", bucket_of(width))
+def queue_trend(counts: DataFrame, arrivals: DataFrame, width: int) -> DataFrame:
     return (
-        buckets.groupBy("bucket", *QUEUE).agg(*_kind_counts())
-        .join(_arrivals(buckets, F.col("bucket")), ["bucket", *QUEUE], "full_outer")
+        counts.join(arrivals, ["bucket", *QUEUE], "full_outer")
         .fillna(0, subset=_FLOWS)
-        .select("bucket", F.lit(width).alias("bucket_seconds"), *QUEUE, *_FLOWS)
+        .select(bucket_label(F.col("bucket")).alias("bucket"),
+                F.lit(width).alias("bucket_seconds"), *QUEUE, *_FLOWS)
         .withColumn("dead_letter_rate", _rate("dead_lettered", "deleted"))
         .orderBy("bucket", *QUEUE)
     )
@@ -243,12 +271,11 @@ def consumers(holds: DataFrame, events: DataFrame, top: int = 20) -> DataFrame:
     )
 
 
-def dead_letter_rate(events: DataFrame, width: int) -> DataFrame:
+def dead_letter_rate(counts: DataFrame, width: int) -> DataFrame:
     return (
-        events.withColumn("bucket", bucket_of(width)).groupBy("bucket")
-        .agg(_count(is_kind(DELETED)).alias("deleted"),
-             _count(is_kind(DEAD_LETTERED)).alias("dead_lettered"))
-        .select("bucket", F.lit(width).alias("bucket_seconds"), "deleted", "dead_lettered")
+        _summed(counts, ["bucket"], ["deleted", "dead_lettered"])
+        .select(bucket_label(F.col("bucket")).alias("bucket"),
+                F.lit(width).alias("bucket_seconds"), "deleted", "dead_lettered")
         .withColumn("dead_letter_rate", _rate("dead_lettered", "deleted"))
         .orderBy("bucket")
     )
@@ -263,15 +290,16 @@ def time_range(events: DataFrame) -> tuple[float | None, float | None]:
 def compute(events: DataFrame, steps: DataFrame, holds: DataFrame, *, top: int = 20,
             bucket: int = 86400) -> dict[str, DataFrame]:
     """Every table, by name (in zq.analytics.report.TABLE_NAMES order)."""
+    counts, arrivals = flows_by_bucket(events, bucket)
     return {
-        "queue_totals": queue_totals(events, steps),
-        "queue_trend": queue_trend(events, bucket),
+        "queue_totals": queue_totals(counts, arrivals, steps, events),
+        "queue_trend": queue_trend(counts, arrivals, bucket),
         "claims_distribution": claims_distribution(steps),
         "latency": latency(steps),
         "failing_fingerprints": failing_fingerprints(steps, top),
         "poison_signatures": poison_signatures(events, top),
         "consumers": consumers(holds, events, top),
-        "dead_letter_rate": dead_letter_rate(events, bucket),
+        "dead_letter_rate": dead_letter_rate(counts, bucket),
         "rejections": rejections(events, top),
         "dead_letters_by_reason": dead_letters_by_reason(events),
         "redrive_outcomes": redrive_outcomes(steps),
