@@ -137,13 +137,20 @@ def test_consumers_and_racing_redrives_keep_every_message_in_one_place(
     for event in events_of(storage, project):
         if event.kind in (kinds.DEAD_LETTERED, kinds.REDRIVEN, kinds.DELETED):
             log[event.message_id].append(event.kind)
+    # Without transactions (MongoDB standalone, mongomock) a change's events
+    # are written right after it (docs/mongo.md), so a consumer's delete of a
+    # message just redriven can be logged before the redrive: there the log
+    # holds the right events per message, in an order not promised.
+    in_order = getattr(storage, "transactions", True)
     for message_id in posted:
         moves_of = [k for k in log[message_id] if k != kinds.DELETED]
-        if message_id in poison:
-            assert moves_of == [kinds.DEAD_LETTERED, kinds.REDRIVEN], (message_id, moves_of)
+        expected = [kinds.DEAD_LETTERED, kinds.REDRIVEN] if message_id in poison else []
+        if in_order:
+            assert moves_of == expected, (message_id, moves_of)
+            assert log[message_id][-1] == kinds.DELETED
         else:
-            assert moves_of == [], (message_id, moves_of)
-        assert log[message_id][-1] == kinds.DELETED
+            assert sorted(moves_of) == sorted(expected), (message_id, moves_of)
+        assert log[message_id].count(kinds.DELETED) == 1
     assert redriven_by_calls["moved"] == len(poison)
     redriven = [e for e in events_of(storage, project, kinds.REDRIVEN)]
     assert {e.client_id for e in redriven} <= {"redriver-0", "redriver-1"}
