@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.service.stored_bodies import overwrite_body
 from zq import cli, moves
 from zq.commands import redrive as command
 from zq.errors import MessageNotFound
@@ -158,6 +159,23 @@ def test_filters_limit_and_to(capsys: pytest.CaptureFixture[str], uri: str) -> N
     status, out, _ = run_zq(capsys, "redrive", "orders-dlq", "--project", PROJECT,
                             "--storage", uri, "--fingerprint", wanted)
     assert status == 0 and out.startswith("Redrove 1 of 1 matched")
+
+
+def test_messages_a_fingerprint_cannot_judge_are_named(capsys: pytest.CaptureFixture[str],
+                                                      uri: str) -> None:
+    good, sealed = dead_letter(uri, "orders", 2)
+    storage = open_storage(uri)
+    try:  # a sealed body, and this command has no [encryption] keys to open it
+        overwrite_body(storage, sealed, "zqe2:k1:AAAA")
+    finally:
+        storage.close()
+    status, out, _ = run_zq(capsys, "redrive", "orders-dlq", "--project", PROJECT,
+                            "--storage", uri, "--fingerprint", fingerprint('{"n": 0}'))
+    assert status == 0 and out.startswith("Redrove 1 of 1 matched")
+    assert (f"1 message(s) could not be decrypted, so --fingerprint could not judge them; "
+            f"they stayed in orders-dlq: {sealed} ") in out
+    assert places(uri, [good, sealed], ("orders", "orders-dlq")) == {
+        good: ["orders"], sealed: ["orders-dlq"]}
 
 
 @pytest.mark.parametrize("argv, status, fragment", [

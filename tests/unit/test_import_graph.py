@@ -83,7 +83,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("HTTP and background work", ("zq.api", "zq.auth", "zq.console", "zq.notifications",
                                   "zq.metrics", "zq.analytics", "zq.housekeeping")),
     ("service rules", ("zq.service", "zq.subscriptions", "zq.metadata",
-                       "zq.metadata_cache", "zq.subscribed")),
+                       "zq.metadata_cache", "zq.subscribed", "zq.opening")),
     ("pooling", ("zq.pooling",)),
     ("storage and the rules it applies", (
         "zq.storage", "zq.validation", "zq.queue_filter", "zq.consumers", "zq.redrive",

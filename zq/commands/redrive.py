@@ -34,6 +34,7 @@ from zq.service import QueueService
 from zq.startup import ensure_default_data_dir, ensure_management_dir
 
 EXIT_INTERRUPTED = 130  # the shell's status for a command stopped by SIGINT
+UNREADABLE_SHOWN = 10  # ids of undecryptable messages the summary names
 
 DESCRIPTION = """\
 Move messages of the dead letter queue DLQ back: each to the queue it was
@@ -133,11 +134,13 @@ class Totals:
     moved: int = 0
     to: dict[str, int] = field(default_factory=dict)
     pages: int = 0
+    unreadable: list[str] = field(default_factory=list)  # not judged by --fingerprint
 
     def add(self, result: RedriveResult) -> None:
         self.matched += result.matched
         self.moved += result.moved
         self.pages += 1
+        self.unreadable += result.unreadable
         for queue, count in result.to.items():
             self.to[queue] = self.to.get(queue, 0) + count
 
@@ -217,6 +220,13 @@ class Redrive:
             if totals.matched > totals.moved:
                 line += (f" {totals.matched - totals.moved} were claimed or moved by someone "
                          "else meanwhile and stayed where they were.")
+        if totals.unreadable:
+            shown = ", ".join(totals.unreadable[:UNREADABLE_SHOWN])
+            more = len(totals.unreadable) - UNREADABLE_SHOWN
+            shown += f" and {more} more" if more > 0 else ""
+            line += (f" {len(totals.unreadable)} message(s) could not be decrypted, so "
+                     f"--fingerprint could not judge them; they stayed in {dlq}: {shown} "
+                     "(see docs/encryption.md).")
         if self.stop.is_set():
             line = f"Interrupted: {line} Run the same command again to continue."
         return line
