@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 from tests.notifications.helpers import Counts, attach, config, drain, notifier, receiver
@@ -133,3 +134,23 @@ def test_only_events_after_the_subscription_was_created_are_sent(
         post(storage, project, "late", "after")
         drain(notifier(storage, clock, config(hook.port)))
         assert [r.json()["body"] for r in hook.received] == ["after"]
+
+
+def test_more_subscriptions_than_threads_each_get_their_turn(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    # Idle subscriptions are always ready: with a fixed order, the first
+    # ``concurrency`` ones would take every tick and the rest never be told.
+    subs = attach(storage)
+    with receiver() as hook:
+        paths = [f"/s{i}" for i in range(7)]
+        for path in paths:
+            subs.add(sub_id(), project, "crowded", hook.url(path))
+        post(storage, project, "crowded", "hello")
+        server = notifier(storage, clock, config(hook.port, concurrency=2))
+        for _ in range(4):  # ceil(7 / 2) ticks, each one's steps waited out
+            server.tick()
+            deadline = time.monotonic() + 10
+            while server._running and time.monotonic() < deadline:
+                time.sleep(0.005)
+                server._collect()
+        assert {p: len(hook.on(p)) for p in paths} == dict.fromkeys(paths, 1)
