@@ -17,6 +17,7 @@ import orjson
 from zq import backoff, consumers, dead_letter, validation
 from zq.config import Limits
 from zq.errors import InvalidRequest
+from zq.notifications import retry
 
 DEFAULT_MESSAGE_TTL = "_default_message_ttl"
 DEFAULT_MESSAGE_DELAY = "_default_message_delay"
@@ -31,6 +32,7 @@ RETRY_DELAY = backoff.RETRY_DELAY
 RETRY_MAX_DELAY = backoff.RETRY_MAX_DELAY
 RETRY_BACKOFF = backoff.RETRY_BACKOFF
 SUSPECT_LAPSED_CONSUMERS = consumers.SUSPECT_LAPSED_CONSUMERS
+RETRY_POLICY = retry.POLICY
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,12 @@ RESERVED: dict[str, ReservedKey] = {
     ),
     RETRY_BACKOFF: ReservedKey(
         lambda v, lim: validation.choice(v, RETRY_BACKOFF, backoff.KINDS),
+        _no_default,
+    ),
+    # Zaqar's notification retry policy (zq.notifications.retry), within
+    # zq's bounds; shown only when set.
+    RETRY_POLICY: ReservedKey(
+        lambda v, lim: retry.check(v, RETRY_POLICY),
         _no_default,
     ),
     # Suspected consumers (zq.consumers); shown only when set.
