@@ -14,10 +14,9 @@ from typing import Any
 
 import orjson
 
-from zq import backoff, consumers, dead_letter, validation
+from zq import backoff, consumers, dead_letter, retry_policy, validation
 from zq.config import Limits
 from zq.errors import InvalidRequest
-from zq.notifications import retry
 
 DEFAULT_MESSAGE_TTL = "_default_message_ttl"
 DEFAULT_MESSAGE_DELAY = "_default_message_delay"
@@ -32,7 +31,7 @@ RETRY_DELAY = backoff.RETRY_DELAY
 RETRY_MAX_DELAY = backoff.RETRY_MAX_DELAY
 RETRY_BACKOFF = backoff.RETRY_BACKOFF
 SUSPECT_LAPSED_CONSUMERS = consumers.SUSPECT_LAPSED_CONSUMERS
-RETRY_POLICY = retry.POLICY
+RETRY_POLICY = retry_policy.POLICY
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +106,10 @@ RESERVED: dict[str, ReservedKey] = {
         lambda v, lim: validation.choice(v, RETRY_BACKOFF, backoff.KINDS),
         _no_default,
     ),
-    # Zaqar's notification retry policy (zq.notifications.retry), within
+    # Zaqar's notification retry policy (zq.retry_policy), within
     # zq's bounds; shown only when set.
     RETRY_POLICY: ReservedKey(
-        lambda v, lim: retry.check(v, RETRY_POLICY),
+        lambda v, lim: retry_policy.check(v, RETRY_POLICY),
         _no_default,
     ),
     # Suspected consumers (zq.consumers); shown only when set.

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from zq import validation
+from zq import retry_policy, subscribers, validation
 from zq.config import Limits
 from zq.errors import InvalidRequest, SubscriptionConflict, SubscriptionNotFound
-from zq.notifications import mail, retry, webhook
 from zq.pooling import Pools
 from zq.storage.base import Storage, SubscriptionRecord
 from zq.subscribed import SubscribedQueues
@@ -93,7 +92,8 @@ def _subscriber(value: Any, limits: Limits) -> str:
             f"Subscribers may not be more than {limits.max_subscriber_length} characters long.")
     if validation.CONTROL_CHARACTERS.search(value):
         raise InvalidRequest("The subscriber may not contain control characters.")
-    problem = webhook.url_problem(value) if kind in ("http", "https") else mail.problem(value)
+    problem = (subscribers.url_problem(value) if kind in ("http", "https")
+               else subscribers.mailto_problem(value))
     if problem is not None:
         raise InvalidRequest(problem)
     return value
@@ -101,10 +101,10 @@ def _subscriber(value: Any, limits: Limits) -> str:
 
 def _options(options: dict[str, Any]) -> None:
     """Refuse options the notifier could never honour (each would fail every attempt)."""
-    if retry.POLICY in options:
-        retry.check(options[retry.POLICY], f"options.{retry.POLICY}")
+    if retry_policy.POLICY in options:
+        retry_policy.check(options[retry_policy.POLICY], f"options.{retry_policy.POLICY}")
     if "post_headers" in options:
-        problem = webhook.headers_problem(options["post_headers"])
+        problem = subscribers.headers_problem(options["post_headers"])
         if problem is not None:
             raise InvalidRequest(problem)
 

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.notifications.helpers import receiver
+from zq import retry_policy as retry
 from zq.errors import InvalidRequest
-from zq.notifications import mail, retry, webhook
+from zq.notifications import mail, webhook
 from zq.notifications.hosts import AllowedHosts, Refused, parse_entries
 
 

@@ -33,10 +33,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from zq import retry_policy as retry
 from zq.auth import signed_urls
 from zq.clock import Clock
 from zq.config import NotificationsConfig, SignedUrlsConfig
-from zq.notifications import retry
 from zq.notifications.confirmation_requests import DONE, GIVEN_UP, SENT, UNSUBSCRIBE, key
 from zq.notifications.payloads import Notification
 from zq.notifications.pump import Report, Reporter, Sender

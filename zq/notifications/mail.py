@@ -9,26 +9,9 @@ from __future__ import annotations
 
 import smtplib
 from email.message import EmailMessage
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from zq.notifications.webhook import Outcome
-from zq.validation import CONTROL_CHARACTERS
-
-
-def problem(subscriber: str) -> str | None:
-    """Why a ``mailto:`` subscriber cannot be mailed, or None.
-
-    Its address, subject and sender become mail headers, percent-decoded: a
-    line break there (``%0d%0a``) would add headers, and the mail library
-    refuses it on every attempt.
-    """
-    parts = urlsplit(subscriber)
-    decoded = [unquote(parts.path)] + [v for values in parse_qs(parts.query).values()
-                                       for v in values]
-    if any(CONTROL_CHARACTERS.search(text) for text in decoded):
-        return (f"The subscriber {subscriber!r} holds a control character (a line break?) "
-                "once percent-decoded.")
-    return None
 
 
 def send(subscriber: str, body: bytes, *, queue: str, host: str, port: int, sender: str,

@@ -26,11 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from zq import retry_policy as retry
 from zq.clock import Clock
 from zq.config import NotificationsConfig
 from zq.encryption import BodyCipher, is_sealed, open_body
 from zq.errors import NotFound
-from zq.notifications import mail, retry, webhook
+from zq.notifications import mail, webhook
 from zq.notifications.confirmation_requests import current
 from zq.notifications.hosts import AllowedHosts
 from zq.notifications.payloads import Fetch, Notification, build

@@ -17,54 +17,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import http.client
-import re
 import socket
 import ssl
 import threading
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urljoin
 
 from zq.notifications.hosts import AllowedHosts, Refused, Target
+from zq.subscribers import RESERVED_HEADERS, SIGNATURE, SIGNATURE_TIMESTAMP
 
-SIGNATURE = "X-Zq-Signature"
-SIGNATURE_TIMESTAMP = "X-Zq-Signature-Timestamp"
 REDIRECTS = (301, 302, 303, 307, 308)
-# Headers a subscription's ``post_headers`` may not set: they are zq's.
-RESERVED_HEADERS = {"host", "content-length", "transfer-encoding", SIGNATURE.lower(),
-                    SIGNATURE_TIMESTAMP.lower()}
-
-
-# What http.client can put on the wire as it is (RFC 9110): a header name
-# is a token; a value visible ASCII, spaces and tabs (no CR or LF); a URL
-# visible ASCII (a path or host in another script is percent-encoded or
-# punycode). Anything else would fail every attempt, so the API refuses it.
-HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
-URL = re.compile(r"[\x21-\x7e]+")
-
-
-def headers_problem(headers: Any) -> str | None:
-    """Why ``post_headers`` cannot be sent, or None."""
-    if not isinstance(headers, dict):
-        return "post_headers must be an object of header names and string values."
-    for name, value in headers.items():
-        if not HEADER_NAME.fullmatch(name):
-            return f"post_headers: {name!r} is not a header name (ASCII letters, digits, -...)."
-        if name.lower() in RESERVED_HEADERS:
-            return f"post_headers: {name!r} is set by zq and cannot be given."
-        if not isinstance(value, str) or not HEADER_VALUE.fullmatch(value):
-            return (f"post_headers: the value of {name!r} must be a string of visible ASCII "
-                    "characters, spaces and tabs (no line breaks).")
-    return None
-
-
-def url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be requested as it is, or None."""
-    if not URL.fullmatch(url):
-        return (f"The subscriber {url!r} must be visible ASCII: percent-encode a path or "
-                "query in another script, write a host name in punycode, encode spaces.")
-    return None
 
 
 @dataclass(frozen=True)
