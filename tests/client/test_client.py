@@ -13,6 +13,7 @@ from zq.client import (
     Conflict,
     Forbidden,
     NotFound,
+    QueueExists,
     RedriveResult,
     Suspected,
     TransportError,
@@ -29,6 +30,28 @@ def test_queues(client):
     assert [q["name"] for q in client.list_queues()] == ["q"]
     client.delete_queue("q")
     assert client.list_queues() == []
+
+
+def test_create_queue_never_keeps_other_metadata_silently(client):
+    # The server answers 204 and keeps what it has (Zaqar's PUT); the client
+    # must not let the new values be lost without a word.
+    client.create_queue("q", {"_max_claim_count": 2, "_dead_letter_queue": "dlq",
+                              "color": "red"})
+    with pytest.raises(QueueExists) as exists:
+        client.create_queue("q", {"_max_claim_count": 5, "_retry_delay": 5, "color": "red"})
+    assert exists.value.differences == {"_max_claim_count": (2, 5), "_retry_delay": (None, 5)}
+    assert "queue q already exists with other metadata: _max_claim_count is 2, not 5" in str(
+        exists.value)
+    assert client.queue_metadata("q")["_max_claim_count"] == 2  # nothing written
+    # The same values again: nothing to say.
+    assert client.create_queue("q", {"_max_claim_count": 2, "color": "red"}) is False
+    # update: the given keys are set, the others stay.
+    assert client.create_queue("q", {"_max_claim_count": 5, "_retry_delay": 5},
+                               update=True) is False
+    shown = client.queue_metadata("q")
+    assert (shown["_max_claim_count"], shown["_retry_delay"], shown["_dead_letter_queue"],
+            shown["color"]) == (5, 5, "dlq", "red")
+    assert client.create_queue("new", {"_retry_delay": 5}, update=True) is True
 
 
 def test_messages_claims_and_stats(client, other, clock):
