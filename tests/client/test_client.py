@@ -57,6 +57,9 @@ def test_create_queue_never_keeps_other_metadata_silently(client):
 def test_messages_claims_and_stats(client, other, clock):
     ids = client.post("q", {"n": 1}, {"n": 2}, {"n": 3}, ttl=600)
     assert [m.body for m in client.get_messages("q", ids)] == [{"n": 1}, {"n": 2}, {"n": 3}]
+    # The ones that are there; none there is no error (the API's 404).
+    assert [m.id for m in client.get_messages("q", [ids[0], "f" * 24])] == [ids[0]]
+    assert client.get_messages("elsewhere", ids) == []
     assert client.get_message("q", ids[0]).ttl == 600
     # echo: a client's own messages are hidden only when asked.
     assert other.list_messages("q", echo=False)[0].id == ids[0]

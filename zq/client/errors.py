@@ -63,12 +63,13 @@ class QueueExists(Exception):
     The server answers such a PUT with 204 and keeps the metadata it has
     (Zaqar's rule), so the client compares and says so instead of letting
     the new values be lost. ``differences`` maps each key asked for to
-    ``(stored, asked)``; a key the queue does not have shows as stored None.
+    ``(stored, asked)``; stored is None for a key the queue does not have.
     """
 
     def __init__(self, queue: str, differences: dict[str, tuple[object, object]]) -> None:
-        shown = ", ".join(f"{key} is {stored!r}, not {asked!r}"
-                          for key, (stored, asked) in differences.items())
+        shown = ", ".join(
+            f"{key} is {'not set' if stored is None else repr(stored)}, not {asked!r}"
+            for key, (stored, asked) in differences.items())
         super().__init__(f"queue {queue} already exists with other metadata: {shown} "
                          "(create_queue(..., update=True) sets them)")
         self.queue = queue

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from zq.client.errors import (
+    NotFound,
     QueueExists,
     Suspected,
     TransportError,
@@ -174,10 +175,14 @@ class Client:
 
     def get_messages(self, queue: str, message_ids: Sequence[str], *,
                      include_history: bool = False) -> list[Message]:
+        """Those of ``message_ids`` that are in ``queue``; [] when none is."""
         params = {"ids": ",".join(message_ids)}
         if include_history:
             params["include_history"] = "true"
-        doc = self._call("GET", f"/queues/{queue}/messages", params=params).json()
+        try:
+            doc = self._call("GET", f"/queues/{queue}/messages", params=params).json()
+        except NotFound:  # the API's answer when none of them exists
+            return []
         return [Message.from_json(m) for m in doc.get("messages", [])]
 
     def delete_message(self, queue: str, message_id: str, *,
