@@ -33,8 +33,8 @@ def test_each_post_is_posted_in_zaqars_shape(storage: Storage, clock: ManualCloc
         counts = Counts()
         drain(notifier(storage, clock, config(hook.port), counts=counts))
         assert [r.json() for r in hook.received] == [
-            {"body": {"n": 1}, "ttl": 300, "queue_name": "orders"},
-            {"body": {"n": 2}, "ttl": 300, "queue_name": "orders"},
+            {"body": {"n": 1}, "ttl": 300, "queue_name": "orders", "Message_Type": "Notification"},
+            {"body": {"n": 2}, "ttl": 300, "queue_name": "orders", "Message_Type": "Notification"},
         ]
         assert hook.received[0].headers["Content-Type"] == "application/json"
         assert (counts.sent, counts.failed) == (2, 0)
