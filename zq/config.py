@@ -193,6 +193,9 @@ class EncryptionConfig:
     active_key: str = ""  # id of the key new messages use; empty: the only key
     # base64, at least 32 bytes: HMAC key of the body fingerprints of encrypted queues.
     fingerprint_key: str = field(default="", metadata=SECRET)
+    # Open bodies sealed before message ids were bound (zqe1): on for upgrades,
+    # off once none is left, so none can be copied onto a newer message.
+    open_legacy_bodies: bool = True
 
     def check(self) -> None:
         """ConfigError for any unusable setting."""
