@@ -136,6 +136,21 @@ def test_listing_next_links_keep_every_query_parameter(pools):
         assert ("options" if key == "pools" else "capabilities") in second[0]
 
 
+def test_listing_next_links_write_booleans_as_zaqar_does(pools):
+    # python-zaqarclient sends detailed=True (Python's spelling); Zaqar's link
+    # says true/false whatever the request's spelling was.
+    pools.put("/v2/flavors/a", json={"pool_list": ["one"]})
+    pools.put("/v2/flavors/b", json={"pool_list": ["two"]})
+    for path in ("/v2/pools", "/v2/flavors"):
+        for sent, written in (("True", "true"), ("False", "false"), ("1", "true"),
+                              ("no", "false")):
+            href = pools.get(path, params={"limit": 1, "detailed": sent,
+                                           "include_history": sent}).json["links"][0]["href"]
+            assert f"detailed={written}" in href and f"include_history={written}" in href, href
+        plain = pools.get(path, params={"limit": 1}).json["links"][0]["href"]
+        assert "detailed" not in plain, plain  # not given, not added (as Zaqar)
+
+
 def test_flavors_create_get_patch_list_delete(pools):
     admin = pools
     assert admin.put("/v2/flavors/fast", json={"pool_list": ["one"]}).status_code == 201
