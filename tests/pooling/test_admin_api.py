@@ -136,6 +136,22 @@ def test_listing_next_links_keep_every_query_parameter(pools):
         assert ("options" if key == "pools" else "capabilities") in second[0]
 
 
+def test_a_flavor_over_a_missing_pool_is_unable_to_create_as_in_zaqar(pools):
+    # Zaqar's flavors.py: title "Unable to create" for a pool_list naming a
+    # pool that does not exist; the description names the flavor and the pool.
+    refused = pools.put("/v2/flavors/test-flavor", json={"pool_list": ["one", "mypool"]})
+    assert_error(refused, 400, "'mypool'")
+    assert refused.json["title"] == "Unable to create"
+    assert "'test-flavor' could not be created" in refused.json["description"]
+    assert pools.get("/v2/flavors/test-flavor").status_code == 404
+    assert pools.get("/v2/pools/one").json["flavor"] is None  # nothing half-done
+    # A PATCH is not a create: its refusal keeps the generic title.
+    pools.put("/v2/flavors/f", json={"pool_list": ["one"]})
+    patched = pools.patch("/v2/flavors/f", json={"pool_list": ["mypool"]})
+    assert_error(patched, 400, "'mypool'")
+    assert patched.json["title"] == "Invalid request"
+
+
 def test_listing_next_links_write_booleans_as_zaqar_does(pools):
     # python-zaqarclient sends detailed=True (Python's spelling); Zaqar's link
     # says true/false whatever the request's spelling was.
