@@ -91,6 +91,21 @@ def encode_body(body: Any) -> str:
     return orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
 
 
+def _sealed_post_size(
+    cipher: BodyCipher, posted: list[validation.PostedMessage], body_size: int
+) -> int:
+    """The size of a post of ``body_size`` bytes once each body is sealed.
+
+    Each body counts as its canonical JSON text in the post as sent, and as
+    its sealed text (a JSON string: two quotes more) once encrypted.
+    """
+    grown = 0
+    for message in posted:
+        body = encode_body(message.body)
+        grown += cipher.sealed_length(body) + 2 - len(body.encode())
+    return body_size + grown
+
+
 class QueueService:
     """Every operation the API offers, scoped by project and queue."""
 
@@ -293,8 +308,9 @@ class QueueService:
     ) -> list[NewMessage]:
         """The post's messages, within the queue's post size, with its defaults applied.
 
-        The size cap applies to the post as the client sent it; a queue that
-        encrypts stores each body sealed, fingerprinted (keyed) before sealing.
+        The size cap applies to the post as the client sent it and, on a queue
+        that encrypts, to the post with its bodies sealed (as Zaqar does); such
+        a queue stores each body sealed, fingerprinted (keyed) before sealing.
         """
         cap = min(
             self.limits.max_messages_post_size,
@@ -320,6 +336,11 @@ class QueueService:
                     delay=delay if message.delay is None else message.delay,
                     fingerprint=fingerprint,
                 )
+            )
+        if cipher is not None:
+            validation.body_size(
+                _sealed_post_size(cipher, posted, body_size), cap,
+                "The message post, with its bodies encrypted,",
             )
         return new
 
