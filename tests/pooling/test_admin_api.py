@@ -7,6 +7,8 @@ import pytest
 from tests.api.helpers import Api, assert_error
 from zq.api import create_app
 from zq.config import Config
+from zq.errors import StorageUnavailable
+from zq.pooling.admin import _cause
 
 ADMIN = {"X-Roles": "admin"}
 
@@ -86,6 +88,30 @@ def test_unreachable_pool_is_refused(admin):
     assert_error(result, 400, "unreachable")
     assert "secret" not in result.json["description"]
     assert_error(admin.get("/v2/pools/p"), 404)
+
+
+def test_an_unreachable_pool_says_why_in_the_answer_and_the_log(admin, caplog):
+    # Not only "Cannot use the storage backend.": the driver's cause, one line,
+    # the password hidden (also where a driver would echo it).
+    uri = "postgresql://nobody:s3cr%40t@127.0.0.1:1/x"
+    with caplog.at_level("WARNING", logger="zq.pooling.admin"):
+        result = admin.put("/v2/pools/p", json={"uri": uri, "weight": 1})
+    assert_error(result, 400, "unreachable")
+    description = result.json["description"]
+    assert "connection refused" in description.lower(), description
+    assert "127.0.0.1" in description and "\n" not in description
+    logged = [r.getMessage() for r in caplog.records if r.name == "zq.pooling.admin"]
+    assert len(logged) == 1 and "connection refused" in logged[0].lower(), logged
+    for shown in (description, logged[0]):
+        assert "s3cr" not in shown and "***" in shown, shown
+
+
+def test_a_cause_never_shows_the_password_even_when_a_driver_echoes_it():
+    uri = "mysql://root:p%40ss@127.0.0.1:1/x"
+    error = StorageUnavailable("Cannot use the storage backend.",
+                               detail="login root/p@ss refused\nsecond line p%40ss")
+    assert _cause(error, uri) == (
+        "Cannot use the storage backend: login root/*** refused second line ***")
 
 
 def test_put_overwrites_a_pool_but_not_another_pools_uri(pools, pool_uris):
