@@ -82,7 +82,7 @@ def test_a_body_sealed_with_a_key_the_server_lacks_is_a_clean_500(keyed, storage
 
 def sealed_text_length(body_json: str, key_id: str = "k1") -> int:
     """docs/encryption.md: prefix, key id, ':', base64(12-byte nonce + text + 16-byte tag)."""
-    return len("zqe1:") + len(key_id) + 1 + 4 * math.ceil((12 + len(body_json) + 16) / 3)
+    return len("zqe2:") + len(key_id) + 1 + 4 * math.ceil((12 + len(body_json) + 16) / 3)
 
 
 def post_body(n: int) -> bytes:

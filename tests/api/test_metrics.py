@@ -158,7 +158,8 @@ def test_declared_counters_are_present_at_zero(storage: Storage, clock: ManualCl
                  "zq_notifications_sent_total", "zq_notifications_failed_total",
                  "zq_messages_expired_total", "zq_claims_lapsed_total"):
         assert value(samples, name) == 0
-    assert value(samples, "zq_messages_dead_lettered_total", reason="max_claim_count") == 0
+    for reason in ("max_claim_count", "rejected", "expired"):
+        assert value(samples, "zq_messages_dead_lettered_total", reason=reason) == 0
 
 
 def test_http_latency_by_route_template_and_status(api: Api, clock: ManualClock) -> None:
