@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zq.allowed_hosts import parse_entries
+
 
 class ConfigError(ValueError):
     """The configuration file or environment holds something unusable."""
@@ -322,6 +324,12 @@ class NotificationsConfig:
         if self.timeout <= 0 or self.lease_seconds <= 0 or self.poll_interval <= 0:
             raise ConfigError("notifications.timeout, lease_seconds and poll_interval must "
                               "be positive.")
+        # Read here, not first in the notifier process: a bad entry must stop
+        # ``zq serve`` (and ``zq config``) in one line, not kill the notifier.
+        try:
+            parse_entries(self.allowed_hosts)
+        except ValueError as exc:
+            raise ConfigError(f"notifications.{exc}") from None
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import math
 import os
 from collections.abc import Mapping
 
@@ -37,6 +38,7 @@ PREFIX = "zqe2:"  # sealed bound to the project and the message id
 LEGACY_PREFIX = "zqe1:"  # sealed bound to the project only (zq before ids were bound)
 PREFIXES = (PREFIX, LEGACY_PREFIX)  # the same length
 NONCE_BYTES = 12  # 96-bit random nonces, the size GCM is defined for
+TAG_BYTES = 16  # AES-GCM's authentication tag, appended to the ciphertext
 
 
 def is_sealed(stored: str) -> bool:
@@ -111,6 +113,15 @@ class BodyCipher:
                 "it was altered or copied from another message, or the key under that "
                 "id changed."
             ) from exc
+
+    def sealed_length(self, body: str) -> int:
+        """The length of the text ``seal`` makes of ``body``, without sealing it.
+
+        The sealed form's size depends on the body's size alone: the prefix,
+        the active key id, and the base64 of nonce, ciphertext and tag.
+        """
+        raw = NONCE_BYTES + len(body.encode()) + TAG_BYTES
+        return len(PREFIX) + len(self._active) + 1 + 4 * math.ceil(raw / 3)
 
     def fingerprint(self, body: str) -> str:
         """A keyed fingerprint of a body's JSON text (HMAC-SHA256, 16 hex digits).

@@ -92,6 +92,16 @@ def encode_body(body: Any) -> str:
     return orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
 
 
+def _sealed_post_size(cipher: BodyCipher, bodies: list[str], body_size: int) -> int:
+    """The size of a post of ``body_size`` bytes once its ``bodies`` are sealed.
+
+    Each body counts as its canonical JSON text in the post as sent, and as
+    its sealed text (a JSON string: two quotes more) once encrypted.
+    """
+    grown = sum(cipher.sealed_length(body) + 2 - len(body.encode()) for body in bodies)
+    return body_size + grown
+
+
 class QueueService:
     """Every operation the API offers, scoped by project and queue."""
 
@@ -295,8 +305,9 @@ class QueueService:
     ) -> list[NewMessage]:
         """The post's messages, within the queue's post size, with its defaults applied.
 
-        The size cap applies to the post as the client sent it; a queue that
-        encrypts fingerprints each body keyed (``_sealed`` then seals it).
+        The size cap applies to the post as the client sent it and, on a queue
+        that encrypts, to the post with its bodies sealed (as Zaqar does); such
+        a queue fingerprints each body keyed (``_sealed`` then seals it).
         """
         cap = min(
             self.limits.max_messages_post_size,
@@ -318,6 +329,11 @@ class QueueService:
                     delay=delay if message.delay is None else message.delay,
                     fingerprint=keyed(body),
                 )
+            )
+        if cipher is not None:
+            validation.body_size(
+                _sealed_post_size(cipher, [m.body for m in new], body_size), cap,
+                "The message post, with its bodies encrypted,",
             )
         return new
 
