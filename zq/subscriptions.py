@@ -47,6 +47,13 @@ class SubscriptionChanges:
     options: dict[str, Any] | None = None
 
 
+class Webhooks(Protocol):
+    """Where webhooks may go (zq.notifications.hosts.AllowedHosts)."""
+
+    def never(self, url: str) -> str | None:
+        """Why ``url`` can never be notified; None when it may be."""
+
+
 class ConfirmationRequests(Protocol):
     """Sends a subscriber the request to confirm (or the news it unsubscribed)."""
 
@@ -154,8 +161,12 @@ class SubscriptionService:
 
     def __init__(self, limits: Limits, pools: Pools, *, require_confirmation: bool = False,
                  confirmations: ConfirmationRequests | None = None,
-                 subscribed: SubscribedQueues | None = None) -> None:
+                 subscribed: SubscribedQueues | None = None,
+                 webhooks: Webhooks | None = None) -> None:
         self.limits = limits
+        # [notifications] allowed_hosts, when it lists hosts: a webhook it
+        # can never allow is refused here rather than failing every attempt.
+        self.webhooks = webhooks
         self.pools = pools
         # The posts' cache of subscribed queues (zq.subscribed), told at once
         # of this process's changes.
@@ -172,6 +183,7 @@ class SubscriptionService:
         queue = validation.queue_name(queue, self.limits)
         checked = posting(document, self.limits)
         assert checked.subscriber is not None
+        self._check_reachable(checked.subscriber)
         ttl = self.limits.default_subscription_ttl if checked.ttl is None else checked.ttl
         storage = self.pools.place(project, queue)
         if not storage.queues.exists(project, queue):
@@ -220,6 +232,8 @@ class SubscriptionService:
     def update(self, project: str, queue: str, subscription_id: str, document: Any) -> None:
         queue = validation.queue_name(queue, self.limits)
         checked = patching(document, self.limits)
+        if checked.subscriber is not None:
+            self._check_reachable(checked.subscriber)
         if not _id_shaped(subscription_id):
             raise SubscriptionNotFound.gone(subscription_id)
         self._storage(project, queue).subscriptions.update(
@@ -243,6 +257,14 @@ class SubscriptionService:
         if not confirmed:
             self._ask_confirmation(subscriptions.get(project, queue, subscription_id),
                                    unsubscribed=True)
+
+    def _check_reachable(self, subscriber: str) -> None:
+        if self.webhooks is None or urlparse(subscriber).scheme not in ("http", "https"):
+            return
+        why = self.webhooks.never(subscriber)
+        if why is not None:
+            raise InvalidRequest(f"The subscriber {subscriber!r} can never be notified: {why} "
+                                 "([notifications] allowed_hosts).")
 
     def _storage(self, project: str, queue: str) -> Storage:
         return self.pools.storage_for(project, queue)

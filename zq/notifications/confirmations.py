@@ -207,7 +207,7 @@ class Confirmations:
             if not job.delays and job.attempt == 0:
                 job.delays = retry.retry_delays(retry.effective_policy(
                     subscription.options, {}))
-            if job.attempt < len(job.delays):
+            if outcome.retry and job.attempt < len(job.delays):
                 job.next_at = now + job.delays[job.attempt]
                 job.attempt += 1
                 log.info("confirmation request to %s failed (%s): retry %d",

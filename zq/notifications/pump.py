@@ -250,7 +250,7 @@ class Pump:
                             self.subscription.queue, outcome.detail)
             self._done()
             return
-        if self._attempt < len(self._delays):
+        if outcome.retry and self._attempt < len(self._delays):
             delay = self._delays[self._attempt]
             self._attempt += 1
             self.next_at = self._clock.now() + delay
