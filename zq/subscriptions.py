@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 from zq import validation
 from zq.config import Limits
 from zq.errors import InvalidRequest, SubscriptionConflict, SubscriptionNotFound
+from zq.notifications import mailto
 from zq.pooling import Pools
 from zq.storage.base import Storage, SubscriptionRecord
 from zq.subscribed import SubscribedQueues
@@ -92,6 +93,11 @@ def _subscriber(value: Any, limits: Limits) -> str:
         raise InvalidRequest(f"The subscriber {value!r} names no host.")
     if kind == "mailto" and "@" not in parsed.path:
         raise InvalidRequest(f"The subscriber {value!r} names no mail address.")
+    if kind == "mailto":
+        try:
+            mailto.recipient(value)
+        except ValueError as exc:
+            raise InvalidRequest(f"The subscriber {value!r} is refused: {exc}.") from None
     if len(value) > limits.max_subscriber_length:
         raise InvalidRequest(
             f"Subscribers may not be more than {limits.max_subscriber_length} characters long.")

@@ -157,13 +157,30 @@ def smtp() -> Iterator[tuple[int, list]]:  # type: ignore[type-arg]
 
 def test_mailto_goes_through_the_configured_smtp_server(smtp) -> None:  # type: ignore[no-untyped-def]
     port, got = smtp
-    outcome = mail.send("mailto:ops@example.com?subject=Poison", b'{"body": 1}', queue="q",
+    outcome = mail.send("mailto:ops@example.com", b'{"body": 1}', queue="q",
                         host="127.0.0.1", port=port, sender="zq@example.com", timeout=5)
     assert outcome.delivered
     [envelope] = got
     assert envelope.rcpt_tos == ["ops@example.com"] and envelope.mail_from == "zq@example.com"
     text = envelope.content.decode()
-    assert "Subject: Poison" in text and '{"body": 1}' in text
+    assert "Subject: zq notification: queue q" in text and '{"body": 1}' in text
+
+
+@pytest.mark.parametrize("subscriber", [
+    "mailto:a@x.com,b@y.org?from=ceo@bank.example",  # two recipients, a forged From
+    "mailto:a@x.com,b@y.org",
+    "mailto:ops@example.com?subject=Poison",
+    "mailto:ops@example.com?cc=b@y.org",
+    "mailto:a%40x.com%2Cb@y.org",
+    "mailto:a@x.com;b@y.org",
+])
+def test_a_mailto_subscriber_mails_one_address_and_takes_no_header(  # type: ignore[no-untyped-def]
+        smtp, subscriber: str) -> None:
+    port, got = smtp
+    outcome = mail.send(subscriber, b"{}", queue="q", host="127.0.0.1", port=port,
+                        sender="zq@example.com", timeout=5)
+    assert not outcome.delivered and outcome.detail.startswith("refused: ")
+    assert not outcome.retry and got == []
 
 
 def test_mail_without_an_smtp_host_fails_and_says_so() -> None:

@@ -42,6 +42,10 @@ def start(config: Config, metrics_dir: str | None) -> BaseProcess | None:
     if not config.notifications.allowed_hosts:
         log.warning("notifications: [notifications] allowed_hosts is empty, no webhook "
                     "will be sent until it lists the subscribers' hosts")
+    if config.notifications.smtp_host and not config.notifications.require_confirmation:
+        log.warning("notifications: mail is on ([notifications] smtp_host) without "
+                    "require_confirmation: any tenant can have this server mail any address "
+                    "(docs/notifications.md, Mail)")
     return process
 
 
