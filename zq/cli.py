@@ -15,9 +15,9 @@ import sys
 from collections.abc import Sequence
 
 from zq import __version__
-from zq.commands.options import CommandError
 from zq.config import ConfigError, unknown_variables
 from zq.errors import ZqError
+from zq.startup import StartupError
 
 # The command each module adds, in the order `zq --help` lists them. `zq
 # COMMAND ...` imports only the module that owns COMMAND: importing them all
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"zq: warning: {warning}", file=sys.stderr)
     try:
         result = args.handler(args)
-    except (ConfigError, CommandError, ZqError) as exc:
+    except (ConfigError, StartupError, ZqError) as exc:  # CommandError is a StartupError
         return fail(args, exc, str(exc))
     except KeyboardInterrupt:
         print("zq: interrupted", file=sys.stderr)

@@ -37,18 +37,19 @@ import zq.logs
 import zq.notifications.process
 from zq.buffered_wsgi import BufferedWSGI, WSGIApp
 from zq.clock import SystemClock
-from zq.commands.options import (
-    CommandError,
-    ensure_default_data_dir,
-    first_line,
-    open_reachable_storage,
-)
-from zq.commands.pooling import ensure_management_dir, open_reachable_management
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
 from zq.metrics.multiprocess import metrics_directory
 from zq.pooling.base import Pools
 from zq.pooling.migrate import upgrade_management
+from zq.startup import (
+    StartupError,
+    ensure_default_data_dir,
+    ensure_management_dir,
+    first_line,
+    open_reachable_management,
+    open_reachable_storage,
+)
 from zq.storage import check_shareable, scheme_of
 from zq.storage.uri import redact
 
@@ -106,13 +107,13 @@ def check_server_config(config: Config) -> None:
     """Refuse settings the server would choke on, with a clear message."""
     server = config.server
     if not 0 <= server.port <= 65535:
-        raise CommandError(f"port must be 0..65535, got {server.port}.")
+        raise StartupError(f"port must be 0..65535, got {server.port}.")
     if server.workers < 1:
-        raise CommandError(f"workers must be at least 1, got {server.workers}.")
+        raise StartupError(f"workers must be at least 1, got {server.workers}.")
     if server.threads < 1:
-        raise CommandError(f"threads must be at least 1, got {server.threads}.")
+        raise StartupError(f"threads must be at least 1, got {server.threads}.")
     if not server.body_timeout > 0:
-        raise CommandError(f"body_timeout must be above 0 seconds, got {server.body_timeout}.")
+        raise StartupError(f"body_timeout must be above 0 seconds, got {server.body_timeout}.")
     if not config.pooling.enabled:
         check_shareable(config.storage.resolved_uri(), server.workers)
 
@@ -133,7 +134,7 @@ def check_address_free(host: str, port: int) -> int:
             probe.bind(address)
             return probe.getsockname()[1]
     except OSError as exc:
-        raise CommandError(f"cannot listen on {bind_address(host, port)}: "
+        raise StartupError(f"cannot listen on {bind_address(host, port)}: "
                            f"{exc.strerror or exc}.") from exc
 
 
@@ -169,7 +170,7 @@ def prepare_management(config: Config) -> str:
         try:
             upgrade_management(uri)
         except Exception as exc:  # e.g. a directory that cannot hold the file
-            raise CommandError(f"management store {redact(uri)}: {first_line(exc)}") from exc
+            raise StartupError(f"management store {redact(uri)}: {first_line(exc)}") from exc
     store = open_reachable_management(uri)  # fail now, not in every worker
     try:
         for pool in store.registry.list_pools():
