@@ -1,7 +1,7 @@
 """One mail attempt for a ``mailto:`` subscriber, through ``[notifications] smtp_host``.
 
 The subscriber is ``mailto:ADDRESS``, one address and nothing else
-(zq.notifications.mailto); the mail's text is the notification's JSON,
+(zq.subscriptions.mail_recipient); the mail's text is the notification's JSON,
 from ``smtp_from``, with zq's subject. Zaqar also read a subject from the
 URI; zq takes no header from it (docs/compatibility.md). No SMTP host
 configured: the attempt fails (and is reported), nothing is sent.
@@ -12,15 +12,15 @@ from __future__ import annotations
 import smtplib
 from email.message import EmailMessage
 
-from zq.notifications.mailto import recipient
 from zq.notifications.webhook import Outcome
+from zq.subscriptions import mail_recipient
 
 
 def send(subscriber: str, body: bytes, *, queue: str, host: str, port: int, sender: str,
          timeout: float) -> Outcome:
     """Mail ``body`` to the subscriber; never raises for SMTP or network trouble."""
     try:
-        address = recipient(subscriber)
+        address = mail_recipient(subscriber)
     except ValueError as exc:  # stored before the rule: no retry can change it
         return Outcome(False, None, f"refused: {exc}", retry=False)
     if not host:
