@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.notifications.helpers import Counts, config, drain, notifier, receiver
 from tests.notifications.test_delivery import post
 from zq.clock import ManualClock
+from zq.notifications import runner
 from zq.storage.base import Storage
 
 
@@ -30,3 +33,47 @@ def test_the_drivers_subscriptions_are_notified_and_deleted_ones_forgotten(
         drain(server)
         assert [r.json()["body"] for r in hook.received] == ["one"]
         assert sub not in storage.notification_cursors.positions()
+
+
+def test_nothing_is_sent_to_a_subscription_once_its_delete_is_answered(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    with receiver() as hook:
+        clock.advance(3)
+        gone = storage.subscriptions.create(project, "unsub", hook.url("/gone"), 3600, {})
+        kept = storage.subscriptions.create(project, "unsub", hook.url("/kept"), 3600, {})
+        assert gone is not None and kept is not None
+        clock.advance(1)
+        post(storage, project, "unsub", "one")
+        server = notifier(storage, clock, config(hook.port))
+        drain(server)
+        storage.subscriptions.delete(project, "unsub", gone)
+        # The notifier's list of subscriptions is not read again (the clock
+        # stands still): the pump itself must see the DELETE.
+        post(storage, project, "unsub", "two")
+        drain(server)
+        assert [r.json()["body"] for r in hook.on("/gone")] == ["one"]
+        assert [r.json()["body"] for r in hook.on("/kept")] == ["one", "two"]
+
+
+def test_a_subscription_deleted_while_it_waits_for_a_retry_gets_no_retry(
+        storage: Storage, clock: ManualClock, project: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The notifier's list of subscriptions stays as first read: the pump decides.
+    monkeypatch.setattr(runner, "REFRESH_EVERY", 3600.0)
+    with receiver() as hook:
+        hook.statuses["/down"] = 503
+        clock.advance(3)
+        policy = {"retries_with_no_delay": 0, "minimum_delay_retries": 2, "minimum_delay": 5,
+                  "maximum_delay": 5, "maximum_delay_retries": 0}
+        sub = storage.subscriptions.create(project, "unsub-retry", hook.url("/down"), 3600,
+                                           {"_retry_policy": policy})
+        assert sub is not None
+        clock.advance(1)
+        post(storage, project, "unsub-retry", "one")
+        server = notifier(storage, clock, config(hook.port))
+        drain(server)
+        assert len(hook.on("/down")) == 1  # the attempt; a retry is due in 5 s
+        storage.subscriptions.delete(project, "unsub-retry", sub)
+        clock.advance(5)
+        drain(server)
+        assert len(hook.on("/down")) == 1

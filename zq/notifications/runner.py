@@ -36,7 +36,8 @@ log = logging.getLogger("zq.notifications")
 # How often gone subscriptions' cursors are removed (seconds).
 FORGET_EVERY = 60.0
 # How often the list of live subscriptions is read again (seconds): a new
-# subscription starts (and a deleted one stops) within this.
+# subscription starts within this. A deleted one stops sooner: its pump
+# reads it again before it sends (zq.notifications.pump).
 REFRESH_EVERY = 1.0
 
 
