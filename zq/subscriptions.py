@@ -27,7 +27,7 @@ from zq import validation
 from zq.config import Limits
 from zq.errors import InvalidRequest, SubscriptionConflict, SubscriptionNotFound
 from zq.pooling import Pools
-from zq.storage.base import Storage, SubscriptionRecord
+from zq.storage.base import Storage, SubscriptionRecord, new_subscription_id
 from zq.subscribed import SubscribedQueues
 
 # Zaqar's subscriber_types less trust+http(s), which need Keystone trusts.
@@ -186,6 +186,21 @@ def purge(storage: Storage, project: str, queue: str) -> int:
     return len(found)
 
 
+def _start_notifications(storage: Storage, subscription_id: str) -> None:
+    """A new subscription's notifications start at the log's end.
+
+    Its cursor is stored before the subscription (the notifier never finds
+    one without it), so its first notification does not wait for a read of
+    the whole log; nothing before the subscription is its business anyway.
+    """
+    cursors = storage.notification_cursors
+    if cursors is None:
+        return
+    end = storage.events.end()
+    if end is not None:  # an empty log: reading it from its start costs nothing
+        cursors.start(subscription_id, end)
+
+
 def _id_shaped(subscription_id: str) -> bool:
     return len(subscription_id) == ID_LENGTH and validation.is_id_shaped(subscription_id)
 
@@ -225,9 +240,14 @@ class SubscriptionService:
         # Twice at most: the subscription that made the first attempt fail
         # may expire or be deleted before it is read.
         for _ in range(2):
+            sid = new_subscription_id()
+            _start_notifications(storage, sid)
             created = storage.subscriptions.create(
-                project, queue, checked.subscriber, ttl, checked.options or {})
+                project, queue, checked.subscriber, ttl, checked.options or {},
+                subscription_id=sid)
             self._changed(project, queue)
+            if created is None and storage.notification_cursors is not None:
+                storage.notification_cursors.forget(sid)  # not made: its cursor goes too
             if created is not None:
                 self._ask_confirmation(storage.subscriptions.get(project, queue, created))
                 return created, True
