@@ -18,12 +18,11 @@ subscription and on ``confirmed: false``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from zq import validation
+from zq import retry_policy, subscribers, validation
 from zq.config import Limits
 from zq.errors import InvalidRequest, SubscriptionConflict, SubscriptionNotFound
 from zq.pooling import Pools
@@ -77,6 +76,8 @@ def _changes(document: Any, limits: Limits) -> SubscriptionChanges:
     options = document.get("options")
     if options is not None and not isinstance(options, dict):
         raise InvalidRequest("Options must be a dict.")
+    if options is not None:
+        _options(options)
     ttl = document.get("ttl")
     if ttl is not None:
         ttl = _ttl(ttl, limits)
@@ -93,45 +94,26 @@ def _subscriber(value: Any, limits: Limits) -> str:
         raise InvalidRequest(f"The subscriber {value!r} names no host.")
     if kind == "mailto" and "@" not in parsed.path:
         raise InvalidRequest(f"The subscriber {value!r} names no mail address.")
-    if kind == "mailto":
-        try:
-            mail_recipient(value)
-        except ValueError as exc:
-            raise InvalidRequest(f"The subscriber {value!r} is refused: {exc}.") from None
     if len(value) > limits.max_subscriber_length:
         raise InvalidRequest(
             f"Subscribers may not be more than {limits.max_subscriber_length} characters long.")
     if validation.CONTROL_CHARACTERS.search(value):
         raise InvalidRequest("The subscriber may not contain control characters.")
+    problem = (subscribers.url_problem(value) if kind in ("http", "https")
+               else subscribers.mailto_problem(value))
+    if problem is not None:
+        raise InvalidRequest(problem)
     return value
 
 
-# A conservative address: no percent-encoding, separators, quotes, comments
-# or query, so what is checked is the one recipient SMTP is given.
-_ADDRESS = re.compile(
-    r"[A-Za-z0-9!#$&'*+/=^_`{|}~.-]+"
-    r"@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*")
-
-
-def mail_recipient(subscriber: str) -> str:
-    """The one address of a ``mailto:`` subscriber; ValueError says why there is none.
-
-    The URI is the tenant's; the mail goes out through the operator's SMTP
-    host from the operator's ``smtp_from``. So it names exactly one
-    recipient and carries no header (``?subject=``, ``?from=``, ``?cc=``):
-    otherwise any tenant could relay mail to many addresses, or as anyone.
-    The API refuses others (400); the notifier refuses any stored before.
-    """
-    scheme, _, rest = subscriber.partition(":")
-    if scheme.lower() != "mailto":
-        raise ValueError("it is not a mailto: URI")
-    if "?" in rest:
-        raise ValueError("a mailto: subscriber takes no query (no subject, from or other "
-                         "header: the operator's [notifications] smtp_from sends every mail)")
-    if not _ADDRESS.fullmatch(rest):
-        raise ValueError("a mailto: subscriber names exactly one plain address "
-                         "(local@domain: no list, no percent-encoding, no quotes)")
-    return rest
+def _options(options: dict[str, Any]) -> None:
+    """Refuse options the notifier could never honour (each would fail every attempt)."""
+    if retry_policy.POLICY in options:
+        retry_policy.check(options[retry_policy.POLICY], f"options.{retry_policy.POLICY}")
+    if "post_headers" in options:
+        problem = subscribers.headers_problem(options["post_headers"])
+        if problem is not None:
+            raise InvalidRequest(problem)
 
 
 def _ttl(value: Any, limits: Limits) -> int:

@@ -87,9 +87,10 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pooling", ("zq.pooling",)),
     ("storage and the rules it applies", (
         "zq.storage", "zq.validation", "zq.queue_filter", "zq.consumers", "zq.redrive",
-        "zq.dead_letter", "zq.dead_letter_chain", "zq.moves", "zq.history", "zq.backoff")),
+        "zq.dead_letter", "zq.dead_letter_chain", "zq.moves", "zq.history", "zq.backoff",
+        "zq.retry_policy", "zq.subscribers")),
     ("base", ("zq", "zq.errors", "zq.clock", "zq.config", "zq.logs", "zq.events",
-              "zq.encryption")),
+              "zq.encryption", "zq.allowed_hosts")),
 )
 
 

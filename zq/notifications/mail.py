@@ -1,7 +1,7 @@
 """One mail attempt for a ``mailto:`` subscriber, through ``[notifications] smtp_host``.
 
 The subscriber is ``mailto:ADDRESS``, one address and nothing else
-(zq.subscriptions.mail_recipient); the mail's text is the notification's JSON,
+(zq.subscribers.mail_recipient); the mail's text is the notification's JSON,
 from ``smtp_from``, with zq's subject. Zaqar also read a subject from the
 URI; zq takes no header from it (docs/compatibility.md). No SMTP host
 configured: the attempt fails (and is reported), nothing is sent.
@@ -13,7 +13,7 @@ import smtplib
 from email.message import EmailMessage
 
 from zq.notifications.webhook import Outcome
-from zq.subscriptions import mail_recipient
+from zq.subscribers import mail_recipient
 
 
 def send(subscriber: str, body: bytes, *, queue: str, host: str, port: int, sender: str,

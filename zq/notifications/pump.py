@@ -33,11 +33,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from zq import retry_policy as retry
 from zq.clock import Clock
 from zq.config import NotificationsConfig
 from zq.encryption import BodyCipher, is_sealed, open_body
 from zq.errors import NotFound
-from zq.notifications import mail, retry, webhook
+from zq.notifications import mail, webhook
 from zq.notifications.hosts import AllowedHosts
 from zq.notifications.payloads import Fetch, Notification, build
 from zq.notifications.subscriptions import Subscription, reread
@@ -68,6 +69,20 @@ class Sender:
         self._connections = webhook.Connections()
 
     def deliver(self, subscription: Subscription, notification: Notification) -> webhook.Outcome:
+        """One attempt; whatever goes wrong is a failed attempt, never an exception.
+
+        The API refuses what cannot be sent (zq.subscriptions), but a record
+        stored before a check existed must still end by the retry policy, be
+        counted and be logged, not raise from every step for ever.
+        """
+        try:
+            return self._deliver(subscription, notification)
+        except Exception as exc:
+            log.debug("sending to %s raised", subscription.subscriber, exc_info=True)
+            return webhook.Outcome(False, None, f"cannot send: {type(exc).__name__}: {exc}")
+
+    def _deliver(self, subscription: Subscription,
+                 notification: Notification) -> webhook.Outcome:
         options = subscription.options
         body = json.dumps(notification.payload).encode()
         if subscription.subscriber.startswith("mailto:"):
@@ -153,7 +168,7 @@ class Pump:
         self._held = False
         self._lease_until = 0.0
         self._attempt = 0
-        self._delays: list[float] = []
+        self._schedule = retry.Schedule.of({})
         self.gone = False  # deleted or expired: nothing more is sent
 
     def _reset(self, cursor: str | None) -> None:
@@ -232,7 +247,7 @@ class Pump:
             batch.notifications = []  # unconfirmed under require_confirmation: dropped
         self._pending.extend(batch.notifications)
         self._through = batch.through
-        self._delays = retry.retry_delays(retry.effective_policy(
+        self._schedule = retry.Schedule.of(retry.effective_policy(
             self.subscription.options, self._queue_metadata()))
         return full
 
@@ -275,8 +290,8 @@ class Pump:
                             self.subscription.queue, outcome.detail)
             self._done()
             return
-        if outcome.retry and self._attempt < len(self._delays):
-            delay = self._delays[self._attempt]
+        delay = self._schedule.delay(self._attempt) if outcome.retry else None
+        if delay is not None:
             self._attempt += 1
             self.next_at = self._clock.now() + delay
             log.info("notification to %s failed (%s): retry %d in %gs",
