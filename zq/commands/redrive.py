@@ -224,8 +224,8 @@ class Redrive:
                 if args.rate is not None:
                     # Paced by what was handled so far, the last page too: a
                     # page starts, and the run ends, when the rate allows it,
-                    # so neither the bar nor the summary ever shows more than
-                    # --rate (an Event wait, so Ctrl-C ends it at once).
+                    # so the bar and the summary show the paced rate, not a
+                    # page's burst (an Event wait, so Ctrl-C ends it at once).
                     due = started + self.totals.matched / args.rate
                     self.stop.wait(max(0.0, due - self.monotonic()))
                 progress.show(self.totals, self.monotonic() - started)
@@ -302,6 +302,8 @@ class Progress:
         self.pending: str | None = None  # a state not written yet (not on a terminal)
 
     def show(self, totals: Totals, elapsed: float) -> None:
+        if self.total == 0:
+            return  # nothing can move: the summary says so, a bar at 0/0 would not
         done = totals.matched if self.verb == "matched" else totals.moved
         share = min(1.0, done / self.total) if self.total else 1.0
         filled = int(share * self.WIDTH)
