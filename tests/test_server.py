@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from zq.commands.options import CommandError
 from zq.config import Config
 from zq.errors import InvalidRequest
 from zq.server import (
@@ -18,6 +17,7 @@ from zq.server import (
     prepare_management,
     prepare_storage,
 )
+from zq.startup import StartupError
 
 
 def sqlite_config(tmp_path: Path, **gc: float) -> Config:
@@ -85,7 +85,7 @@ def test_prepare_without_pooling_prepares_the_storage(tmp_path: Path) -> None:
 
 def test_an_unreachable_management_store_stops_the_master_in_one_line(tmp_path: Path) -> None:
     config = pooled_config(tmp_path, "postgresql://zq:s3cret@127.0.0.1:1/zq_management")
-    with pytest.raises(CommandError) as raised:
+    with pytest.raises(StartupError) as raised:
         prepare_management(config)
     message = str(raised.value)
     assert message.startswith("management store postgresql://zq:***@127.0.0.1:1/zq_management")
@@ -162,12 +162,12 @@ def test_gc_interval_zero_starts_no_collector(tmp_path: Path) -> None:
 
 
 def test_check_server_config_refuses_zero_threads() -> None:
-    with pytest.raises(CommandError, match="threads must be at least 1"):
+    with pytest.raises(StartupError, match="threads must be at least 1"):
         check_server_config(Config().with_overrides(server={"threads": 0}))
 
 
 def test_check_server_config_refuses_a_body_timeout_of_zero() -> None:
-    with pytest.raises(CommandError, match="body_timeout must be above 0 seconds"):
+    with pytest.raises(StartupError, match="body_timeout must be above 0 seconds"):
         check_server_config(Config().with_overrides(server={"body_timeout": 0}))
 
 
@@ -182,7 +182,7 @@ def test_an_address_in_use_is_refused_in_one_line() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        with pytest.raises(CommandError, match=f"cannot listen on 127.0.0.1:{port}: "
+        with pytest.raises(StartupError, match=f"cannot listen on 127.0.0.1:{port}: "
                                                "Address already in use"):
             check_address_free("127.0.0.1", port)
 

@@ -15,9 +15,10 @@ import sys
 from collections.abc import Sequence
 
 from zq import __version__
-from zq.commands.options import CommandError, UsageError
+from zq.commands.options import UsageError
 from zq.config import ConfigError, unknown_variables
 from zq.errors import ZqError
+from zq.startup import StartupError
 
 # The command each module adds, in the order `zq --help` lists them. `zq
 # COMMAND ...` imports only the module that owns COMMAND: importing them all
@@ -126,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = args.handler(args)
     except UsageError as exc:
         args.command_parser.error(str(exc))  # usage and the message, exit status 2
-    except (ConfigError, CommandError, ZqError) as exc:
+    except (ConfigError, StartupError, ZqError) as exc:  # CommandError is a StartupError
         return fail(args, exc, str(exc))
     except KeyboardInterrupt:
         print("zq: interrupted", file=sys.stderr)

@@ -37,18 +37,19 @@ import zq.logs
 import zq.notifications.process
 from zq.buffered_wsgi import BufferedWSGI, WSGIApp
 from zq.clock import SystemClock
-from zq.commands.options import (
-    CommandError,
-    ensure_default_data_dir,
-    first_line,
-    open_reachable_storage,
-)
-from zq.commands.pooling import ensure_management_dir, open_reachable_management
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
 from zq.metrics.multiprocess import metrics_directory
 from zq.pooling.base import Pools
 from zq.pooling.migrate import upgrade_management
+from zq.startup import (
+    StartupError,
+    ensure_default_data_dir,
+    ensure_management_dir,
+    first_line,
+    open_reachable_management,
+    open_reachable_storage,
+)
 from zq.storage import check_shareable, scheme_of
 from zq.storage.uri import redact
 
@@ -107,7 +108,7 @@ def check_server_config(config: Config) -> None:
     server = config.server
     problem = server.problem()
     if problem is not None:
-        raise CommandError(problem)
+        raise StartupError(problem)
     if not config.pooling.enabled:
         check_shareable(config.storage.resolved_uri(), server.workers)
 
@@ -128,7 +129,7 @@ def check_address_free(host: str, port: int) -> int:
             probe.bind(address)
             return probe.getsockname()[1]
     except OSError as exc:
-        raise CommandError(f"cannot listen on {bind_address(host, port)}: "
+        raise StartupError(f"cannot listen on {bind_address(host, port)}: "
                            f"{exc.strerror or exc}.") from exc
 
 
@@ -164,7 +165,7 @@ def prepare_management(config: Config) -> str:
         try:
             upgrade_management(uri)
         except Exception as exc:  # e.g. a directory that cannot hold the file
-            raise CommandError(f"management store {redact(uri)}: {first_line(exc)}") from exc
+            raise StartupError(f"management store {redact(uri)}: {first_line(exc)}") from exc
     store = open_reachable_management(uri)  # fail now, not in every worker
     try:
         for pool in store.registry.list_pools():

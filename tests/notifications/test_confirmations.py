@@ -139,7 +139,7 @@ def test_without_require_confirmation_nothing_changes(
         drain(make(storage, clock, config(hook.port)))
         # Unconfirmed, yet posted to (Zaqar's rule without the setting), no request.
         assert [r.json() for r in hook.on("/c")] == [
-            {"body": {"n": 1}, "ttl": 300, "queue_name": "q"}]
+            {"body": {"n": 1}, "ttl": 300, "queue_name": "q", "Message_Type": "Notification"}]
         assert key(sid) not in storage.notification_cursors.positions()
 
 

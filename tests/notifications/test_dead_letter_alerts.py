@@ -21,6 +21,7 @@ def test_a_move_into_a_dead_letter_queue_alerts_its_subscribers(
         drain(notifier(storage, clock, config(hook.port)))
         [alert] = [r.json() for r in hook.on("/dlq")]
         assert alert["body"] == {"order": 7} and alert["queue_name"] == "dlq"
+        assert alert["Message_Type"] == "Notification"  # as Zaqar marks every notification
         assert alert["message_id"] == poison and alert["from"] == "work"
         assert alert["reason"] == "rejected" and alert["description"] == "bad order"
         assert alert["claim_count"] == 0 and alert["fingerprint"]
@@ -28,7 +29,7 @@ def test_a_move_into_a_dead_letter_queue_alerts_its_subscribers(
         # The source queue's subscriber heard of the post only; the message had
         # left "work" before the notifier read it: its body is gone (documented).
         assert [r.json() for r in hook.on("/work")] == [
-            {"body": None, "ttl": 300, "queue_name": "work"}]
+            {"body": None, "ttl": 300, "queue_name": "work", "Message_Type": "Notification"}]
 
 
 def test_a_redrive_notifies_the_destination_like_a_post(
@@ -44,7 +45,7 @@ def test_a_redrive_notifies_the_destination_like_a_post(
                               client_id=None)
         drain(notifier(storage, clock, config(hook.port)))
         assert [r.json() for r in hook.on("/src")] == [
-            {"body": {"x": 1}, "ttl": 300, "queue_name": "src"}]
+            {"body": {"x": 1}, "ttl": 300, "queue_name": "src", "Message_Type": "Notification"}]
 
 
 def test_aggregate_seconds_sends_one_alert_per_source_reason_fingerprint_and_window(
@@ -67,6 +68,7 @@ def test_aggregate_seconds_sends_one_alert_per_source_reason_fingerprint_and_win
         assert [a["count"] for a in alerts] == [8, 1]
         assert alerts[0]["message_ids"] == same[:5] and alerts[1]["message_ids"] == other
         assert {a["reason"] for a in alerts} == {"max_claim_count"}
+        assert {a["Message_Type"] for a in alerts} == {"Notification"}
         assert alerts[0]["from"] == "agg" and alerts[0]["sample"] == {"poison": True}
         assert alerts[0]["window_end"] - alerts[0]["window_start"] == 60
         drain(server)

@@ -70,7 +70,7 @@ def test_a_subscribed_queue_consumed_at_once_notifies_every_body(
         assert queues.queue_stats(project, "fast").total == 0  # gone before the notifier
         run_notifier(storage, clock, hook.port)
         assert [r.json() for r in hook.on("/fast")] == [
-            {"body": body, "ttl": 3600, "queue_name": "fast"}
+            {"body": body, "ttl": 3600, "queue_name": "fast", "Message_Type": "Notification"}
             for body in ({"n": 1}, "two", [3])]
         details = posted(storage, project, "fast")
         assert [details[i].detail[events.BODY] for i in ids] == ['{"n":1}', '"two"', "[3]"]

@@ -1,4 +1,4 @@
-"""zq's modules import one another without a circle, hidden or not.
+"""zq's modules import one another without a circle, and never back up a layer.
 
 The graph is read from the source with ``ast``: every ``import`` and
 ``from ... import`` anywhere in a module (module level, inside functions,
@@ -6,6 +6,11 @@ under ``TYPE_CHECKING``), so a cycle hidden behind a function-level import
 counts as one. An edge goes to the most specific zq module named
 (``from zq import events`` -> zq.events; ``from zq.pooling import Pools`` ->
 zq.pooling).
+
+The layers are FLOORS, top first (docs/architecture.md draws them): a
+module imports from its own floor or the ones below it, never from one
+above. An import under ``if TYPE_CHECKING:`` names a type only, runs
+nothing, and is left out of the layer check (not out of the cycle check).
 """
 
 from __future__ import annotations
@@ -52,13 +57,61 @@ def imports_of(name: str, source: str, known: set[str], *, is_package: bool = Fa
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(*, typing_only: bool = True) -> dict[str, set[str]]:
+    """Every zq module's zq imports; without ``typing_only``, those that run."""
     modules = module_names()
-    return {
-        name: imports_of(name, path.read_text(), set(modules),
-                         is_package=path.name == "__init__.py")
-        for name, path in modules.items()
-    }
+    graph = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text())
+        if not typing_only:
+            tree.body = [node for node in tree.body if not _is_type_checking(node)]
+        graph[name] = imports_of(name, ast.unparse(tree), set(modules),
+                                 is_package=path.name == "__init__.py")
+    return graph
+
+
+def _is_type_checking(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test) in (
+        "TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+# Top first. A module belongs to the floor of the longest prefix that names it.
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("command line", ("zq.__main__", "zq.cli", "zq.commands", "zq.analytics.cli")),
+    ("server", ("zq.server", "zq.buffered_wsgi")),
+    ("start-up", ("zq.startup",)),
+    ("HTTP and background work", ("zq.api", "zq.auth", "zq.console", "zq.notifications",
+                                  "zq.metrics", "zq.analytics", "zq.housekeeping")),
+    ("service rules", ("zq.service", "zq.subscriptions", "zq.metadata",
+                       "zq.metadata_cache", "zq.subscribed")),
+    ("pooling", ("zq.pooling",)),
+    ("storage and the rules it applies", (
+        "zq.storage", "zq.validation", "zq.queue_filter", "zq.consumers", "zq.redrive",
+        "zq.dead_letter", "zq.dead_letter_chain", "zq.moves", "zq.history", "zq.backoff",
+        "zq.retry_policy", "zq.subscribers")),
+    ("base", ("zq", "zq.errors", "zq.clock", "zq.config", "zq.logs", "zq.events",
+              "zq.encryption", "zq.allowed_hosts")),
+)
+
+
+def floor_of(module: str) -> int:
+    """The index in FLOORS of ``module``'s floor (0 is the top)."""
+    best, found = -1, None
+    for index, (_, prefixes) in enumerate(FLOORS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), index
+    assert found is not None, f"{module} is on no floor: add it to FLOORS"
+    return found
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import that runs from a floor up to a floor above it."""
+    return sorted(
+        f"{module} ({FLOORS[floor_of(module)][0]}) -> {target} ({FLOORS[floor_of(target)][0]})"
+        for module, targets in graph.items() for target in targets
+        if floor_of(target) < floor_of(module)
+    )
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -114,3 +167,17 @@ def test_imports_inside_functions_and_relative_ones_count() -> None:
 
 def test_zq_has_no_import_cycle() -> None:
     assert cycles(import_graph()) == []
+
+
+def test_an_upward_import_is_found() -> None:
+    assert upward_imports({"zq.server": {"zq.commands.options", "zq.config"}}) == [
+        "zq.server (server) -> zq.commands.options (command line)"]
+
+
+def test_every_module_is_on_a_floor() -> None:
+    for module in import_graph():
+        floor_of(module)
+
+
+def test_no_import_runs_back_up_a_layer() -> None:
+    assert upward_imports(import_graph(typing_only=False)) == []

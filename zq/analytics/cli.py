@@ -110,16 +110,17 @@ def run_export(args: argparse.Namespace) -> int:
         from zq.analytics.export import DEFAULT_SETTLE, ExportError, backend_id, export
     except ImportError as exc:  # pyarrow, of the spark extra
         return _needs_extra("zq events export", exc)
-    from zq.commands.options import CommandError, config_from_args, first_line
+    from zq.commands.options import config_from_args
     from zq.commands.pooling import StorageTarget, backends
     from zq.config import ConfigError
     from zq.errors import ZqError
+    from zq.startup import StartupError, first_line
     from zq.storage import open_storage
 
     try:
         targets = ([StorageTarget(uri) for uri in args.storages] if args.storages
                    else backends(config_from_args(args)))
-    except (ConfigError, CommandError) as exc:
+    except (ConfigError, StartupError) as exc:
         print(f"zq: error: {exc}", file=sys.stderr)
         return 1
     if not targets:

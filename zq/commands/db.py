@@ -9,11 +9,9 @@ from zq.commands.options import (
     CommandError,
     add_config_arguments,
     config_from_args,
-    ensure_default_data_dir,
-    first_line,
 )
-from zq.commands.pooling import ensure_management_dir
 from zq.config import Config
+from zq.startup import ensure_default_data_dir, ensure_management_dir, first_line
 from zq.storage import check_uri, scheme_of
 from zq.storage.uri import redact
 

@@ -9,10 +9,9 @@ from zq.commands.options import (
     add_config_arguments,
     add_pooling_arguments,
     config_from_args,
-    first_line,
-    open_reachable_storage,
 )
 from zq.commands.pooling import StorageTarget, backends
+from zq.startup import first_line, open_reachable_storage
 
 DESCRIPTION = """\
 Remove expired messages and claims from the storage once, recording an

@@ -11,14 +11,11 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from zq.config import Config, ConfigError, default_data_dir, load_config
-from zq.errors import ZqError
-from zq.storage import open_storage
-from zq.storage.base import Storage
-from zq.storage.uri import redact
+from zq.config import Config, ConfigError, load_config
+from zq.startup import StartupError
 
 
-class CommandError(Exception):
+class CommandError(StartupError):
     """A command cannot do its job; zq prints the message and exits with 1."""
 
 
@@ -95,27 +92,3 @@ def config_from_args(args: argparse.Namespace, **flag_sections: Mapping[str, Any
             "add --pooling (or set [pooling] enabled = true)."
         )
     return config
-
-
-def open_reachable_storage(uri: str) -> Storage:
-    """Connect to ``uri`` and check that it answers; CommandError if not."""
-    try:
-        storage = open_storage(uri)
-    except ZqError as exc:
-        raise CommandError(f"storage {redact(uri)}: {exc}") from exc
-    if not storage.ping():
-        storage.close()
-        raise CommandError(f"storage {redact(uri)} is unreachable.")
-    return storage
-
-
-def ensure_default_data_dir(config: Config) -> None:
-    """Create the data directory when the embedded SQLite default is used."""
-    if not config.storage.uri:
-        default_data_dir().mkdir(parents=True, exist_ok=True)
-
-
-def first_line(exc: BaseException) -> str:
-    """An error's first line (SQLAlchemy appends SQL and links below the driver's message)."""
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zq.commands.options import CommandError, first_line
-from zq.config import Config, default_data_dir
-from zq.pooling.store import ManagementStore, open_management
+from zq.config import Config
+from zq.startup import ensure_management_dir, open_reachable_management
 from zq.storage.uri import redact
 
 
@@ -28,29 +27,6 @@ class StorageTarget:
         if self.pool is None:
             return redact(self.uri)
         return f"pool {self.pool!r} ({redact(self.uri)})"
-
-
-def ensure_management_dir(config: Config) -> None:
-    """Create the data directory when the default SQLite management store is used."""
-    if not config.pooling.management:
-        default_data_dir().mkdir(parents=True, exist_ok=True)
-
-
-def open_reachable_management(uri: str) -> ManagementStore:
-    """Open the management store at ``uri`` and check it answers; CommandError if not.
-
-    An SQLite store is created or migrated on opening; a PostgreSQL or
-    MariaDB one must already be at the current schema (``zq db upgrade
-    --management``).
-    """
-    try:
-        store = open_management(uri)
-    except Exception as exc:  # StorageUnavailable, or a driver's own error
-        raise CommandError(f"management store {redact(uri)}: {first_line(exc)}") from exc
-    if not store.ping():
-        store.close()
-        raise CommandError(f"management store {redact(uri)} is unreachable.")
-    return store
 
 
 def backends(config: Config) -> list[StorageTarget]:

@@ -26,15 +26,14 @@ from zq.commands.options import (
     add_config_arguments,
     add_pooling_arguments,
     config_from_args,
-    ensure_default_data_dir,
 )
-from zq.commands.pooling import ensure_management_dir
 from zq.config import Limits
 from zq.encryption import BodyCipher
 from zq.errors import InvalidRequest
 from zq.pooling.setup import open_pools
 from zq.redrive import DEAD_LETTER_REASONS, RedriveResult
 from zq.service import QueueService
+from zq.startup import ensure_default_data_dir, ensure_management_dir
 
 EXIT_INTERRUPTED = 130  # the shell's status for a command stopped by SIGINT
 

@@ -1,7 +1,8 @@
 """Which events a subscription hears about, and the notification each becomes.
 
 - ``posted`` in the subscribed queue, and ``redriven`` into it: Zaqar's
-  notification of a posted message, ``{"body", "ttl", "queue_name"}``.
+  notification of a posted message, ``{"body", "ttl", "queue_name",
+  "Message_Type": "Notification"}``, one per message (one POST, or mail, each).
 - ``dead_lettered`` into it (a dead letter queue: reasons max_claim_count,
   rejected, expired): a dead letter alert, the message's notification plus
   ``message_id``, ``from`` (the source queue), ``reason``, ``claim_count``,
@@ -12,6 +13,10 @@
   ``count``, the first few ``message_ids`` and the window. A window is
   sent once it has closed; until then the subscription's cursor waits
   before its first event, so a crash re-reads (and re-sends) it.
+
+Every notification carries Zaqar's ``"Message_Type": "Notification"``
+(alerts too): a receiver written for Zaqar tells them from confirmation
+requests by it.
 
 Events older than the subscription are not its business.
 """
@@ -34,6 +39,10 @@ DEAD_LETTER = "dead_letter"
 AGGREGATE = "dead_letter_aggregate"
 # How many message ids an aggregated alert lists.
 AGGREGATE_IDS = 5
+# Zaqar's key and value that mark a notification (zaqar/notification/notifier.py's
+# MessageType; confirmation requests carry the other values).
+MESSAGE_TYPE = "Message_Type"
+NOTIFICATION = "Notification"
 
 # (project, queue, message id) -> the message with its body opened, or None when gone.
 Fetch = Callable[[str, str, str], MessageRecord | None]
@@ -94,11 +103,12 @@ def message_payload(event: Event, subscription: Subscription, fetch: Fetch,
     stored = event.detail.get(events.BODY)
     if isinstance(stored, str):
         return {"body": _body(opener(subscription.project, event.message_id or "", stored)),
-                "ttl": event.detail.get(events.TTL), "queue_name": subscription.queue}
+                "ttl": event.detail.get(events.TTL), "queue_name": subscription.queue,
+                MESSAGE_TYPE: NOTIFICATION}
     record = fetch(subscription.project, subscription.queue, event.message_id or "")
     ttl = record.ttl if record is not None else event.detail.get(events.TTL)
     return {"body": _body(record.body if record else None), "ttl": ttl,
-            "queue_name": subscription.queue}
+            "queue_name": subscription.queue, MESSAGE_TYPE: NOTIFICATION}
 
 
 def dead_letter_payload(event: Event, subscription: Subscription, fetch: Fetch) -> dict[str, Any]:
@@ -109,6 +119,7 @@ def dead_letter_payload(event: Event, subscription: Subscription, fetch: Fetch) 
         "body": _body(record.body if record else detail.get(events.SAMPLE)),
         "ttl": record.ttl if record else None,
         "queue_name": subscription.queue,
+        MESSAGE_TYPE: NOTIFICATION,
         "message_id": event.message_id,
         "from": event.queue,
         "reason": detail.get(events.REASON),
@@ -146,7 +157,8 @@ def build(batch: Sequence[Event], subscription: Subscription, *, now: float, cre
             group = groups.get(key)
             if group is None:
                 group = groups[key] = Notification(AGGREGATE, {
-                    "queue_name": subscription.queue, "from": event.queue, "reason": reason,
+                    "queue_name": subscription.queue, MESSAGE_TYPE: NOTIFICATION,
+                    "from": event.queue, "reason": reason,
                     "fingerprint": fingerprint, "count": 0, "message_ids": [],
                     "window_start": start, "window_end": start + window,
                     "description": event.detail.get(events.DESCRIPTION),

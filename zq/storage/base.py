@@ -63,6 +63,10 @@ class NewMessage:
     # The posted event carries the body as stored (zq.events.BODY): the
     # queue has subscribers (zq.subscribed), whose notifier needs it.
     event_body: bool = False
+    # The id to store it under, drawn from the same driver's
+    # MessageController.new_id before the post (a sealed body is bound to
+    # its id, zq.encryption); None: the driver draws one.
+    id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,6 +395,10 @@ class QueueController(ABC):
 class MessageController(ABC):
     """Posting, reading and deleting messages."""
 
+    def new_id(self) -> str:
+        """A message id no message of this backend has, in the driver's form."""
+        return uuid.uuid4().hex
+
     @abstractmethod
     def post(
         self,
@@ -402,8 +410,9 @@ class MessageController(ABC):
     ) -> list[str]:
         """Store the messages in order, creating the queue if needed.
 
-        Returns their new ids (unique across the backend) in the same order.
-        Records a ``posted`` event per message with ``detail={"ttl", "delay",
+        Returns their ids in the same order: ``NewMessage.id`` where given,
+        else a new one (``new_id``), unique across the backend. Records a
+        ``posted`` event per message with ``detail={"ttl", "delay",
         "fingerprint", "size"}`` (size: bytes of the body text).
         """
 
