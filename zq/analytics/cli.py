@@ -110,7 +110,7 @@ def run_export(args: argparse.Namespace) -> int:
         from zq.analytics.export import DEFAULT_SETTLE, ExportError, backend_id, export
     except ImportError as exc:  # pyarrow, of the spark extra
         return _needs_extra("zq events export", exc)
-    from zq.commands.options import config_from_args
+    from zq.commands.options import UsageError, config_from_args
     from zq.commands.pooling import StorageTarget, backends
     from zq.config import ConfigError
     from zq.errors import ZqError
@@ -120,6 +120,8 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         targets = ([StorageTarget(uri) for uri in args.storages] if args.storages
                    else backends(config_from_args(args)))
+    except UsageError:
+        raise  # a bad flag: zq.cli shows the usage, exit status 2
     except (ConfigError, StartupError) as exc:
         print(f"zq: error: {exc}", file=sys.stderr)
         return 1
