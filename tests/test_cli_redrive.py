@@ -199,7 +199,7 @@ def test_rate_paces_the_pages(uri: str) -> None:
     class Args:
         dlq, project, to, reason, source, fingerprint = "orders-dlq", PROJECT, None, None, \
             None, None
-        dry_run, rate, limit = False, 10.0, None
+        dry_run, rate, limit, create = False, 10.0, None, False
 
     from zq.config import Limits
     from zq.pooling import SingleBackend

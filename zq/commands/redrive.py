@@ -197,13 +197,13 @@ class Redrive:
         selected = {"reason": self.args.reason, "from": self.args.source,
                     "fingerprint": self.args.fingerprint}
         return {"to": self.args.to, "dry_run": self.args.dry_run or None, "limit": limit,
-                "marker": marker, "create": getattr(self.args, "create", False) or None,
+                "marker": marker, "create": self.args.create or None,
                 "filter": {k: v for k, v in selected.items() if v is not None} or None}
 
     def run(self) -> int:
         args = self.args
         # Claimed messages stay with their holders: the unclaimed ones are
-        # what can move. The service checks the names here, before any page.
+        # what can move.
         self.held = self.service.queue_stats(args.project, args.dlq).free
         total = self.held if args.limit is None else min(self.held, args.limit)
         progress = Progress(self.err, total, args.dry_run, upper_bound=self.filtered)
