@@ -213,7 +213,7 @@ export function renderDeadLetters(root, { api }, name) {
     }
     const answer = await dialog(`Redrive ${plural(dry.matched, "message")}?`, h("div", {},
       h("p", { id: "dry-run", text: `Dry run: ${plural(dry.matched, "message")} of ${label} would move to: ${destinations(dry.to)}.` +
-        (dry.created.length ? ` New queue(s) created: ${dry.created.join(", ")}.` : "") }),
+        (dry.created.length ? ` Would create: ${dry.created.join(", ")}.` : "") }),
       h("p.muted", { text: "Each keeps its id, body and history; its claim count restarts at 0." })),
     [{ label: "Cancel", value: "no", focus: true }, { label: `Redrive ${dry.matched}`, value: "yes", kind: "primary" }]);
     if (answer !== "yes") return;
