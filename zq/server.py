@@ -110,14 +110,9 @@ def granian_settings(config: Config, port: int) -> dict[str, Any]:
 def check_server_config(config: Config) -> None:
     """Refuse settings the server would choke on, with a clear message."""
     server = config.server
-    if not 0 <= server.port <= 65535:
-        raise StartupError(f"port must be 0..65535, got {server.port}.")
-    if server.workers < 1:
-        raise StartupError(f"workers must be at least 1, got {server.workers}.")
-    if server.threads < 1:
-        raise StartupError(f"threads must be at least 1, got {server.threads}.")
-    if not server.body_timeout > 0:
-        raise StartupError(f"body_timeout must be above 0 seconds, got {server.body_timeout}.")
+    problem = server.problem()
+    if problem is not None:
+        raise StartupError(problem)
     if not config.pooling.enabled:
         check_shareable(config.storage.resolved_uri(), server.workers)
 
