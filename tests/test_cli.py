@@ -433,7 +433,7 @@ def expire_one_message(uri: str) -> None:
     from zq.clock import ManualClock
     from zq.events import fingerprint
     from zq.storage import open_storage
-    from zq.storage.base import NewMessage
+    from zq.storage.records import NewMessage
 
     storage = open_storage(uri, clock=ManualClock(time.time() - 120))
     try:
@@ -534,7 +534,7 @@ def test_gc_reports_the_expired_claims_it_removed(
     from zq.clock import ManualClock
     from zq.events import fingerprint
     from zq.storage import open_storage
-    from zq.storage.base import NewMessage
+    from zq.storage.records import NewMessage
     from zq.storage.sql import migrate
 
     uri = f"sqlite:///{tmp_path / 'zq.sqlite3'}"

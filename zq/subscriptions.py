@@ -26,7 +26,8 @@ from zq import validation
 from zq.config import Limits
 from zq.errors import InvalidRequest, SubscriptionConflict, SubscriptionNotFound
 from zq.pooling import Pools
-from zq.storage.base import Storage, SubscriptionRecord
+from zq.storage.base import Storage
+from zq.storage.records import SubscriptionRecord
 from zq.subscribed import SubscribedQueues
 
 # Zaqar's subscriber_types less trust+http(s), which need Keystone trusts.

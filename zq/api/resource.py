@@ -11,7 +11,7 @@ from zq.api import representation
 from zq.clock import Clock
 from zq.config import Limits
 from zq.service import QueueService
-from zq.storage.base import MessageRecord
+from zq.storage.records import MessageRecord
 
 
 class Resource:
