@@ -248,6 +248,21 @@ def assert_one_line_error(status: int, err: str, *fragments: str) -> None:
         assert fragment in lines[0]
 
 
+@pytest.mark.parametrize(("entry", "says"), [
+    ("http://127.0.0.1:19110", "is not HOST[:PORT]"),
+    ("127.0.0.1:abc", "has no valid port"),
+])
+def test_a_malformed_allowed_hosts_entry_is_refused_when_the_configuration_is_read(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], entry: str,
+        says: str) -> None:
+    # It used to pass here and kill the notifier process of a running server
+    # (zq serve refuses to start too: tests/e2e/test_notifier_supervision.py).
+    monkeypatch.setenv("ZQ_NOTIFICATIONS_ALLOWED_HOSTS", f"hooks.example.org, {entry}")
+    status, out, err = run_zq("config", capsys=capsys)
+    assert_one_line_error(status, err, "notifications.allowed_hosts entry", repr(entry), says)
+    assert out == ""
+
+
 def test_missing_config_file(capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run_zq("config", "--config", "/nonexistent/zq.toml", capsys=capsys)
     assert_one_line_error(status, err, "/nonexistent/zq.toml", "does not exist")

@@ -89,6 +89,9 @@ DESCRIPTIONS = {
                              "empty: the only key",
     "encryption.fingerprint_key": "base64 HMAC key (at least 32 bytes) of the body "
                                   "fingerprints of encrypted queues; required with `keys`",
+    "encryption.open_legacy_bodies": "open bodies sealed by earlier zq versions "
+                                     "(`zqe1:`, bound to the project only); turn it off "
+                                     "once none is left; see docs/encryption.md",
     "limits.max_subscriptions_per_page": "most subscriptions one `GET .../subscriptions` "
                                          "page returns",
     "limits.min_subscription_ttl": "shortest subscription ttl, seconds",

@@ -116,16 +116,17 @@ def check_settings(metadata: Mapping[str, Any]) -> str | None:
 
     Each key's own type and range are checked by zq.metadata; this checks
     that they make sense together: ``_retry_max_delay`` and
-    ``_retry_backoff`` only take effect with ``_retry_delay``, and the cap
-    is not below the base.
+    ``_retry_backoff`` only take effect with a backoff, that is a
+    ``_retry_delay`` above 0 (0 and unset both mean none, as in
+    ``policy_from_metadata``), and the cap is not below the base.
     """
     delay = metadata.get(RETRY_DELAY)
     max_delay = metadata.get(RETRY_MAX_DELAY)
-    if delay is None:
+    if not delay:
         alone = [key for key in (RETRY_MAX_DELAY, RETRY_BACKOFF) if metadata.get(key) is not None]
         if alone:
-            return (f"{' and '.join(alone)} cannot take effect without {RETRY_DELAY}; "
-                    f"set {RETRY_DELAY} (seconds) too.")
+            return (f"{' and '.join(alone)} cannot take effect without {RETRY_DELAY} "
+                    f"above 0 (0 or unset: no backoff); set {RETRY_DELAY} (seconds) too.")
         return None
     if max_delay is not None and max_delay < delay:
         return (f"{RETRY_MAX_DELAY} ({max_delay}) must be at least {RETRY_DELAY} ({delay}).")

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zq.allowed_hosts import parse_entries
+
 
 class ConfigError(ValueError):
     """The configuration file or environment holds something unusable."""
@@ -191,6 +193,9 @@ class EncryptionConfig:
     active_key: str = ""  # id of the key new messages use; empty: the only key
     # base64, at least 32 bytes: HMAC key of the body fingerprints of encrypted queues.
     fingerprint_key: str = field(default="", metadata=SECRET)
+    # Open bodies sealed before message ids were bound (zqe1): on for upgrades,
+    # off once none is left, so none can be copied onto a newer message.
+    open_legacy_bodies: bool = True
 
     def check(self) -> None:
         """ConfigError for any unusable setting."""
@@ -319,6 +324,12 @@ class NotificationsConfig:
         if self.timeout <= 0 or self.lease_seconds <= 0 or self.poll_interval <= 0:
             raise ConfigError("notifications.timeout, lease_seconds and poll_interval must "
                               "be positive.")
+        # Read here, not first in the notifier process: a bad entry must stop
+        # ``zq serve`` (and ``zq config``) in one line, not kill the notifier.
+        try:
+            parse_entries(self.allowed_hosts)
+        except ValueError as exc:
+            raise ConfigError(f"notifications.{exc}") from None
 
 
 @dataclass(frozen=True)

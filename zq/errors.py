@@ -24,6 +24,13 @@ class InvalidRequest(ZqError):
     title = "Invalid request"
 
 
+class UnableToCreate(InvalidRequest):
+    """A create refused for what the request names (400): Zaqar's title for a
+    flavor whose ``pool_list`` names a pool that does not exist."""
+
+    title = "Unable to create"
+
+
 class RequestTooLarge(InvalidRequest):
     """A request body over the server's cap, refused unread (400, as Zaqar).
 

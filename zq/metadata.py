@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from zq import backoff, consumers, dead_letter, validation
+from zq import backoff, consumers, dead_letter, retry_policy, validation
 from zq.config import Limits
 from zq.errors import InvalidRequest
 
@@ -31,6 +31,7 @@ RETRY_DELAY = backoff.RETRY_DELAY
 RETRY_MAX_DELAY = backoff.RETRY_MAX_DELAY
 RETRY_BACKOFF = backoff.RETRY_BACKOFF
 SUSPECT_LAPSED_CONSUMERS = consumers.SUSPECT_LAPSED_CONSUMERS
+RETRY_POLICY = retry_policy.POLICY
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,12 @@ RESERVED: dict[str, ReservedKey] = {
     ),
     RETRY_BACKOFF: ReservedKey(
         lambda v, lim: validation.choice(v, RETRY_BACKOFF, backoff.KINDS),
+        _no_default,
+    ),
+    # Zaqar's notification retry policy (zq.retry_policy), within
+    # zq's bounds; shown only when set.
+    RETRY_POLICY: ReservedKey(
+        lambda v, lim: retry_policy.check(v, RETRY_POLICY),
         _no_default,
     ),
     # Suspected consumers (zq.consumers); shown only when set.

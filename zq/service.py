@@ -85,6 +85,16 @@ def encode_body(body: Any) -> str:
     return orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()
 
 
+def _sealed_post_size(cipher: BodyCipher, bodies: list[str], body_size: int) -> int:
+    """The size of a post of ``body_size`` bytes once its ``bodies`` are sealed.
+
+    Each body counts as its canonical JSON text in the post as sent, and as
+    its sealed text (a JSON string: two quotes more) once encrypted.
+    """
+    grown = sum(cipher.sealed_length(body) + 2 - len(body.encode()) for body in bodies)
+    return body_size + grown
+
+
 class QueueService:
     """Every operation the API offers, scoped by project and queue."""
 
@@ -252,12 +262,13 @@ class QueueService:
         storage = self._storage(project, queue)
 
         def post(stored: dict[str, Any], version: str | None) -> list[str]:
-            new = self._new_messages(project, stored, document, body_size)
+            new = self._new_messages(stored, document, body_size)
             # Posting creates a queue implicitly: a new one is placed (no
             # flavor). A version read where the queue was not registered is
             # None; one read from a pool the queue has since left is refused
             # by the driver (versions are random), and the post is retried.
             placed = self.pools.place(project, queue)
+            new = self._sealed(placed, project, stored, new)
             new = self._with_event_bodies(placed, project, queue, new)
             if version is not None and placed.versioned is not None:
                 return placed.versioned.post(project, queue, new, client_id=client_id,
@@ -283,12 +294,13 @@ class QueueService:
         return [dataclasses.replace(message, event_body=True) for message in new]
 
     def _new_messages(
-        self, project: str, stored: dict[str, Any], document: Any, body_size: int
+        self, stored: dict[str, Any], document: Any, body_size: int
     ) -> list[NewMessage]:
         """The post's messages, within the queue's post size, with its defaults applied.
 
-        The size cap applies to the post as the client sent it; a queue that
-        encrypts stores each body sealed, fingerprinted (keyed) before sealing.
+        The size cap applies to the post as the client sent it and, on a queue
+        that encrypts, to the post with its bodies sealed (as Zaqar does); such
+        a queue fingerprints each body keyed (``_sealed`` then seals it).
         """
         cap = min(
             self.limits.max_messages_post_size,
@@ -299,23 +311,41 @@ class QueueService:
         ttl = meta.effective(stored, meta.DEFAULT_MESSAGE_TTL, self.limits)
         delay = meta.effective(stored, meta.DEFAULT_MESSAGE_DELAY, self.limits)
         cipher = self._sealing_cipher(stored)
+        keyed = cipher.fingerprint if cipher is not None else events.fingerprint
         new = []
         for message in posted:
             body = encode_body(message.body)
-            if cipher is None:
-                fingerprint = events.fingerprint(body)
-            else:
-                fingerprint = cipher.fingerprint(body)
-                body = cipher.seal(body, project)
             new.append(
                 NewMessage(
                     body=body,
                     ttl=ttl if message.ttl is None else message.ttl,
                     delay=delay if message.delay is None else message.delay,
-                    fingerprint=fingerprint,
+                    fingerprint=keyed(body),
                 )
             )
+        if cipher is not None:
+            validation.body_size(
+                _sealed_post_size(cipher, [m.body for m in new], body_size), cap,
+                "The message post, with its bodies encrypted,",
+            )
         return new
+
+    def _sealed(self, storage: Storage, project: str, stored: dict[str, Any],
+                new: list[NewMessage]) -> list[NewMessage]:
+        """``new`` with sealed bodies for a queue that encrypts, each bound to its id.
+
+        The id is drawn from the driver that stores the message, before the
+        post, so that a body copied onto another message does not open.
+        """
+        cipher = self._sealing_cipher(stored)
+        if cipher is None:
+            return new
+        sealed = []
+        for message in new:
+            message_id = storage.messages.new_id()
+            sealed.append(dataclasses.replace(
+                message, id=message_id, body=cipher.seal(message.body, project, message_id)))
+        return sealed
 
     def list_messages(
         self,

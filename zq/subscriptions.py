@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from zq import validation
+from zq import retry_policy, subscribers, validation
 from zq.config import Limits
 from zq.errors import InvalidRequest, SubscriptionConflict, SubscriptionNotFound
 from zq.pooling import Pools
@@ -70,6 +70,8 @@ def _changes(document: Any, limits: Limits) -> SubscriptionChanges:
     options = document.get("options")
     if options is not None and not isinstance(options, dict):
         raise InvalidRequest("Options must be a dict.")
+    if options is not None:
+        _options(options)
     ttl = document.get("ttl")
     if ttl is not None:
         ttl = _ttl(ttl, limits)
@@ -91,7 +93,21 @@ def _subscriber(value: Any, limits: Limits) -> str:
             f"Subscribers may not be more than {limits.max_subscriber_length} characters long.")
     if validation.CONTROL_CHARACTERS.search(value):
         raise InvalidRequest("The subscriber may not contain control characters.")
+    problem = (subscribers.url_problem(value) if kind in ("http", "https")
+               else subscribers.mailto_problem(value))
+    if problem is not None:
+        raise InvalidRequest(problem)
     return value
+
+
+def _options(options: dict[str, Any]) -> None:
+    """Refuse options the notifier could never honour (each would fail every attempt)."""
+    if retry_policy.POLICY in options:
+        retry_policy.check(options[retry_policy.POLICY], f"options.{retry_policy.POLICY}")
+    if "post_headers" in options:
+        problem = subscribers.headers_problem(options["post_headers"])
+        if problem is not None:
+            raise InvalidRequest(problem)
 
 
 def _ttl(value: Any, limits: Limits) -> int:

@@ -25,6 +25,11 @@ def test_backoff_keys_are_hidden_until_set(api):
     ({"_retry_delay": 10, "_retry_max_delay": 5}, "must be at least _retry_delay"),
     ({"_retry_delay": 10, "_retry_backoff": "cubic"}, "_retry_backoff must be one of"),
     ({"_retry_backoff": "fixed"}, "cannot take effect without _retry_delay"),
+    # One rule: a _retry_delay of 0 is no backoff, as unset is.
+    ({"_retry_delay": 0, "_retry_backoff": "linear"},
+     "_retry_backoff cannot take effect without _retry_delay above 0"),
+    ({"_retry_delay": 0, "_retry_max_delay": 0},
+     "_retry_max_delay cannot take effect without _retry_delay above 0"),
 ])
 def test_bad_backoff_settings_are_400(api, metadata, fragment):
     assert_error(api.put("/v2/queues/q", json=metadata), 400, fragment)
@@ -37,6 +42,16 @@ def test_removing_the_delay_alone_is_refused(api):
     api.put("/v2/queues/q", json={"_retry_delay": 5, "_retry_max_delay": 60})
     patch = [{"op": "remove", "path": "/metadata/_retry_delay"}]
     assert_error(api.patch_metadata("q", patch), 400, "_retry_max_delay cannot take effect")
+
+
+def test_setting_the_delay_to_0_alone_is_refused_as_removing_it_is(api):
+    api.put("/v2/queues/q", json={"_retry_delay": 5, "_retry_backoff": "linear"})
+    patch = [{"op": "replace", "path": "/metadata/_retry_delay", "value": 0}]
+    assert_error(api.patch_metadata("q", patch), 400, "_retry_backoff cannot take effect")
+    # Turning backoff off with its companions is fine; so is a bare 0.
+    patch.append({"op": "remove", "path": "/metadata/_retry_backoff"})
+    assert api.patch_metadata("q", patch).status_code == 200
+    assert api.put("/v2/queues/r", json={"_retry_delay": 0}).status_code == 201
 
 
 def test_a_released_poison_head_backs_off_and_good_messages_flow(api, clock):

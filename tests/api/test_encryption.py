@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 import os
 
 import pytest
@@ -77,3 +78,39 @@ def test_a_body_sealed_with_a_key_the_server_lacks_is_a_clean_500(keyed, storage
         assert result.json["title"] == "Message encryption failed"
     # Nothing was lost: the server with the key still reads it.
     assert keyed.get(f"/v2/queues/q/messages/{message_id}").json["body"] == "hello"
+
+
+def sealed_text_length(body_json: str, key_id: str = "k1") -> int:
+    """docs/encryption.md: prefix, key id, ':', base64(12-byte nonce + text + 16-byte tag)."""
+    return len("zqe2:") + len(key_id) + 1 + 4 * math.ceil((12 + len(body_json) + 16) / 3)
+
+
+def post_body(n: int) -> bytes:
+    return b'{"messages":[{"body":"' + b"x" * n + b'"}]}'
+
+
+def test_the_post_size_limit_applies_to_the_encrypted_post_as_in_zaqar(keyed, storage):
+    # Zaqar refuses (400) a post whose encrypted form is over the queue's
+    # _max_messages_post_size; zq counts each body as its sealed text.
+    cap = 1000
+    keyed.put("/v2/queues/sealed", json={FLAG: True, "_max_messages_post_size": cap})
+    keyed.put("/v2/queues/plain", json={"_max_messages_post_size": cap})
+
+    def post(queue: str, n: int):
+        raw = post_body(n)
+        return raw, keyed.post(f"/v2/queues/{queue}/messages", body=raw)
+
+    def sealed_size(raw: bytes, n: int) -> int:
+        return len(raw) - (n + 2) + sealed_text_length("x" * (n + 2)) + 2
+
+    fits = max(n for n in range(600, 800) if sealed_size(post_body(n), n) <= cap)
+    raw, accepted = post("sealed", fits)
+    assert accepted.status_code == 201, accepted.text
+    stored = storage.messages.get(keyed.project, "sealed",
+                                  accepted.json["resources"][0].rsplit("/", 1)[1]).body
+    assert len(stored) == sealed_text_length("x" * (fits + 2))  # the formula is the seal's
+    raw, refused = post("sealed", fits + 3)  # the next base64 block: 4 bytes more
+    assert len(raw) < cap and sealed_size(raw, fits + 3) > cap
+    assert_error(refused, 400, "with its bodies encrypted")
+    assert f"at most {cap} allowed" in refused.json["description"]
+    assert post("plain", fits + 3)[1].status_code == 201  # the same post, not encrypted

@@ -158,7 +158,8 @@ def test_declared_counters_are_present_at_zero(storage: Storage, clock: ManualCl
                  "zq_notifications_sent_total", "zq_notifications_failed_total",
                  "zq_messages_expired_total", "zq_claims_lapsed_total"):
         assert value(samples, name) == 0
-    assert value(samples, "zq_messages_dead_lettered_total", reason="max_claim_count") == 0
+    for reason in ("max_claim_count", "rejected", "expired"):
+        assert value(samples, "zq_messages_dead_lettered_total", reason=reason) == 0
 
 
 def test_http_latency_by_route_template_and_status(api: Api, clock: ManualClock) -> None:
@@ -171,6 +172,32 @@ def test_http_latency_by_route_template_and_status(api: Api, clock: ManualClock)
                  method="POST", route=route, status="201") == 2
     assert value(samples, "zq_http_request_duration_seconds_count", method="GET",
                  route="/v2/queues/{queue_name}/messages/{message_id}", status="404") == 1
+
+
+@pytest.mark.filterwarnings("ignore:Unknown REQUEST_METHOD")
+def test_made_up_methods_share_one_bounded_label(api: Api, clock: ManualClock) -> None:
+    # Any token is a method to HTTP: one series per made-up method would let
+    # any client grow the exposition (and each worker's file) without end.
+    headers = api.headers(None)
+    before = scrape(api, clock)
+    for n in range(1, 51):
+        falcon.testing.simulate_request(api.app, f"M{n}", "/v2/queues/q/messages",
+                                        headers=headers)
+    falcon.testing.simulate_request(api.app, "get", "/v2/queues", headers=headers)
+    samples = scrape(api, clock)
+    methods = {dict(labels).get("method") for name, labels in samples
+               if name.startswith("zq_http_request_duration_seconds")}
+    assert methods <= {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS",
+                       "CONNECT", "TRACE", "other"}, methods
+    others = {dict(labels)["route"]: count for (name, labels), count in samples.items()
+              if name == "zq_http_request_duration_seconds_count"
+              and dict(labels)["method"] == "other"}
+    assert others == {"/v2/queues/{queue_name}/messages": 50, "/v2/queues": 1}, others
+    # 51 made-up requests added one series per route and status, not one per method
+    # (besides the first scrape's own GET /metrics).
+    grown = {key for key in samples if key not in before
+             and key[0] == "zq_http_request_duration_seconds_count"}
+    assert len(grown) <= 3, grown
 
 
 def test_no_project_label_by_default(storage: Storage, clock: ManualClock, project: str) -> None:

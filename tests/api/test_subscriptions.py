@@ -182,6 +182,69 @@ def test_update_refuses_bad_documents_and_changes_nothing(api, document, status,
     assert (got["ttl"], got["subscriber"], got["options"]) == (3600, HOOK, {})
 
 
+# What the notifier could never send: refused when created or changed, not
+# retried for ever (issue 25).
+UNSENDABLE = [
+    ({"subscriber": "http://example.com/caf\u00e9"}, "must be visible ASCII"),
+    ({"subscriber": "http://ex\u00e4mple.com/hook"}, "must be visible ASCII"),
+    ({"subscriber": "http://example.com/a b"}, "must be visible ASCII"),
+    ({"subscriber": "mailto:a@b.c?subject=hi%0d%0aBcc:%20x@evil.example"},
+     "control character"),
+    ({"subscriber": "mailto:a%0a@b.c"}, "control character"),
+    ({"options": {"post_headers": {"X-Note": "caf\u00e9"}}}, "the value of 'X-Note'"),
+    ({"options": {"post_headers": {"X-Note": "a\r\nX-Evil: 1"}}}, "no line breaks"),
+    ({"options": {"post_headers": {"X-Count": 3}}}, "must be a string"),
+    ({"options": {"post_headers": {"X Bad": "1"}}}, "is not a header name"),
+    ({"options": {"post_headers": {"Host": "evil"}}}, "is set by zq"),
+    ({"options": {"post_headers": ["X-A"]}}, "post_headers must be an object"),
+    ({"options": {"_retry_policy": {"minimum_delay": 5, "maximum_delay": 2e7}}},
+     "options._retry_policy.maximum_delay must be an integer between 0 and 3600"),
+    ({"options": {"_retry_policy": {"retries_with_no_delay": 1000000000}}},
+     "options._retry_policy.retries_with_no_delay must be between 0 and 100"),
+    ({"options": {"_retry_policy": {"minimum_delay": 60}}},
+     "minimum_delay (60) is above maximum_delay (30)"),
+    ({"options": {"_retry_policy": "fast"}}, "options._retry_policy must be an object"),
+]
+
+
+@pytest.mark.parametrize(("document", "fragment"), UNSENDABLE)
+def test_create_refuses_what_the_notifier_could_never_send(api, document, fragment):
+    assert_error(subscribe(api, **document), 400, fragment)
+    assert api.get(BASE).json["subscriptions"] == []
+
+
+@pytest.mark.parametrize(("document", "fragment"), UNSENDABLE)
+def test_update_refuses_what_the_notifier_could_never_send(api, document, fragment):
+    sid = created_id(subscribe(api))
+    assert_error(api.patch(f"{BASE}/{sid}", json=document), 400, fragment)
+    got = api.get(f"{BASE}/{sid}").json
+    assert (got["subscriber"], got["options"]) == (HOOK, {})
+
+
+def test_bounded_retry_policies_and_sendable_headers_are_taken(api):
+    options = {"post_headers": {"X-Token": "abc 123\tok"},
+               "_retry_policy": {"retries_with_no_delay": 100, "minimum_delay": 0,
+                                 "maximum_delay": 3600, "maximum_delay_retries": 0,
+                                 "retry_backoff_function": "geometric",
+                                 "ignore_subscription_override": False}}
+    sid = created_id(subscribe(api, subscriber="http://example.com/caf%C3%A9?x=%20",
+                               options=options))
+    assert api.get(f"{BASE}/{sid}").json["options"] == options
+
+
+@pytest.mark.parametrize(("policy", "fragment"), [
+    ({"maximum_delay": 20000000.0}, "_retry_policy.maximum_delay must be an integer"),
+    ({"retries_with_no_delay": 1000000000}, "must be between 0 and 100"),
+    ({"retry_backoff_function": "cubic"}, "retry_backoff_function must be one of"),
+])
+def test_queue_metadata_retry_policy_is_checked_too(api, policy, fragment):
+    result = api.put("/v2/queues/q", json={"_retry_policy": policy})
+    assert_error(result, 400, fragment)
+    good = {"minimum_delay": 1, "maximum_delay": 10}
+    assert api.put("/v2/queues/q", json={"_retry_policy": good}).status_code in (201, 204)
+    assert api.get("/v2/queues/q").json["_retry_policy"] == good
+
+
 def test_update_to_a_taken_subscriber_is_409(api):
     created_id(subscribe(api))
     other = created_id(subscribe(api, subscriber="mailto:x@y.z"))

@@ -202,6 +202,12 @@ def test_queue_listing_filters_by_metadata_and_name_and_pages(api: Api) -> None:
         assert "team=ops" in href and "limit=2" in href and "detailed=true" in href
     assert seen == ["q01", "q05", "q09"] and pages == 2
 
+    # Booleans come back true/false whatever the request's spelling (Zaqar's link).
+    href = api.get("/v2/queues", params={"limit": 1, "detailed": "True", "with_count": "1",
+                                         "include_history": "no"}).json["links"][0]["href"]
+    assert "detailed=true" in href and "with_count=true" in href, href
+    assert "include_history=false" in href, href
+
     # An integer-looking value is an integer (Zaqar's int() on the value).
     odd = api.get("/v2/queues", params={"tier": "1", "name": "q0"}).json["queues"]
     assert [q["name"] for q in odd] == ["q01", "q03", "q05", "q07", "q09"]

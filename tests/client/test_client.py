@@ -13,6 +13,7 @@ from zq.client import (
     Conflict,
     Forbidden,
     NotFound,
+    QueueExists,
     RedriveResult,
     Suspected,
     TransportError,
@@ -31,9 +32,34 @@ def test_queues(client):
     assert client.list_queues() == []
 
 
+def test_create_queue_never_keeps_other_metadata_silently(client):
+    # The server answers 204 and keeps what it has (Zaqar's PUT); the client
+    # must not let the new values be lost without a word.
+    client.create_queue("q", {"_max_claim_count": 2, "_dead_letter_queue": "dlq",
+                              "color": "red"})
+    with pytest.raises(QueueExists) as exists:
+        client.create_queue("q", {"_max_claim_count": 5, "_retry_delay": 5, "color": "red"})
+    assert exists.value.differences == {"_max_claim_count": (2, 5), "_retry_delay": (None, 5)}
+    assert "queue q already exists with other metadata: _max_claim_count is 2, not 5" in str(
+        exists.value)
+    assert client.queue_metadata("q")["_max_claim_count"] == 2  # nothing written
+    # The same values again: nothing to say.
+    assert client.create_queue("q", {"_max_claim_count": 2, "color": "red"}) is False
+    # update: the given keys are set, the others stay.
+    assert client.create_queue("q", {"_max_claim_count": 5, "_retry_delay": 5},
+                               update=True) is False
+    shown = client.queue_metadata("q")
+    assert (shown["_max_claim_count"], shown["_retry_delay"], shown["_dead_letter_queue"],
+            shown["color"]) == (5, 5, "dlq", "red")
+    assert client.create_queue("new", {"_retry_delay": 5}, update=True) is True
+
+
 def test_messages_claims_and_stats(client, other, clock):
     ids = client.post("q", {"n": 1}, {"n": 2}, {"n": 3}, ttl=600)
     assert [m.body for m in client.get_messages("q", ids)] == [{"n": 1}, {"n": 2}, {"n": 3}]
+    # The ones that are there; none there is no error (the API's 404).
+    assert [m.id for m in client.get_messages("q", [ids[0], "f" * 24])] == [ids[0]]
+    assert client.get_messages("elsewhere", ids) == []
     assert client.get_message("q", ids[0]).ttl == 600
     # echo: a client's own messages are hidden only when asked.
     assert other.list_messages("q", echo=False)[0].id == ids[0]

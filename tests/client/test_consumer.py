@@ -78,13 +78,57 @@ def test_retry_waits_for_the_queues_backoff(client, transport, project, clock):
     def handler(message):
         raise Flaky("later")
 
-    stats = consumer(transport, project, handler).run(until_empty=True,
-                                                      handle_signals=False)
+    stats = consumer(transport, project, handler).run(max_batches=1, handle_signals=False)
     assert stats.retried == 1
     assert client.claim("q") is None  # delayed by the backoff, not claimable yet
     assert client.stats("q").delayed == 1
     clock.advance(31)
     assert client.claim("q") is not None
+
+
+def test_until_empty_waits_for_retries_still_backing_off(client, transport, project, clock):
+    # The first empty claim is not the end: both messages are delayed by
+    # their backoff, and come back.
+    client.create_queue("q", {"_retry_delay": 2, "_retry_backoff": "fixed"})
+    client.post("q", {"n": 1}, {"n": 2}, ttl=3600)
+    failed: set[int] = set()
+    waits: list[float] = []
+
+    def handler(message):
+        if message.body["n"] not in failed:
+            failed.add(message.body["n"])
+            raise Flaky("later")
+
+    def sleep(seconds):
+        waits.append(seconds)
+        clock.advance(seconds)
+
+    stats = consumer(transport, project, handler, sleep=sleep).run(until_empty=True,
+                                                                   handle_signals=False)
+    assert (stats.retried, stats.handled) == (2, 2)
+    assert client.stats("q").total == 0
+    assert sum(waits) >= 2
+
+
+def test_until_empty_waits_for_messages_another_consumer_holds(client, other, transport,
+                                                               project, clock):
+    client.post("q", "a", "b", ttl=3600)
+    held = other.claim("q", limit=2, ttl=60)
+    waits: list[float] = []
+
+    def sleep(seconds):
+        waits.append(seconds)
+        if len(waits) == 1:
+            other.delete_message("q", held.messages[0].id, claim_id=held.id)
+        elif len(waits) == 2:
+            other.release("q", held.id)  # "b" comes back, for this consumer
+        else:
+            run.stop()
+
+    run = consumer(transport, project, lambda m: None, sleep=sleep)
+    stats = run.run(until_empty=True, handle_signals=False)
+    assert (stats.handled, len(waits)) == (1, 2)
+    assert client.stats("q").total == 0
 
 
 def test_an_empty_queue_is_polled_with_an_exponential_idle_wait(transport, project):
@@ -202,8 +246,9 @@ def test_describe_keeps_within_the_servers_cap():
     assert len(long) == 1024 and long.endswith("...")
 
 
+@pytest.mark.parametrize("until_empty", [False, True])
 @pytest.mark.parametrize("failure", ["down", "lost"])
-def test_an_unreachable_server_is_waited_for_not_spun_on(project, failure):
+def test_an_unreachable_server_is_waited_for_not_spun_on(project, failure, until_empty):
     import httpx
 
     def answer(request):
@@ -222,5 +267,6 @@ def test_an_unreachable_server_is_waited_for_not_spun_on(project, failure):
     client = Client("http://zq.test", project=project, transport=httpx.MockTransport(answer))
     run = Consumer("http://zq.test", "q", lambda m: None, project=project, client=client,
                    sleep=sleep)
-    run.run(handle_signals=False)
+    # Stats it cannot read are not an empty queue either.
+    run.run(until_empty=until_empty, handle_signals=False)
     assert waits == [0.5, 1.0, 2.0]

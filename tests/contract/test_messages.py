@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,7 +11,7 @@ from tests.drivers.mongo.session import real_server_url
 from zq import events
 from zq.config import Limits
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
-from zq.validation import MAX_MARKER
+from zq.validation import MAX_MARKER, is_id_shaped
 
 from .helpers import TTL, claim, events_of, ids, post, raw_message
 
@@ -33,6 +34,18 @@ def test_post_returns_unique_ids_in_order_and_stores_bodies_verbatim(storage, pr
     assert first.claim_count == 0
     assert first.history == []
     assert listed[0].marker < listed[1].marker < listed[2].marker
+
+
+def test_a_message_is_stored_under_the_id_drawn_for_it_before_the_post(storage, project):
+    """The service draws an id first to bind a sealed body to it (zq.encryption)."""
+    drawn = [storage.messages.new_id() for _ in range(2)]
+    assert len(set(drawn)) == 2 and all(is_id_shaped(i) for i in drawn)
+    given = [dataclasses.replace(raw_message(f'{{"n":{n}}}'), id=i) for n, i in enumerate(drawn)]
+    posted = storage.messages.post(project, "q", [*given, raw_message('{"n":2}')],
+                                   client_id=None)
+    assert posted[:2] == drawn and posted[2] not in drawn
+    assert [storage.messages.get(project, "q", i).body for i in drawn] == ['{"n":0}', '{"n":1}']
+    assert [e.message_id for e in events_of(storage, project, events.POSTED)] == posted
 
 
 def test_ids_are_unique_across_queues_and_projects(storage, project):

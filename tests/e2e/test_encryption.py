@@ -56,7 +56,7 @@ def test_zaqarclient_sets_the_flag_and_reads_plaintext_of_sealed_bodies(keyed_se
             "SELECT body FROM messages WHERE queue = ?", (queue.name,))]
         events = " ".join(str(row) for row in conn.execute("SELECT * FROM events"))
     assert len(bodies) == 2
-    assert all(body.startswith("zqe1:k1:") and "kiwi" not in body for body in bodies)
+    assert all(body.startswith("zqe2:k1:") and "kiwi" not in body for body in bodies)
     # "kiwi" has letters no hex id or fingerprint holds ("8642" once turned up
     # inside a fingerprint by chance).
     assert "kiwi" not in events

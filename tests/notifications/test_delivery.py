@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 from tests.notifications.helpers import Counts, attach, config, drain, notifier, receiver
@@ -134,3 +135,45 @@ def test_only_events_after_the_subscription_was_created_are_sent(
         post(storage, project, "late", "after")
         drain(notifier(storage, clock, config(hook.port)))
         assert [r.json()["body"] for r in hook.received] == ["after"]
+
+
+def test_more_subscriptions_than_threads_each_get_their_turn(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    # Idle subscriptions are always ready: with a fixed order, the first
+    # ``concurrency`` ones would take every tick and the rest never be told.
+    subs = attach(storage)
+    with receiver() as hook:
+        paths = [f"/s{i}" for i in range(7)]
+        for path in paths:
+            subs.add(sub_id(), project, "crowded", hook.url(path))
+        post(storage, project, "crowded", "hello")
+        server = notifier(storage, clock, config(hook.port, concurrency=2))
+        for _ in range(4):  # ceil(7 / 2) ticks, each one's steps waited out
+            server.tick()
+            deadline = time.monotonic() + 10
+            while server._running and time.monotonic() < deadline:
+                time.sleep(0.005)
+                server._collect()
+        assert {p: len(hook.on(p)) for p in paths} == dict.fromkeys(paths, 1)
+
+
+def test_a_subscription_that_cannot_be_sent_fails_counts_and_is_given_up(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    # Stored before the API refused such subscribers: every attempt raised
+    # from the sending library, and the step was retried for ever.
+    subs = attach(storage)
+    policy = {"retries_with_no_delay": 1, "minimum_delay_retries": 0,
+              "maximum_delay_retries": 0, "minimum_delay": 0, "maximum_delay": 0}
+    with receiver() as hook:
+        subs.add(sub_id(), project, "odd", hook.url("/caf\u00e9"), _retry_policy=policy)
+        subs.add(sub_id(), project, "odd", hook.url("/h"), _retry_policy=policy,
+                 post_headers={"X-Evil": "a\r\nX-Injected: 1"})
+        subs.add(sub_id(), project, "odd", "mailto:a@b.c?subject=x%0d%0aBcc:%20c@d.e",
+                 _retry_policy=policy)
+        post(storage, project, "odd", 1, 2)
+        counts = Counts()
+        drain(notifier(storage, clock, config(hook.port, smtp_host="127.0.0.1"),
+                       counts=counts))
+        # Three subscriptions x two posts x (the attempt and its one retry).
+        assert (counts.failed, counts.sent) == (12, 0)
+        assert hook.received == []

@@ -5,12 +5,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import socket
+import tracemalloc
 from collections.abc import Iterator
 
 import pytest
 
 from tests.notifications.helpers import receiver
-from zq.notifications import mail, retry, webhook
+from zq import retry_policy as retry
+from zq.errors import InvalidRequest
+from zq.notifications import mail, webhook
 from zq.notifications.hosts import AllowedHosts, Refused, parse_entries
 
 
@@ -53,24 +56,62 @@ def test_empty_allows_nothing_and_bad_entries_are_errors() -> None:
 
 def test_zaqars_default_retry_schedule() -> None:
     # 3 at once, 3 at the minimum delay, linear 5..25 by 5, 3 at the maximum.
-    assert retry.retry_delays({}) == [0, 0, 0, 5, 5, 5, 5, 10, 15, 20, 25, 30, 30, 30]
+    assert list(retry.Schedule.of({})) == [0, 0, 0, 5, 5, 5, 5, 10, 15, 20, 25, 30, 30, 30]
 
 
 def test_backoff_functions_and_override_rule() -> None:
     policy = {"retries_with_no_delay": 0, "minimum_delay_retries": 0,
               "maximum_delay_retries": 0, "minimum_delay": 5, "maximum_delay": 30}
     # Zaqar's formulas: 5 steps (25 s / 5) from 5 to 30, truncated to whole seconds.
-    assert retry.retry_delays({**policy, "retry_backoff_function": "geometric"}) == [
+    assert list(retry.Schedule.of({**policy, "retry_backoff_function": "geometric"})) == [
         5, 7, 12, 19, 30]
-    assert retry.retry_delays({**policy, "retry_backoff_function": "exponential"}) == [
+    assert list(retry.Schedule.of({**policy, "retry_backoff_function": "exponential"})) == [
         5, 7, 12, 19, 30]
-    assert retry.retry_delays({**policy, "retry_backoff_function": "arithmetic"}) == [
+    assert list(retry.Schedule.of({**policy, "retry_backoff_function": "arithmetic"})) == [
         5, 7, 12, 20, 30]
     own, queue = {"minimum_delay": 1}, {"minimum_delay": 2}
     assert retry.effective_policy({"_retry_policy": own}, {"_retry_policy": queue}) == own
     assert retry.effective_policy({}, {"_retry_policy": queue}) == queue
     strict = {**queue, "ignore_subscription_override": True}
     assert retry.effective_policy({"_retry_policy": own}, {"_retry_policy": strict}) == strict
+
+
+def test_the_schedule_is_computed_lazily_and_bounded() -> None:
+    # A policy stored before policies were checked: as a list of delays it
+    # was tens of millions of floats (hundreds of MiB); as a schedule it is a
+    # few numbers, clamped into zq's bounds.
+    stored = {"retries_with_no_delay": 10**7, "minimum_delay": 5, "maximum_delay": 2 * 10**7}
+    tracemalloc.start()
+    try:
+        schedule = retry.Schedule.of(stored)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024
+    assert len(schedule) == 100 + 3 + (3600 - 5 + 4) // 5 + 3
+    assert schedule.delay(0) == 0 and schedule.delay(99) == 0 and schedule.delay(100) == 5
+    assert schedule.delay(len(schedule) - 1) == 3600 and schedule.delay(len(schedule)) is None
+    # Wrong types in a stored policy: Zaqar's defaults.
+    assert list(retry.Schedule.of({"minimum_delay": "x", "retries_with_no_delay": True})) == (
+        list(retry.Schedule.of({})))
+
+
+@pytest.mark.parametrize(("policy", "says"), [
+    ({"maximum_delay": 2e7}, "maximum_delay must be an integer between 0 and 3600"),
+    ({"maximum_delay": 3601}, "between 0 and 3600, got 3601"),
+    ({"retries_with_no_delay": 10**9}, "retries_with_no_delay must be between 0 and 100"),
+    ({"minimum_delay_retries": -1}, "minimum_delay_retries must be between 0 and 100"),
+    ({"maximum_delay_retries": True}, "maximum_delay_retries must be an integer"),
+    ({"minimum_delay": 40}, "minimum_delay (40) is above maximum_delay (30)"),
+    ({"retry_backoff_function": "cubic"}, "retry_backoff_function must be one of"),
+    ({"ignore_subscription_override": 1}, "ignore_subscription_override must be true or false"),
+    ({"retries": 3}, "unknown keys ['retries']"),
+    ([], "must be an object"),
+])
+def test_retry_policies_out_of_bounds_are_refused(policy: object, says: str) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        retry.check(policy)
+    assert says in str(caught.value)
 
 
 def test_a_secret_signs_the_body() -> None:

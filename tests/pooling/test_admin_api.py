@@ -7,6 +7,8 @@ import pytest
 from tests.api.helpers import Api, assert_error
 from zq.api import create_app
 from zq.config import Config
+from zq.errors import StorageUnavailable
+from zq.pooling.admin import _cause
 
 ADMIN = {"X-Roles": "admin"}
 
@@ -88,6 +90,30 @@ def test_unreachable_pool_is_refused(admin):
     assert_error(admin.get("/v2/pools/p"), 404)
 
 
+def test_an_unreachable_pool_says_why_in_the_answer_and_the_log(admin, caplog):
+    # Not only "Cannot use the storage backend.": the driver's cause, one line,
+    # the password hidden (also where a driver would echo it).
+    uri = "postgresql://nobody:s3cr%40t@127.0.0.1:1/x"
+    with caplog.at_level("WARNING", logger="zq.pooling.admin"):
+        result = admin.put("/v2/pools/p", json={"uri": uri, "weight": 1})
+    assert_error(result, 400, "unreachable")
+    description = result.json["description"]
+    assert "connection refused" in description.lower(), description
+    assert "127.0.0.1" in description and "\n" not in description
+    logged = [r.getMessage() for r in caplog.records if r.name == "zq.pooling.admin"]
+    assert len(logged) == 1 and "connection refused" in logged[0].lower(), logged
+    for shown in (description, logged[0]):
+        assert "s3cr" not in shown and "***" in shown, shown
+
+
+def test_a_cause_never_shows_the_password_even_when_a_driver_echoes_it():
+    uri = "mysql://root:p%40ss@127.0.0.1:1/x"
+    error = StorageUnavailable("Cannot use the storage backend.",
+                               detail="login root/p@ss refused\nsecond line p%40ss")
+    assert _cause(error, uri) == (
+        "Cannot use the storage backend: login root/*** refused second line ***")
+
+
 def test_put_overwrites_a_pool_but_not_another_pools_uri(pools, pool_uris):
     # zaqar/storage/mongodb/pools.py _create: an upsert by name.
     again = pools.put("/v2/pools/one", json={"uri": pool_uris["three"], "weight": 7,
@@ -134,6 +160,37 @@ def test_listing_next_links_keep_every_query_parameter(pools):
         second = pools.get(href).json[key]
         assert len(second) == 1 and second[0]["name"] != first[key][0]["name"]
         assert ("options" if key == "pools" else "capabilities") in second[0]
+
+
+def test_a_flavor_over_a_missing_pool_is_unable_to_create_as_in_zaqar(pools):
+    # Zaqar's flavors.py: title "Unable to create" for a pool_list naming a
+    # pool that does not exist; the description names the flavor and the pool.
+    refused = pools.put("/v2/flavors/test-flavor", json={"pool_list": ["one", "mypool"]})
+    assert_error(refused, 400, "'mypool'")
+    assert refused.json["title"] == "Unable to create"
+    assert "'test-flavor' could not be created" in refused.json["description"]
+    assert pools.get("/v2/flavors/test-flavor").status_code == 404
+    assert pools.get("/v2/pools/one").json["flavor"] is None  # nothing half-done
+    # A PATCH is not a create: its refusal keeps the generic title.
+    pools.put("/v2/flavors/f", json={"pool_list": ["one"]})
+    patched = pools.patch("/v2/flavors/f", json={"pool_list": ["mypool"]})
+    assert_error(patched, 400, "'mypool'")
+    assert patched.json["title"] == "Invalid request"
+
+
+def test_listing_next_links_write_booleans_as_zaqar_does(pools):
+    # python-zaqarclient sends detailed=True (Python's spelling); Zaqar's link
+    # says true/false whatever the request's spelling was.
+    pools.put("/v2/flavors/a", json={"pool_list": ["one"]})
+    pools.put("/v2/flavors/b", json={"pool_list": ["two"]})
+    for path in ("/v2/pools", "/v2/flavors"):
+        for sent, written in (("True", "true"), ("False", "false"), ("1", "true"),
+                              ("no", "false")):
+            href = pools.get(path, params={"limit": 1, "detailed": sent,
+                                           "include_history": sent}).json["links"][0]["href"]
+            assert f"detailed={written}" in href and f"include_history={written}" in href, href
+        plain = pools.get(path, params={"limit": 1}).json["links"][0]["href"]
+        assert "detailed" not in plain, plain  # not given, not added (as Zaqar)
 
 
 def test_flavors_create_get_patch_list_delete(pools):

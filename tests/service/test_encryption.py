@@ -15,6 +15,8 @@ import pyarrow.dataset as ds
 import pytest
 
 from tests.backends import backend_name, clock, project, storage, storage_factory
+from tests.service.stored_bodies import overwrite_body
+from tests.unit.test_encryption import legacy_seal
 from zq import events
 from zq.analytics.export import export
 from zq.config import EncryptionConfig, Limits
@@ -130,8 +132,8 @@ def test_rotation_new_posts_use_the_active_key_and_old_ones_stay_readable(storag
     old_id = post(before, project, "q")
     after = service(storage, cipher({"k1": K1, "k2": K2}, active="k2"))
     new_id = post(after, project, "q", {"new": True})
-    assert stored(storage, project, "q", old_id).startswith("zqe1:k1:")
-    assert stored(storage, project, "q", new_id).startswith("zqe1:k2:")
+    assert stored(storage, project, "q", old_id).startswith("zqe2:k1:")
+    assert stored(storage, project, "q", new_id).startswith("zqe2:k2:")
     bodies = [plaintext(m.body) for m in after.list_messages(project, "q", echo=True)]
     assert bodies == [BODY, {"new": True}]
     # Both keys give one fingerprint per body: poison analysis spans rotation.
@@ -213,3 +215,42 @@ def test_events_and_the_export_hold_no_plaintext_and_a_keyed_fingerprint(
     assert dead and dead[0]["sample"] is None and dead[0]["fingerprint"] == keyed
     dumped = repr(rows)
     assert SECRET not in dumped and "zqe1:" not in dumped
+
+
+def test_a_body_copied_onto_another_message_is_refused(storage, project):
+    svc = service(storage, cipher({"k1": K1}))
+    svc.create_queue(project, "q", ENCRYPTED)
+    a = post(svc, project, "q", {"to": "alice"})
+    b = post(svc, project, "q", {"to": "mallory"})
+    overwrite_body(storage, a, stored(storage, project, "q", b))
+    with pytest.raises(EncryptionFailure, match=rf"{a}.*copied from another message"):
+        svc.get_message(project, "q", a)
+    assert plaintext(svc.get_message(project, "q", b).body) == {"to": "mallory"}
+
+
+def test_a_dead_lettered_and_redriven_message_still_opens(storage, project):
+    svc = service(storage, cipher({"k1": K1}))
+    svc.create_queue(project, "q", DEAD_LETTER)
+    message_id = post(svc, project, "q")
+    first = svc.claim(project, "q", None, limit=1, client_id=None)
+    assert first is not None
+    svc.release_claim(project, "q", first.id, client_id=None)
+    assert svc.claim(project, "q", None, limit=1, client_id=None) is None  # dead lettered
+    assert plaintext(svc.get_message(project, "dlq", message_id).body) == BODY
+    result = svc.redrive(project, "dlq", None, client_id=None)
+    assert result.moved == 1
+    assert plaintext(svc.get_message(project, "q", message_id).body) == BODY
+    claimed = svc.claim(project, "q", None, limit=1, client_id=None)
+    assert claimed is not None and [m.id for m in claimed.messages] == [message_id]
+    assert plaintext(claimed.messages[0].body) == BODY
+
+
+def test_bodies_sealed_before_ids_were_bound_still_open(storage, project):
+    """A deployment upgraded with zqe1 bodies (project only) in its queues."""
+    svc = service(storage, cipher({"k1": K1}))
+    svc.create_queue(project, "q", ENCRYPTED)
+    old, new = post(svc, project, "q"), post(svc, project, "q", {"new": True})
+    overwrite_body(storage, old, legacy_seal(K1, "k1", encode_body(BODY), project))
+    assert plaintext(svc.get_message(project, "q", old).body) == BODY
+    assert stored(storage, project, "q", new).startswith("zqe2:")
+    assert plaintext(svc.get_message(project, "q", new).body) == {"new": True}

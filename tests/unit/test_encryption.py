@@ -7,6 +7,7 @@ import os
 
 import orjson
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from zq import events
 from zq.commands.config import to_toml
@@ -34,52 +35,82 @@ BODY = '{"a":1,"b":"secret"}'
 
 def test_sealed_text_is_never_json_and_opens_to_the_body():
     one = cipher(f"k1:{K1}")
-    sealed = one.seal(BODY, "p")
-    assert sealed.startswith("zqe1:k1:") and is_sealed(sealed) and key_id_of(sealed) == "k1"
+    sealed = one.seal(BODY, "p", "m1")
+    assert sealed.startswith("zqe2:k1:") and is_sealed(sealed) and key_id_of(sealed) == "k1"
     with pytest.raises(orjson.JSONDecodeError):
         orjson.loads(sealed)
     assert "secret" not in sealed
     assert one.open(sealed, "p", "m1") == BODY
     # A fresh nonce each time: equal bodies do not give equal stored text.
-    assert one.seal(BODY, "p") != sealed
+    assert one.seal(BODY, "p", "m1") != sealed
     # No plaintext JSON body is ever taken for a sealed one.
-    for body in ('"zqe1:k1:x"', "{}", "[]", "1", "null", "true"):
+    for body in ('"zqe1:k1:x"', '"zqe2:k1:x"', "{}", "[]", "1", "null", "true"):
         assert not is_sealed(body)
 
 
 def test_rotation_opens_each_body_with_the_key_named_in_it():
     old = cipher(f"k1:{K1}")
     ring = cipher(f"k1:{K1},k2:{K2}", active="k2")
-    sealed_old = old.seal(BODY, "p")
-    sealed_new = ring.seal(BODY, "p")
+    sealed_old = old.seal(BODY, "p", "m1")
+    sealed_new = ring.seal(BODY, "p", "m2")
     assert key_id_of(sealed_new) == "k2"
     assert ring.open(sealed_old, "p", "m1") == BODY
     assert ring.open(sealed_new, "p", "m2") == BODY
 
 
 def test_a_missing_key_id_names_the_message_and_the_key():
-    sealed = cipher(f"k1:{K1}").seal(BODY, "p")
+    sealed = cipher(f"k1:{K1}").seal(BODY, "p", "m1")
     with pytest.raises(EncryptionFailure, match=r"Message m7 .*key 'k1'.*restore"):
         cipher(f"k2:{K2}").open(sealed, "p", "m7")
     with pytest.raises(EncryptionFailure, match=r"m7 .*key 'k1'.*no \[encryption\] keys"):
         open_body(None, sealed, "p", "m7")
 
 
-def test_altered_text_another_project_or_another_key_under_the_id_do_not_open():
+def test_altered_text_another_message_another_project_or_another_key_do_not_open():
     one = cipher(f"k1:{K1}")
-    sealed = one.seal(BODY, "p")
+    sealed = one.seal(BODY, "p", "m1")
     prefix, encoded = sealed.rsplit(":", 1)
     raw = bytearray(base64.b64decode(encoded))
     raw[-1] ^= 1
     altered = f"{prefix}:{base64.b64encode(bytes(raw)).decode()}"
-    for text, project, reader in [
-        (altered, "p", one),
-        (sealed, "other-project", one),
-        (sealed, "p", cipher(f"k1:{K2}")),
-        (f"{prefix}:not base64!", "p", one),
+    for text, project, message_id, reader in [
+        (altered, "p", "m1", one),
+        (sealed, "p", "m2", one),  # copied onto another message of the project
+        (sealed, "other-project", "m1", one),
+        (sealed, "p", "m1", cipher(f"k1:{K2}")),
+        (f"{prefix}:not base64!", "p", "m1", one),
     ]:
         with pytest.raises(EncryptionFailure, match="does not decrypt"):
-            reader.open(text, project, "m1")
+            reader.open(text, project, message_id)
+
+
+def legacy_seal(key_b64: str, key_id: str, body: str, project: str) -> str:
+    """A body as zq sealed it before message ids were bound: zqe1, the project alone."""
+    nonce = os.urandom(12)
+    sealed = AESGCM(base64.b64decode(key_b64)).encrypt(nonce, body.encode(), project.encode())
+    return f"zqe1:{key_id}:{base64.b64encode(nonce + sealed).decode()}"
+
+
+def test_bodies_sealed_before_ids_were_bound_still_open_until_turned_off():
+    legacy = legacy_seal(K1, "k1", BODY, "p")
+    assert is_sealed(legacy) and key_id_of(legacy) == "k1"
+    assert cipher(f"k1:{K1}").open(legacy, "p", "any-message") == BODY
+    with pytest.raises(EncryptionFailure, match="does not decrypt"):
+        cipher(f"k1:{K1}").open(legacy, "other-project", "m1")
+    refusing = BodyCipher.from_config(EncryptionConfig(
+        keys=f"k1:{K1}", fingerprint_key=FP, open_legacy_bodies=False))
+    assert refusing is not None
+    with pytest.raises(EncryptionFailure, match=r"m1's .*zqe1.*open_legacy_bodies = false"):
+        refusing.open(legacy, "p", "m1")
+    assert refusing.open(refusing.seal(BODY, "p", "m1"), "p", "m1") == BODY
+
+
+def test_a_bound_body_relabelled_as_a_legacy_one_does_not_open():
+    one = cipher(f"k1:{K1}")
+    sealed = one.seal(BODY, "p", "m1")
+    assert sealed.startswith("zqe2:")
+    with pytest.raises(EncryptionFailure, match="does not decrypt"):
+        one.open("zqe1:" + sealed[len("zqe2:"):], "p", "m2")
 
 
 def test_fingerprints_are_keyed_and_independent_of_the_encryption_keys():

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from zq.clock import ManualClock
 from zq.config import Config, ConfigError, MetricsConfig
 from zq.metrics.gauges import QueueGauges
-from zq.metrics.registry import Metrics
+from zq.metrics.registry import DEAD_LETTER_REASONS, Metrics
 from zq.metrics.tail import SETTLE, EventTail, FileTailStore, MemoryTailStore, TailState
 from zq.storage.records import Event, QueueStats
 
@@ -153,3 +156,15 @@ def test_same_named_queues_of_two_projects_add_up_without_project_labels() -> No
 def test_a_budget_of_zero_is_refused() -> None:
     with pytest.raises(ConfigError, match="budget_seconds"):
         Config().with_overrides(metrics={"budget_seconds": 0})
+
+
+def test_docs_name_every_series_and_every_dead_letter_reason() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
+    rows = {match.group(1): match.group(0)
+            for match in re.finditer(r"^\| `(zq_\w+)` \|.*$", doc, re.M)}
+    metrics = Metrics(MetricsConfig())
+    names = {family.name + ("_total" if family.type == "counter" else "")
+             for family in metrics.registry.collect()}
+    assert names - set(rows) == set()
+    dead_lettered = rows["zq_messages_dead_lettered_total"]
+    assert [r for r in DEAD_LETTER_REASONS if f'reason="{r}"' not in dead_lettered] == []

@@ -14,6 +14,19 @@ METRICS_PATH = "/metrics"
 # The text format 0.0.4 that every Prometheus reads (zq's names are all
 # plain ASCII, so generate_latest's output is exactly that format).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# The methods HTTP defines (RFC 9110, and PATCH) keep their name as a label;
+# any other token a client sends is OTHER_METHOD. Every label must come from
+# a bounded set: a series per made-up method would let any client, even an
+# unauthenticated one, grow every scrape and each worker's file without end.
+KNOWN_METHODS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"}
+)
+OTHER_METHOD = "other"
+
+
+def method_label(method: str) -> str:
+    """The ``method`` label of a request: its method if HTTP defines it, else ``other``."""
+    return method if method in KNOWN_METHODS else OTHER_METHOD
 
 
 class MetricsResource:
@@ -46,6 +59,9 @@ class RequestMetrics:
         if started is None:
             return
         # The route template, never the path: queue names would make a series each.
+        # The status is one the application set, the template one it declared.
         route = req.uri_template or "unmatched"
         status = falcon.code_to_http_status(resp.status)[:3]
-        self.histogram.labels(req.method, route, status).observe(time.perf_counter() - started)
+        self.histogram.labels(method_label(req.method), route, status).observe(
+            time.perf_counter() - started
+        )

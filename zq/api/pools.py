@@ -53,11 +53,16 @@ class AdminResource:
     def __init__(self, admin: PoolAdmin) -> None:
         self.admin = admin
 
-    def page_links(self, req: falcon.Request, items: list[Any]) -> list[dict[str, str]]:
+    def page_links(
+        self, req: falcon.Request, items: list[Any], *, detailed: bool
+    ) -> list[dict[str, str]]:
         """The next page keeps every query parameter (``detailed``, ``limit``...)."""
         if not items:
             return []
-        return representation.next_links_keeping(req.path, req.params, items[-1].name)
+        return representation.next_links_keeping(
+            req.path, req.params, items[-1].name,
+            {"detailed": detailed, "include_history": req.context.include_history},
+        )
 
 
 @falcon.before(require_admin)
@@ -68,7 +73,7 @@ class PoolCollection(AdminResource):
         found = self.admin.list_pools(req.get_param("marker"), limit)
         resp.media = {
             "pools": [pool_view(p, detailed=detailed) for p in found],
-            "links": self.page_links(req, found),
+            "links": self.page_links(req, found, detailed=detailed),
         }
 
 
@@ -101,7 +106,7 @@ class FlavorCollection(AdminResource):
         found = self.admin.list_flavors(req.get_param("marker"), limit)
         resp.media = {
             "flavors": [flavor_view(f, detailed=detailed) for f in found],
-            "links": self.page_links(req, found),
+            "links": self.page_links(req, found, detailed=detailed),
         }
 
 

@@ -52,7 +52,10 @@ class QueueCollection(Resource):
         if page.queues:
             # The next page keeps every filter (Zaqar's link drops the metadata ones).
             links = representation.next_links_keeping(
-                req.path, req.params, page.queues[-1].name)
+                req.path, req.params, page.queues[-1].name,
+                {"detailed": detailed, "with_count": with_count,
+                 "include_history": req.context.include_history},
+            )
         body = {"queues": queues, "links": links}
         if page.count is not None:
             body["count"] = page.count

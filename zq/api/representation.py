@@ -128,10 +128,18 @@ def next_links(path: str, params: Mapping[str, Any]) -> list[dict[str, str]]:
 
 
 def next_links_keeping(
-    path: str, params: Mapping[str, Any], marker: Any
+    path: str, params: Mapping[str, Any], marker: Any,
+    parsed: Mapping[str, Any] | None = None,
 ) -> list[dict[str, str]]:
-    """The ``links`` of a page whose next page keeps every query parameter but ``marker``."""
-    kept = {k: v for k, v in params.items() if k != "marker"}
+    """The ``links`` of a page whose next page keeps every query parameter but ``marker``.
+
+    A parameter named in ``parsed`` is written as the resource read it, not
+    as the request spelled it: a boolean given as ``True``, ``1`` or ``yes``
+    comes back ``true`` (as Zaqar writes it), which a client comparing or
+    re-sending the link expects.
+    """
+    parsed = parsed or {}
+    kept = {k: parsed.get(k, v) for k, v in params.items() if k != "marker"}
     return next_links(path, {"marker": marker, **kept})
 
 

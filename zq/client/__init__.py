@@ -16,6 +16,7 @@ from zq.client.errors import (
     Conflict,
     Forbidden,
     NotFound,
+    QueueExists,
     ServerError,
     Suspected,
     TransportError,
@@ -28,6 +29,7 @@ from zq.client.models import Claim, ConsumerInfo, Message, QueueStats, RedriveRe
 
 __all__ = [
     "BadRequest", "Claim", "Client", "Conflict", "Consumer", "ConsumerInfo", "ConsumerStats",
-    "Forbidden", "Message", "NotFound", "QueueStats", "RedriveResult", "ServerError",
-    "Suspected", "TransportError", "Unauthorized", "Unavailable", "ZqClientError", "describe",
+    "Forbidden", "Message", "NotFound", "QueueExists", "QueueStats", "RedriveResult",
+    "ServerError", "Suspected", "TransportError", "Unauthorized", "Unavailable", "ZqClientError",
+    "describe",
 ]

@@ -171,15 +171,24 @@ class Consumer:
     def run(self, *, max_batches: int | None = None, until_empty: bool = False,
             handle_signals: bool = True) -> ConsumerStats:
         """Consume until ``stop()``, SIGTERM/SIGINT (``handle_signals``, main thread
-        only), ``max_batches`` claims, or (``until_empty``) the first empty claim."""
+        only), ``max_batches`` claims, or (``until_empty``) the queue is empty.
+
+        Empty means nothing is left that could still be delivered: the
+        queue's stats show no message at all, neither free (delayed ones
+        included: a retry waiting for its backoff, a post's delay) nor
+        claimed (another consumer's claim may end in a release, a lapse or
+        a retry). Until then an empty claim is followed by the idle wait.
+        """
         restore = self._install_signals() if handle_signals else {}
         try:
             batches = 0
             while not self.stopping and (max_batches is None or batches < max_batches):
                 claim = self._claim()
                 if claim is None:
-                    if until_empty:
+                    if until_empty and self._empty():
                         break
+                    self.stats.idle_waits += 1
+                    self._sleep(self.idle.next())
                     continue
                 batches += 1
                 self.process(claim)
@@ -204,7 +213,7 @@ class Consumer:
     # -- one batch --------------------------------------------------------
 
     def _claim(self) -> Claim | None:
-        """One claim; None after an idle wait when nothing was free."""
+        """One claim; None when nothing was free (the caller waits)."""
         try:
             try:
                 claim = self._claim_once()
@@ -221,16 +230,22 @@ class Consumer:
         except (ServerError, TransportError) as exc:
             # The server is down or restarting: wait as for an empty queue.
             log.warning("claiming from %s failed: %s", self.queue, exc)
-            self.stats.idle_waits += 1
-            self._sleep(self.idle.next())
             return None
         if claim is None or not claim.messages:
-            self.stats.idle_waits += 1
-            self._sleep(self.idle.next())
             return None
         self.idle.reset()
         self.stats.claims += 1
         return claim
+
+    def _empty(self) -> bool:
+        """No message left in the queue, free, delayed or claimed (``until_empty``)."""
+        try:
+            stats = self.client.stats(self.queue)
+        except (ServerError, TransportError) as exc:
+            # Unknown is not empty: wait as for a failed claim.
+            log.warning("reading the stats of %s failed: %s", self.queue, exc)
+            return False
+        return stats.total == 0
 
     def _claim_once(self) -> Claim | None:
         return self.client.claim(self.queue, limit=self.batch, ttl=self.claim_ttl,

@@ -57,6 +57,25 @@ class Suspected(Exception):
         self.lapsed_claim_id = lapsed_claim_id
 
 
+class QueueExists(Exception):
+    """``create_queue`` found the queue already there with other metadata.
+
+    The server answers such a PUT with 204 and keeps the metadata it has
+    (Zaqar's rule), so the client compares and says so instead of letting
+    the new values be lost. ``differences`` maps each key asked for to
+    ``(stored, asked)``; stored is None for a key the queue does not have.
+    """
+
+    def __init__(self, queue: str, differences: dict[str, tuple[object, object]]) -> None:
+        shown = ", ".join(
+            f"{key} is {'not set' if stored is None else repr(stored)}, not {asked!r}"
+            for key, (stored, asked) in differences.items())
+        super().__init__(f"queue {queue} already exists with other metadata: {shown} "
+                         "(create_queue(..., update=True) sets them)")
+        self.queue = queue
+        self.differences = differences
+
+
 _BY_STATUS: dict[int, type[ZqClientError]] = {
     400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
     503: Unavailable,

@@ -9,7 +9,14 @@ from typing import Any
 
 import httpx
 
-from zq.client.errors import Suspected, TransportError, ZqClientError, error_for
+from zq.client.errors import (
+    NotFound,
+    QueueExists,
+    Suspected,
+    TransportError,
+    ZqClientError,
+    error_for,
+)
 from zq.client.models import Claim, ConsumerInfo, Message, QueueStats, RedriveResult
 
 PATCH_TYPE = "application/openstack-messaging-v2.0-json-patch"
@@ -70,11 +77,27 @@ class Client:
 
     # -- queues -----------------------------------------------------------
 
-    def create_queue(self, queue: str, metadata: Mapping[str, Any] | None = None) -> bool:
-        """Create ``queue``; False when it already existed (metadata then unchanged)."""
+    def create_queue(self, queue: str, metadata: Mapping[str, Any] | None = None, *,
+                     update: bool = False) -> bool:
+        """Create ``queue`` with ``metadata``; False when it already existed.
+
+        An existing queue whose metadata already has these values is fine
+        (False). One with other values raises QueueExists, since the server
+        keeps what it has; with ``update`` the given keys are set instead
+        (the others stay as they are).
+        """
         response = self._call("PUT", f"/queues/{queue}",
                               json_body=dict(metadata) if metadata is not None else None)
-        return response.status_code == 201
+        if response.status_code == 201 or not metadata:
+            return response.status_code == 201
+        stored = self.queue_metadata(queue)
+        differences = {key: (stored.get(key), value) for key, value in metadata.items()
+                       if key not in stored or stored[key] != value}
+        if differences:
+            if not update:
+                raise QueueExists(queue, differences)
+            self.set_metadata(queue, {key: metadata[key] for key in differences})
+        return False
 
     def queue_metadata(self, queue: str) -> dict[str, Any]:
         return self._call("GET", f"/queues/{queue}").json()
@@ -152,10 +175,14 @@ class Client:
 
     def get_messages(self, queue: str, message_ids: Sequence[str], *,
                      include_history: bool = False) -> list[Message]:
+        """Those of ``message_ids`` that are in ``queue``; [] when none is."""
         params = {"ids": ",".join(message_ids)}
         if include_history:
             params["include_history"] = "true"
-        doc = self._call("GET", f"/queues/{queue}/messages", params=params).json()
+        try:
+            doc = self._call("GET", f"/queues/{queue}/messages", params=params).json()
+        except NotFound:  # the API's answer when none of them exists
+            return []
         return [Message.from_json(m) for m in doc.get("messages", [])]
 
     def delete_message(self, queue: str, message_id: str, *,

@@ -16,7 +16,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from zq.config import MetricsConfig
-from zq.moves import REASON_EXPIRED, REASON_MAX_CLAIM_COUNT
+from zq.moves import REASON_EXPIRED, REASON_MAX_CLAIM_COUNT, REASON_REJECTED
 
 # Seconds; requests are mostly milliseconds, a long poll or a slow backend seconds.
 HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -24,9 +24,10 @@ HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.
 POST_TO_DELETE_BUCKETS = (0.01, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0,
                           4 * 3600.0, 86400.0)
 
-# The reasons a move can have today; their series exist at 0 from the start,
-# so that increase() sees the first move.
-DEAD_LETTER_REASONS = (REASON_MAX_CLAIM_COUNT, REASON_EXPIRED)
+# The reasons of a move into a dead letter queue (a redrive out of one is
+# zq_messages_redriven); their series exist at 0 from the start, so that
+# increase() sees the first move.
+DEAD_LETTER_REASONS = (REASON_MAX_CLAIM_COUNT, REASON_REJECTED, REASON_EXPIRED)
 
 
 class Metrics:

@@ -2,7 +2,6 @@
 
 - subscriptions.py: the subscription records the notifier reads (the
   subscription API's controller, or a test's fake).
-- retry.py: Zaqar's ``_retry_policy`` as a list of delays.
 - hosts.py: ``[notifications] allowed_hosts`` and the address a webhook may use.
 - payloads.py: which events a subscription is told about, and what it is told.
 - webhook.py, mail.py: one delivery attempt each.

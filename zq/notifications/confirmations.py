@@ -30,13 +30,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from zq import retry_policy as retry
 from zq.auth import signed_urls
 from zq.clock import Clock
 from zq.config import NotificationsConfig, SignedUrlsConfig
-from zq.notifications import retry
 from zq.notifications.confirmation_requests import DONE, GIVEN_UP, SENT, UNSUBSCRIBE, key
 from zq.notifications.payloads import Notification
 from zq.notifications.pump import Report, Reporter, Sender
@@ -94,7 +94,7 @@ class _Job:
     subscription: Subscription
     next_at: float = 0.0
     attempt: int = 0
-    delays: list[float] = field(default_factory=list)
+    schedule: retry.Schedule | None = None
 
 
 class Confirmations:
@@ -204,11 +204,12 @@ class Confirmations:
         sent = outcome.delivered and (outcome.status is None or outcome.status < 400)
         self._report(Report(subscription.project, sent))
         if not outcome.delivered:
-            if not job.delays and job.attempt == 0:
-                job.delays = retry.retry_delays(retry.effective_policy(
+            if job.schedule is None or job.attempt == 0:
+                job.schedule = retry.Schedule.of(retry.effective_policy(
                     subscription.options, {}))
-            if job.attempt < len(job.delays):
-                job.next_at = now + job.delays[job.attempt]
+            delay = job.schedule.delay(job.attempt)
+            if delay is not None:
+                job.next_at = now + delay
                 job.attempt += 1
                 log.info("confirmation request to %s failed (%s): retry %d",
                          subscription.subscriber, outcome.detail, job.attempt)

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from zq.allowed_hosts import Entry, parse_entries
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str, int], list[str]]
@@ -25,13 +27,6 @@ Resolver = Callable[[str, int], list[str]]
 
 class Refused(Exception):
     """The URL may not be used; the message says why."""
-
-
-@dataclass(frozen=True)
-class Entry:
-    name: str | None  # a host name (lower case), or None for an address entry
-    network: Network | None
-    port: int | None
 
 
 @dataclass(frozen=True)
@@ -43,38 +38,6 @@ class Target:
     port: int
     address: str
     path: str  # path and query
-
-
-def parse_entries(text: str) -> list[Entry]:
-    """The entries of the setting; ValueError names a malformed one."""
-    entries = []
-    for raw in (part.strip() for part in text.split(",")):
-        if raw:
-            entries.append(_entry(raw))
-    return entries
-
-
-def _entry(raw: str) -> Entry:
-    host, port = raw, None
-    if raw.startswith("["):
-        host, _, rest = raw[1:].partition("]")
-        if rest:
-            port = _port(rest.removeprefix(":"), raw)
-    elif raw.count(":") == 1:
-        host, text = raw.split(":")
-        port = _port(text, raw)
-    try:
-        return Entry(None, ipaddress.ip_network(host, strict=False), port)
-    except ValueError:
-        if not host or "/" in host or ":" in host:
-            raise ValueError(f"allowed_hosts entry {raw!r} is not HOST[:PORT]") from None
-        return Entry(host.lower().rstrip("."), None, port)
-
-
-def _port(text: str, raw: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"allowed_hosts entry {raw!r} has no valid port")
-    return int(text)
 
 
 def system_resolver(host: str, port: int) -> list[str]:

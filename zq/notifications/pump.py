@@ -26,11 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from zq import retry_policy as retry
 from zq.clock import Clock
 from zq.config import NotificationsConfig
 from zq.encryption import BodyCipher, is_sealed, open_body
 from zq.errors import NotFound
-from zq.notifications import mail, retry, webhook
+from zq.notifications import mail, webhook
 from zq.notifications.confirmation_requests import current
 from zq.notifications.hosts import AllowedHosts
 from zq.notifications.payloads import Fetch, Notification, build
@@ -62,6 +63,20 @@ class Sender:
         self._connections = webhook.Connections()
 
     def deliver(self, subscription: Subscription, notification: Notification) -> webhook.Outcome:
+        """One attempt; whatever goes wrong is a failed attempt, never an exception.
+
+        The API refuses what cannot be sent (zq.subscriptions), but a record
+        stored before a check existed must still end by the retry policy, be
+        counted and be logged, not raise from every step for ever.
+        """
+        try:
+            return self._deliver(subscription, notification)
+        except Exception as exc:
+            log.debug("sending to %s raised", subscription.subscriber, exc_info=True)
+            return webhook.Outcome(False, None, f"cannot send: {type(exc).__name__}: {exc}")
+
+    def _deliver(self, subscription: Subscription,
+                 notification: Notification) -> webhook.Outcome:
         options = subscription.options
         body = json.dumps(notification.payload).encode()
         if subscription.subscriber.startswith("mailto:"):
@@ -147,7 +162,7 @@ class Pump:
         self._held = False
         self._lease_until = 0.0
         self._attempt = 0
-        self._delays: list[float] = []
+        self._schedule = retry.Schedule.of({})
 
     def _reset(self, cursor: str | None) -> None:
         self._pending.clear()
@@ -223,7 +238,7 @@ class Pump:
             batch.notifications = []  # unconfirmed under require_confirmation: dropped
         self._pending.extend(batch.notifications)
         self._through = batch.through
-        self._delays = retry.retry_delays(retry.effective_policy(
+        self._schedule = retry.Schedule.of(retry.effective_policy(
             self.subscription.options, self._queue_metadata()))
         return full
 
@@ -250,8 +265,8 @@ class Pump:
                             self.subscription.queue, outcome.detail)
             self._done()
             return
-        if self._attempt < len(self._delays):
-            delay = self._delays[self._attempt]
+        delay = self._schedule.delay(self._attempt)
+        if delay is not None:
             self._attempt += 1
             self.next_at = self._clock.now() + delay
             log.info("notification to %s failed (%s): retry %d in %gs",

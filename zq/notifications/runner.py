@@ -9,7 +9,8 @@ process (not per worker) keeps the leases few.
 Each tick: refresh the subscriptions of each backend, drop pumps of gone
 subscriptions (and their cursors), and hand each pump that is due (not
 waiting for a retry, not already running) to the pool, never more at once
-than there are threads. Whatever a step raises (a backend down) is logged
+than there are threads, the longest waiting first (a pump that starts a
+step goes to the back of the line: round-robin). Whatever a step raises (a backend down) is logged
 and the pump tried again on a later tick.
 """
 
@@ -81,13 +82,17 @@ class Notifier:
             self._refreshed_at = now
         started = 0
         now = self._clock.now()
-        for key, pump in self._pumps.items():
+        for key, pump in list(self._pumps.items()):
             if len(self._running) >= self._config.concurrency:
                 break
             if key in self._running or (pump.next_at > now and key not in self._again):
                 continue
             self._again.discard(key)
             self._running[key] = self._pool.submit(pump.step)
+            # To the back of the line: an idle subscription is always ready, so
+            # a fixed order would give the threads to the first ones for ever.
+            del self._pumps[key]
+            self._pumps[key] = pump
             started += 1
         room = self._config.concurrency - len(self._running) - self._confirmations.running()
         started += self._confirmations.start(self._pool.submit, room)

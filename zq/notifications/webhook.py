@@ -24,13 +24,9 @@ from dataclasses import dataclass
 from urllib.parse import urljoin
 
 from zq.notifications.hosts import AllowedHosts, Refused, Target
+from zq.subscribers import RESERVED_HEADERS, SIGNATURE, SIGNATURE_TIMESTAMP
 
-SIGNATURE = "X-Zq-Signature"
-SIGNATURE_TIMESTAMP = "X-Zq-Signature-Timestamp"
 REDIRECTS = (301, 302, 303, 307, 308)
-# Headers a subscription's ``post_headers`` may not set: they are zq's.
-RESERVED_HEADERS = {"host", "content-length", "transfer-encoding", SIGNATURE.lower(),
-                    SIGNATURE_TIMESTAMP.lower()}
 
 
 @dataclass(frozen=True)

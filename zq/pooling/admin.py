@@ -7,6 +7,7 @@ stored state to the registry's transactions.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -17,11 +18,13 @@ from zq.errors import InvalidRequest
 from zq.pooling.registry import FlavorDef, PoolDef, Registry
 from zq.pooling.schema import URI
 from zq.storage import check_shareable, check_uri, open_storage
-from zq.storage.uri import redact
+from zq.storage.uri import redact, scrub
 
 POOL_FIELDS = ("uri", "weight", "flavor", "options")
 FLAVOR_FIELDS = ("pool_list", "capabilities")
 MAX_WEIGHT = 2**31 - 1
+
+log = logging.getLogger(__name__)
 
 Probe = Callable[[str], str | None]  # uri -> None when reachable, else why not
 
@@ -33,13 +36,23 @@ def ping_probe(clock: Clock | None = None) -> Probe:
         try:
             storage = open_storage(uri, clock=clock or SystemClock())
         except Exception as error:
-            return str(getattr(error, "description", None) or error).splitlines()[0]
+            return _cause(error, uri)
         try:
             return None if storage.ping() else "it does not answer a ping"
         finally:
             storage.close()
 
     return probe
+
+
+def _cause(error: Exception, uri: str) -> str:
+    """Why opening ``uri`` failed, on one line, for the admin: the driver's own
+    error (``detail``: "connection refused", "password authentication
+    failed"...) after zq's description, the URI's password hidden."""
+    description = str(getattr(error, "description", None) or error)
+    detail = str(getattr(error, "detail", "") or "")
+    text = f"{description.rstrip('.')}: {detail}" if detail else description
+    return scrub(" ".join(line.strip() for line in text.splitlines() if line.strip()), uri)
 
 
 class PoolAdmin:
@@ -136,6 +149,7 @@ class PoolAdmin:
         check_shareable(uri, self._processes)
         problem = self._probe(uri)
         if problem is not None:
+            log.warning("pool URI %s is unreachable: %s", redact(uri), problem)
             raise InvalidRequest(f"Pool URI {redact(uri)} is unreachable: {problem}")
 
 

@@ -22,6 +22,7 @@ from zq.errors import (
     PoolConflict,
     PoolInUseByFlavor,
     PoolNotFound,
+    UnableToCreate,
 )
 from zq.pooling.generation import bump_generation
 from zq.pooling.schema import catalog, flavors, pools
@@ -170,7 +171,7 @@ class Registry:
             else:
                 conn.execute(sa.update(flavors).where(flavors.c.name == flavor.name)
                              .values(capabilities=capabilities))
-            _set_members(conn, flavor.name, flavor.pool_list)
+            _set_members(conn, flavor.name, flavor.pool_list, creating=True)
 
         self._write(work, f"Flavor {flavor.name!r} could not be written.")
 
@@ -196,7 +197,7 @@ class Registry:
                     capabilities=dump_json(changes["capabilities"])
                 ))
             if "pool_list" in changes:
-                _set_members(conn, name, changes["pool_list"])
+                _set_members(conn, name, changes["pool_list"], creating=False)
             found = _flavor(conn, name)
             assert found is not None
             return found
@@ -287,11 +288,18 @@ def _check_uri_free(conn: sa.Connection, uri: str, name: str) -> None:
         raise PoolConflict(f"URI {uri!r} is already registered as pool {owner!r}.")
 
 
-def _set_members(conn: sa.Connection, flavor: str, pool_list: Sequence[str]) -> None:
-    """Make exactly ``pool_list`` the pools of ``flavor``."""
+def _set_members(
+    conn: sa.Connection, flavor: str, pool_list: Sequence[str], *, creating: bool
+) -> None:
+    """Make exactly ``pool_list`` the pools of ``flavor`` (``creating``: its PUT)."""
     for name in pool_list:
         row = _pool_row(conn, name)
         if row is None:
+            if creating:  # Zaqar's title for this refusal of a PUT
+                raise UnableToCreate(
+                    f"Flavor {flavor!r} could not be created: pool {name!r} in "
+                    "pool_list does not exist."
+                )
             raise InvalidRequest(f"Pool {name!r} in pool_list does not exist.")
         if row.flavor is not None and row.flavor != flavor:
             raise PoolConflict(

@@ -37,6 +37,7 @@ Conventions every driver follows:
 
 from __future__ import annotations
 
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -243,6 +244,10 @@ class QueueController(ABC):
 class MessageController(ABC):
     """Posting, reading and deleting messages."""
 
+    def new_id(self) -> str:
+        """A message id no message of this backend has, in the driver's form."""
+        return uuid.uuid4().hex
+
     @abstractmethod
     def post(
         self,
@@ -254,8 +259,9 @@ class MessageController(ABC):
     ) -> list[str]:
         """Store the messages in order, creating the queue if needed.
 
-        Returns their new ids (unique across the backend) in the same order.
-        Records a ``posted`` event per message with ``detail={"ttl", "delay",
+        Returns their ids in the same order: ``NewMessage.id`` where given,
+        else a new one (``new_id``), unique across the backend. Records a
+        ``posted`` event per message with ``detail={"ttl", "delay",
         "fingerprint", "size"}`` (size: bytes of the body text).
         """
 

@@ -24,6 +24,10 @@ class NewMessage:
     # The posted event carries the body as stored (zq.events.BODY): the
     # queue has subscribers (zq.subscribed), whose notifier needs it.
     event_body: bool = False
+    # The id to store it under, drawn from the same driver's
+    # MessageController.new_id before the post (a sealed body is bound to
+    # its id, zq.encryption); None: the driver draws one.
+    id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,8 @@ through ``urllib.parse``, because users paste passwords unencoded: in
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 REDACTED = "***"
 
 
@@ -53,3 +55,19 @@ def without_password(uri: str) -> str:
     if span is None:
         return uri
     return f"{uri[:span[0] - 1]}{uri[span[1]:]}"
+
+
+def scrub(text: str, uri: str) -> str:
+    """``text`` (a driver's error about ``uri``) with the URI's password hidden.
+
+    Drivers may echo what they were given; the password is replaced as
+    written in the URI and percent-decoded, wherever it appears.
+    """
+    span = _password_span(uri)
+    if span is None:
+        return text
+    written = uri[span[0]:span[1]]
+    for secret in sorted({written, unquote(written)}, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import uuid
 
 import falcon.testing
@@ -175,3 +176,22 @@ def test_a_signed_url_lets_a_subscriber_confirm_and_nothing_else(tenants):
     assert_error(signed.get(f"/v2/queues/q/subscriptions/{sid}"), 403)
     assert_error(signed.put(f"/v2/queues/other/subscriptions/{sid}/confirm",
                             json={"confirmed": False}), 403)
+
+
+def test_refusals_are_403_naming_the_reason_where_zaqar_answers_404(tenants, share):
+    # Zaqar's verify_pre_signed_url answers a bare 404 to each of these; zq keeps
+    # 403 with the reason (docs/compatibility.md, "Requests").
+    signed = signed_client(tenants.app, share)
+    one = signed.get("/v2/queues/q/messages").json["messages"][0]["id"]
+    other_queue_message = f"/v2/queues/other/messages/{one}"
+    for result, reason in (
+        (signed_client(tenants.app, share, **{"URL-Signature": "0" * 64})
+         .get("/v2/queues/q/messages"), "does not match"),
+        (signed.patch(f"/v2/queues/q/messages/{one}", json={}), "does not allow PATCH"),
+        (signed.get("/v2/queues/q/stats"), "does not allow GET on /v2/queues/q/stats"),
+        (signed.get(other_queue_message), f"does not allow GET on {other_queue_message}"),
+    ):
+        assert_error(result, 403, reason)
+        assert result.json["title"] == "Forbidden"
+    doc = pathlib.Path(__file__).parents[3] / "docs" / "compatibility.md"
+    assert "`verify_pre_signed_url`) | 403" in doc.read_text(encoding="utf-8")

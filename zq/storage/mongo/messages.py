@@ -36,6 +36,9 @@ class MongoMessages(MessageController):
     def __init__(self, backend: MongoContext) -> None:
         self._b = backend
 
+    def new_id(self) -> str:
+        return str(ObjectId())
+
     def post(
         self,
         project: str,
@@ -316,7 +319,7 @@ def _new_document(
 ) -> dict[str, Any]:
     expires = now + message.ttl
     return {
-        "_id": ObjectId(),
+        "_id": ObjectId(message.id) if message.id else ObjectId(),
         "project": project,
         "queue": queue,
         "marker": marker,

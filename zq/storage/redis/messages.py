@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,7 +52,7 @@ class RedisMessages(MessageController):
         metadata_version: str | None = None,
     ) -> list[str]:
         # metadata_version: only through RedisVersionedDeliveries (zq.storage.redis.versioned).
-        ids = [uuid.uuid4().hex for _ in messages]
+        ids = [message.id or self.new_id() for message in messages]
         args: list[Any] = [project, queue, optional(client_id), version_arg(metadata_version)]
         for mid, message in zip(ids, messages, strict=True):
             args += [mid, message.body, int(message.ttl), int(message.delay),

@@ -95,7 +95,7 @@ class SqlMessages(MessageController):
         client_id: str | None,
     ) -> list[str]:
         now = self._clock.now()
-        ids = [new_id() for _ in messages]
+        ids = [msg.id or self.new_id() for msg in messages]
         rows = [
             {
                 "id": message_id, "project": project, "queue": queue, "body": msg.body,
