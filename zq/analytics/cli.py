@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from zq.analytics.arguments import add_stats_arguments, positive, seconds
+from zq.analytics.arguments import add_stats_arguments, positive, positive_seconds, seconds
 
 # Wrapped by hand, as every zq command's: the formatter keeps the epilog's
 # example lines as written, so it prints descriptions as written too.
@@ -57,6 +57,11 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="on MariaDB/MySQL and MongoDB without transactions, export only "
                              "events at least this old, so an event whose transaction commits "
                              "late is never skipped (default 30); other backends need no window")
+    parser.add_argument("--subscription-hold", type=positive_seconds, default=None,
+                        metavar="SECONDS",
+                        help="the longest a live subscription keeps events it has not been "
+                             "notified of from the trim (default 86400); older ones are "
+                             "trimmed and reported")
     add_pooling_arguments(parser)
 
 
@@ -114,6 +119,7 @@ def run_export(args: argparse.Namespace) -> int:
     from zq.commands.pooling import StorageTarget, backends
     from zq.config import ConfigError
     from zq.errors import ZqError
+    from zq.notifications.retention import HOLD_SECONDS
     from zq.startup import StartupError, first_line
     from zq.storage import open_storage
 
@@ -138,8 +144,11 @@ def run_export(args: argparse.Namespace) -> int:
         try:
             storage = open_storage(target.uri)
             settle = DEFAULT_SETTLE if args.settle is None else args.settle
+            hold = (HOLD_SECONDS if args.subscription_hold is None
+                    else args.subscription_hold)
             (result,) = export({name: storage}, args.to, batch_size=args.batch_size,
-                               trim=args.trim, progress=_say, settle=settle)
+                               trim=args.trim, progress=_say, settle=settle,
+                               subscription_hold=hold)
         except (ExportError, ZqError, ValueError, OSError) as exc:
             print(f"zq: error: {shown}: {first_line(exc)}", file=sys.stderr)
             failed += 1

@@ -27,6 +27,7 @@ from zq.encryption import BodyCipher
 from zq.metadata_cache import MetadataCache
 from zq.metrics.setup import Telemetry, open_telemetry
 from zq.notifications.confirmation_requests import StoredRequests
+from zq.notifications.hosts import AllowedHosts
 from zq.notifications.status import StatusFile
 from zq.pooling import Pools
 from zq.pooling.admin import PoolAdmin
@@ -96,6 +97,12 @@ def wrap_auth(app: falcon.App, config: Config) -> keystone.WsgiApp:
     return app
 
 
+def _webhooks(allowed_hosts: str) -> AllowedHosts | None:
+    """The hosts webhook subscribers are checked against; None when the setting
+    is empty (webhooks not set up yet: subscriptions are taken, as Zaqar's)."""
+    return AllowedHosts.from_setting(allowed_hosts) if allowed_hosts.strip() else None
+
+
 def build_app(
     service: QueueService,
     clock: Clock,
@@ -131,7 +138,8 @@ def build_app(
         config.limits, service.pools,
         require_confirmation=config.notifications.require_confirmation,
         confirmations=StoredRequests(service.pools.storage_for),
-        subscribed=service.subscribed)
+        subscribed=service.subscribed,
+        webhooks=_webhooks(config.notifications.allowed_hosts))
     for template, subscription_resource in SUBSCRIPTION_ROUTES:
         app.add_route(template, subscription_resource(subscriptions, clock))
     console.install(app, config.auth.strategy)

@@ -115,6 +115,11 @@ class Supervisor:
         if not self._config.notifications.allowed_hosts:
             log.warning("notifications: [notifications] allowed_hosts is empty, no webhook "
                         "will be sent until it lists the subscribers' hosts")
+        notifications = self._config.notifications
+        if notifications.smtp_host and not notifications.require_confirmation:
+            log.warning("notifications: mail is on ([notifications] smtp_host) without "
+                        "require_confirmation: any tenant can have this server mail any "
+                        "address (docs/notifications.md, Mail)")
         self._launch()
         self._thread = threading.Thread(target=self._watch, daemon=True,
                                         name="zq-notifier-supervisor")

@@ -745,6 +745,17 @@ class EventLog(ABC):
     def trim(self, *, up_to: str) -> int:
         """Remove events up to and including cursor ``up_to``; returns how many."""
 
+    @abstractmethod
+    def end(self) -> str | None:
+        """The cursor of the last event ``read`` could return now (None: there is none).
+
+        A read after it returns what is new since the call (and what
+        transactions in flight at the call commit) without reading the log
+        before it: where a new subscription's notifications start. On a log
+        without ``final_order`` an event numbered before the call but
+        committed after it falls behind (its write began before the call).
+        """
+
     def sort_key(self, cursor: str) -> tuple[int, ...]:
         """A key that orders cursors as ``read`` returns them (integer cursors here).
 
@@ -855,13 +866,17 @@ class SubscriptionController(ABC):
         subscriber: str,
         ttl: int,
         options: dict[str, Any],
+        *,
+        subscription_id: str | None = None,
     ) -> str | None:
         """Store a new, unconfirmed subscription expiring at now + ttl; its id.
 
         None, and nothing changes, when a live subscription of the same
         subscriber to the queue exists (Zaqar's storage answer; see
         ``find``). An expired one of the same subscriber is replaced, in
-        the same atomic step.
+        the same atomic step. ``subscription_id``: the id to give it (a
+        ``new_subscription_id()``), so that a caller can store what hangs on
+        the id before the subscription is visible; made here when None.
         """
 
     @abstractmethod
