@@ -94,7 +94,7 @@ def register(subparsers: Any) -> None:
                "  zq stats --events /data/zq-events --sql \"SELECT queue, count(*) FROM events "
                "GROUP BY queue\"\n"
                "  zq stats --events /data/zq-events --since 2026-11-27T09:00Z --bucket 5m\n"
-               "  zq stats signatures --events /data/zq-events --signature 82cd7e6e0a36 "
+               "  zq stats signatures --events /data/zq-events --signature bea0bcd6026f "
                "--format csv  # every message id of one poison signature\n"
                "  zq stats advise --events /data/zq-events               # retry-policy advice\n"
                "  zq stats advise --events /data/zq-events --queue orders --tolerance 0 "
