@@ -20,7 +20,7 @@ from zq.commands import redrive as command
 from zq.errors import MessageNotFound
 from zq.events import REDRIVEN, fingerprint
 from zq.storage import open_storage
-from zq.storage.base import NewMessage
+from zq.storage.records import NewMessage
 from zq.storage.sql import migrate
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zq import moves
-from zq.storage.base import MessageRecord
+from zq.storage.records import MessageRecord
 
 # A call reads at most this many times its limit cap of messages of the
 # dead letter queue (a filter that selects few costs bounded work per

@@ -52,14 +52,8 @@ from zq.metadata_cache import MetadataCache
 from zq.opening import Opened, OpenedClaim, Unreadable, open_each, opened_claim
 from zq.pooling import Pools
 from zq.pooling.base import PoolDown
-from zq.storage.base import (
-    ClaimRecord,
-    MessageRecord,
-    NewMessage,
-    QueueRecord,
-    QueueStats,
-    Storage,
-)
+from zq.storage.base import Storage
+from zq.storage.records import ClaimRecord, MessageRecord, NewMessage, QueueRecord, QueueStats
 from zq.subscribed import SubscribedQueues
 
 # A project and queue name no client can use (names cannot contain ":"),

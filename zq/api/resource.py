@@ -13,7 +13,7 @@ from zq.clock import Clock
 from zq.config import Limits
 from zq.opening import Unreadable
 from zq.service import QueueService
-from zq.storage.base import MessageRecord
+from zq.storage.records import MessageRecord
 
 
 class Resource:

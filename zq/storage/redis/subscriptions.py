@@ -14,13 +14,9 @@ import redis
 
 from zq.clock import Clock
 from zq.errors import StorageUnavailable, SubscriptionConflict, SubscriptionNotFound
-from zq.storage.base import (
-    SubscriptionController,
-    SubscriptionRecord,
-    new_subscription_id,
-    subscription_age,
-)
+from zq.storage.records import SubscriptionRecord
 from zq.storage.redis.scripts import ScriptBook
+from zq.storage.subscriptions import SubscriptionController, new_subscription_id, subscription_age
 
 T = TypeVar("T")
 
