@@ -17,7 +17,7 @@ from typing import Any
 
 from zq.config import Limits
 from zq.errors import InvalidRequest
-from zq.redrive import DEAD_LETTER_REASONS, RedriveFilter, RedriveRequest
+from zq.poison.redrive import DEAD_LETTER_REASONS, RedriveFilter, RedriveRequest
 
 # Patterns are matched whole (re.fullmatch): "$" would let a final newline
 # through.
@@ -407,7 +407,7 @@ def message_marker(value: str | None) -> int | None:
     return min(int(value), MAX_MARKER)
 
 
-# -- redrive (zq.redrive) -------------------------------------------------
+# -- redrive (zq.poison.redrive) -------------------------------------------------
 
 REDRIVE_FIELDS = frozenset({"to", "filter", "limit", "dry_run", "marker"})
 REDRIVE_FILTER_FIELDS = frozenset({"ids", "reason", "from", "fingerprint",
@@ -422,7 +422,7 @@ def redrive_limit_cap(limits: Limits) -> int:
 
 
 def redrive_document(document: Any, limits: Limits) -> RedriveRequest:
-    """A redrive body (all optional), checked: a zq.redrive.RedriveRequest.
+    """A redrive body (all optional), checked: a zq.poison.redrive.RedriveRequest.
 
     ``{"to", "filter": {"ids", "reason", "from", "fingerprint",
     "dead_lettered_before", "dead_lettered_after"}, "limit", "dry_run",

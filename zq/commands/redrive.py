@@ -28,8 +28,8 @@ from zq.commands.options import (
     config_from_args,
 )
 from zq.encryption import BodyCipher
+from zq.poison.redrive import DEAD_LETTER_REASONS, RedriveResult
 from zq.pooling.setup import open_pools
-from zq.redrive import DEAD_LETTER_REASONS, RedriveResult
 from zq.service import QueueService
 from zq.startup import ensure_default_data_dir, ensure_management_dir
 

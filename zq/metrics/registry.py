@@ -16,7 +16,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from zq.config import MetricsConfig
-from zq.moves import REASON_EXPIRED, REASON_MAX_CLAIM_COUNT, REASON_REJECTED
+from zq.poison.moves import REASON_EXPIRED, REASON_MAX_CLAIM_COUNT, REASON_REJECTED
 
 # Seconds; requests are mostly milliseconds, a long poll or a slow backend seconds.
 HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

@@ -6,7 +6,7 @@ from bson import ObjectId
 
 from tests.drivers.mongo.helpers import bodies, message
 from tests.drivers.mongo.recording import record
-from zq.dead_letter import DeadLetterPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.mongo.documents import free
 from zq.storage.mongo.moves import move_document
 

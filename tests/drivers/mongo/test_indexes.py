@@ -22,7 +22,7 @@ from bson import ObjectId
 from tests.drivers.mongo.helpers import bodies
 from tests.drivers.mongo.recording import Call, record
 from tests.drivers.mongo.session import real_server_url
-from zq.dead_letter import DeadLetterPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.mongo.indexes import INDEXES
 
 

@@ -13,10 +13,10 @@ from bson import ObjectId
 from pymongo import ReturnDocument
 
 from zq import events
-from zq.backoff import BackoffPolicy, release_delay
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.events import event_fields
+from zq.poison.backoff import BackoffPolicy, release_delay
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import ClaimController
 from zq.storage.mongo.consumers import write_record
 from zq.storage.mongo.context import MongoContext
@@ -56,7 +56,7 @@ class MongoClaims(ClaimController):
                 held: dict[str, Any] = {"claim_id": claim_id, "claim_expires": claim_expires}
                 if backoff is not None:
                     # Claimable again at the claim's expiry plus its backoff:
-                    # an expiry of the claim implies it (zq.backoff).
+                    # an expiry of the claim implies it (zq.poison.backoff).
                     held["delay_until"] = claim_expires + backoff.delay_for(
                         candidate["claim_count"] + 1)
                 return self._b.messages.find_one_and_update(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import uuid
 
-from zq.backoff import BackoffPolicy
 from zq.clock import Clock
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
+from zq.poison.backoff import BackoffPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import ClaimController
 from zq.storage.records import ClaimRecord, ConsumerEntry, MessageRecord
 from zq.storage.redis.consumers import consumer_args

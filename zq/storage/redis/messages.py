@@ -7,9 +7,9 @@ from typing import Any
 
 from zq import events
 from zq.clock import Clock
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
-from zq.moves import Move
+from zq.poison.dead_letter import DeadLetterPolicy
+from zq.poison.moves import Move
 from zq.storage.base import MessageController
 from zq.storage.records import MessageRecord, NewMessage
 from zq.storage.redis.scripts import ScriptBook

@@ -10,11 +10,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from zq import events
-from zq.backoff import release_delay
 from zq.clock import Clock
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import MessageNotFound
-from zq.moves import Move
+from zq.poison.backoff import release_delay
+from zq.poison.dead_letter import DeadLetterPolicy
+from zq.poison.moves import Move
 from zq.storage.base import MessageController
 from zq.storage.checks import check_delete, check_move
 from zq.storage.records import MessageRecord, NewMessage
