@@ -153,7 +153,7 @@ class QueueService:
         def patch() -> tuple[dict[str, Any], str | None]:
             current = storage.queues.read_metadata(project, queue)
             if not current.exists:
-                raise QueueNotFound(f"Queue {queue!r} does not exist.")
+                raise QueueNotFound.gone(queue)
             checked = meta.validate(apply_patch(current.metadata, changes), self.limits)
             self._check_encryption(checked, current.metadata)
             flavor = checked.get(meta.FLAVOR)
@@ -505,7 +505,7 @@ class QueueService:
         moved = storage.messages.move(project, queue, [message_id], move,
                                       claim_id=claim_id, client_id=client_id)
         if not moved:
-            raise MessageNotFound(f"Message {message_id!r} does not exist.")
+            raise MessageNotFound.gone(message_id)
 
     def pop_messages(
         self, project: str, queue: str, count: int, *, client_id: str | None

@@ -12,7 +12,7 @@ from bson import ObjectId
 from zq.storage.base import Storage
 from zq.storage.mongo.storage import MongoStorage
 from zq.storage.redis.storage import RedisStorage
-from zq.storage.sql.driver import SqlStorage
+from zq.storage.sql.storage import SqlStorage
 from zq.storage.sql.schema import messages
 
 

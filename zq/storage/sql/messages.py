@@ -246,7 +246,7 @@ class SqlMessages(MessageController):
                 .with_for_update()
             ).first()
             if row is None:
-                raise MessageNotFound(f"Message {message_id!r} does not exist.")
+                raise MessageNotFound.gone(message_id)
             check_move(message_id, claim_id,
                        live_claim_id(row, now))
             wait = (release_delay(row.delay_until, row.claim_expires)

@@ -233,7 +233,7 @@ local function remove_msg(m)
   end
 end
 
--- Append one event to the backend's stream (fields decoded by eventlog.py).
+-- Append one event to the backend's stream (fields decoded by events.py).
 local function event(project, queue, kind, msg_id, claim_id, client, count, detail)
   local f = {'t', NOW_S, 'p', project, 'q', queue, 'k', kind}
   local function put(name, value)
