@@ -60,10 +60,8 @@ def _changes(document: Any, limits: Limits) -> SubscriptionChanges:
         raise InvalidRequest("No subscription to create.")
     if not isinstance(document, dict):
         raise InvalidRequest("Subscriptions must be a dict.")
-    unknown = sorted(set(document) - FIELDS)
-    if unknown:
-        raise InvalidRequest(
-            f"Unknown subscription fields {unknown}; known: {sorted(FIELDS)}.")
+    validation.refuse_unknown(document, FIELDS, lambda unknown: (
+        f"Unknown subscription fields {unknown}; known: {sorted(FIELDS)}."))
     subscriber = document.get("subscriber")
     if "subscriber" in document:
         subscriber = _subscriber(subscriber, limits)
@@ -143,9 +141,8 @@ def confirming(document: Any) -> bool:
     confirmed = document.get("confirmed") if isinstance(document, dict) else None
     if not isinstance(confirmed, bool):
         raise InvalidRequest("The 'confirmed' should be boolean.")
-    unknown = sorted(set(document) - {"confirmed"})
-    if unknown:
-        raise InvalidRequest(f"Unknown confirmation fields {unknown}; known: ['confirmed'].")
+    validation.refuse_unknown(document, {"confirmed"}, lambda unknown: (
+        f"Unknown confirmation fields {unknown}; known: ['confirmed']."))
     return confirmed
 
 

@@ -630,8 +630,8 @@ class Storage(ABC):
     consumers: ConsumerLog
     # The driver's VersionedDeliveries, when it has the capability.
     versioned: VersionedDeliveries | None = None
-    # The notifier's cursors and leases (zq.storage.cursors), when the driver has them.
-    notification_cursors: NotificationCursors | None = None
+    # The notifier's cursors and leases (zq.storage.cursors).
+    notification_cursors: NotificationCursors
     subscriptions: SubscriptionController
 
     @abstractmethod
