@@ -83,7 +83,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("HTTP and background work", ("zq.api", "zq.auth", "zq.console", "zq.notifications",
                                   "zq.metrics", "zq.analytics", "zq.housekeeping")),
     ("service rules", ("zq.service", "zq.subscriptions", "zq.metadata",
-                       "zq.metadata_cache", "zq.subscribed")),
+                       "zq.metadata_cache", "zq.subscribed", "zq.opening")),
     ("pooling", ("zq.pooling",)),
     ("storage contract and drivers", ("zq.storage",)),
     ("rules: the poison workflow, client input, queue filters, notification policy", (

@@ -13,7 +13,12 @@ from typing import Any, TypeVar
 import redis
 
 from zq.clock import Clock
-from zq.errors import StorageUnavailable, SubscriptionConflict, SubscriptionNotFound
+from zq.errors import (
+    BACKEND_UNREACHABLE,
+    StorageUnavailable,
+    SubscriptionConflict,
+    SubscriptionNotFound,
+)
 from zq.storage.records import SubscriptionRecord
 from zq.storage.redis.controller import RedisController
 from zq.storage.redis.scripts import ScriptBook
@@ -61,8 +66,7 @@ class RedisSubscriptions(RedisController, SubscriptionController):
         try:
             return work()
         except redis.RedisError as exc:
-            raise StorageUnavailable("The storage backend is unreachable.",
-                                     detail=f"Redis: {exc}") from exc
+            raise StorageUnavailable(BACKEND_UNREACHABLE, detail=f"Redis: {exc}") from exc
 
     def _records(self, sids: list[str], now: float, *, project: str | None = None,
                  queue: str | None = None) -> list[SubscriptionRecord]:
