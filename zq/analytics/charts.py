@@ -20,7 +20,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
 
 from zq.analytics.definitions import MIN_FINISHED
-from zq.analytics.numbers import plural
+from zq.analytics.number_formats import plural
 from zq.analytics.results import Result
 
 TOP_QUEUES = 6
