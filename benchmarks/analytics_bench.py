@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from zq.analytics.arguments import add_stats_arguments
 from zq.analytics.export import export
 from zq.analytics.synthetic import synthetic_events
-from zq.storage.base import Event, EventLog
+from zq.storage.base import EventLog
+from zq.storage.records import Event
 
 
 class SyntheticEventLog(EventLog):

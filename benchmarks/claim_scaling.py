@@ -60,7 +60,8 @@ from zq.backoff import BackoffPolicy
 from zq.dead_letter import DeadLetterPolicy
 from zq.events import fingerprint
 from zq.storage import open_storage
-from zq.storage.base import NewMessage, Storage
+from zq.storage.base import Storage
+from zq.storage.records import NewMessage
 
 PROJECT = "scaling"
 POST_BATCH = 1000

@@ -25,7 +25,9 @@ from zq.config import Limits
 from zq.pooling import SingleBackend
 from zq.service import QueueService
 from zq.storage import open_storage
-from zq.storage.base import ConsumerClaim, ConsumerLog, Storage
+from zq.storage.base import Storage
+from zq.storage.consumer_log import ConsumerLog
+from zq.storage.records import ConsumerClaim
 
 BATCH = 10
 

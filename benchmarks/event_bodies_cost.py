@@ -27,7 +27,8 @@ from zq.config import Limits
 from zq.pooling import SingleBackend
 from zq.service import QueueService
 from zq.storage import open_storage
-from zq.storage.base import NewMessage, Storage
+from zq.storage.base import Storage
+from zq.storage.records import NewMessage
 
 BATCH = 10
 BLOCK = 20  # posts timed together; the sides alternate block by block

@@ -28,7 +28,7 @@ def measure(events: int) -> float:
     from zq.events import fingerprint
     from zq.pooling import SingleBackend
     from zq.storage import open_storage
-    from zq.storage.base import NewMessage
+    from zq.storage.records import NewMessage
     from zq.subscriptions import SubscriptionService
 
     folder = tempfile.mkdtemp()

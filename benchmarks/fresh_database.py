@@ -35,7 +35,8 @@ from sqlalchemy import event
 
 from zq.events import fingerprint
 from zq.storage import open_storage
-from zq.storage.base import NewMessage, Storage
+from zq.storage.base import Storage
+from zq.storage.records import NewMessage
 from zq.storage.sql import migrate
 
 BATCH = 10

@@ -24,7 +24,8 @@ import uuid
 
 from zq.events import fingerprint
 from zq.storage import open_storage
-from zq.storage.base import NewMessage, Storage
+from zq.storage.base import Storage
+from zq.storage.records import NewMessage
 from zq.storage.sql import postgresql
 
 ONE_STATEMENT_FITS = {"postgresql": 3120}

@@ -46,7 +46,8 @@ from zq.clock import SystemClock
 from zq.errors import StorageUnavailable
 from zq.events import fingerprint
 from zq.storage import open_storage
-from zq.storage.base import NewMessage, Storage
+from zq.storage.base import Storage
+from zq.storage.records import NewMessage
 
 PROJECT, QUEUE = "big-project", "big"
 OTHER_PROJECT, OTHER_QUEUE = "other-project", "small"

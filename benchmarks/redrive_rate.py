@@ -32,7 +32,8 @@ from zq.events import fingerprint
 from zq.pooling import SingleBackend
 from zq.service import QueueService
 from zq.storage import open_storage
-from zq.storage.base import NewMessage, Storage
+from zq.storage.base import Storage
+from zq.storage.records import NewMessage
 
 BATCH = 500
 PAGE = 200

@@ -27,7 +27,8 @@ sys.path.insert(0, str(HERE))
 
 from zq.analytics.export import export  # noqa: E402
 from zq.analytics.synthetic import synthetic_events  # noqa: E402
-from zq.storage.base import Event, EventLog  # noqa: E402
+from zq.storage.base import EventLog  # noqa: E402
+from zq.storage.records import Event  # noqa: E402
 
 
 class _Log(EventLog):

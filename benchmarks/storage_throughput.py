@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 
 from zq.events import fingerprint
 from zq.storage import open_storage
-from zq.storage.base import NewMessage, Storage
+from zq.storage.base import Storage
+from zq.storage.records import NewMessage
 
 BATCH = 10
 

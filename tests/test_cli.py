@@ -494,7 +494,7 @@ def expire_one_message(uri: str) -> None:
     from zq.clock import ManualClock
     from zq.events import fingerprint
     from zq.storage import open_storage
-    from zq.storage.base import NewMessage
+    from zq.storage.records import NewMessage
 
     storage = open_storage(uri, clock=ManualClock(time.time() - 120))
     try:
@@ -595,7 +595,7 @@ def test_gc_reports_the_expired_claims_it_removed(
     from zq.clock import ManualClock
     from zq.events import fingerprint
     from zq.storage import open_storage
-    from zq.storage.base import NewMessage
+    from zq.storage.records import NewMessage
     from zq.storage.sql import migrate
 
     uri = f"sqlite:///{tmp_path / 'zq.sqlite3'}"
@@ -650,3 +650,23 @@ def test_stats_out_naming_a_file_is_one_plain_line_before_any_work(
     assert_one_line_error(status, err, f"--out {out}")
     assert "Errno" not in err and "FileExistsError" not in err
     assert ("is a file: name a directory" if not under else f"{taken} is a file") in err
+
+
+SQL_SERVERS = [kind for kind in ("postgresql", "mariadb")
+               if kind in (__import__("os").environ.get("ZQ_TEST_BACKENDS") or kind)]
+
+
+@pytest.mark.parametrize("kind", SQL_SERVERS)
+def test_an_unmigrated_server_database_names_the_command_with_its_uri(
+    kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.backends import empty_database
+    from zq.storage.uri import redact
+
+    with empty_database(kind) as made:
+        # As a user writes it: no SQLAlchemy driver in the scheme.
+        uri = made.replace("+psycopg", "").replace("mysql+pymysql", "mysql")
+        status, _, err = run_zq("gc", "--storage", uri, capsys=capsys)
+    # Run literally, a bare `zq db upgrade` would migrate the default SQLite file.
+    assert_one_line_error(status, err, f"run `zq db upgrade --storage {redact(uri)}`")
+    assert "+psycopg" not in err and "+pymysql" not in err

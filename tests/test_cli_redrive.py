@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -14,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.service.stored_bodies import overwrite_body
 from zq import cli, moves
 from zq.commands import redrive as command
 from zq.errors import MessageNotFound
 from zq.events import REDRIVEN, fingerprint
 from zq.storage import open_storage
-from zq.storage.base import NewMessage
+from zq.storage.records import NewMessage
 from zq.storage.sql import migrate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,6 +93,11 @@ def redriven_events(uri: str) -> list[str]:
         storage.close()
 
 
+def parsed(*argv: str) -> argparse.Namespace:
+    """``zq redrive orders-dlq --project shop ARGV`` as the command receives it."""
+    return cli.build_parser().parse_args(["redrive", "orders-dlq", "--project", PROJECT, *argv])
+
+
 def run_zq(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     try:
         status = cli.main(list(argv))
@@ -160,6 +167,33 @@ def test_filters_limit_and_to(capsys: pytest.CaptureFixture[str], uri: str) -> N
     assert status == 0 and out.startswith("Redrove 1 of 1 matched")
 
 
+def test_messages_a_fingerprint_cannot_judge_are_named(capsys: pytest.CaptureFixture[str],
+                                                      uri: str) -> None:
+    good, sealed = dead_letter(uri, "orders", 2)
+    storage = open_storage(uri)
+    try:  # a sealed body, and this command has no [encryption] keys to open it
+        overwrite_body(storage, sealed, "zqe2:k1:AAAA")
+    finally:
+        storage.close()
+    status, out, _ = run_zq(capsys, "redrive", "orders-dlq", "--project", PROJECT,
+                            "--storage", uri, "--fingerprint", fingerprint('{"n": 0}'))
+    assert status == 0 and out.startswith("Redrove 1 of 1 matched")
+    assert (f"1 message(s) could not be decrypted, so --fingerprint could not judge them; "
+            f"they stayed in orders-dlq: {sealed} ") in out
+    assert places(uri, [good, sealed], ("orders", "orders-dlq")) == {
+        good: ["orders"], sealed: ["orders-dlq"]}
+
+
+def test_ids_redrive_just_those_messages(capsys: pytest.CaptureFixture[str], uri: str) -> None:
+    posted = dead_letter(uri, "orders", 4)
+    status, out, _ = run_zq(capsys, "redrive", "orders-dlq", "--project", PROJECT,
+                            "--storage", uri, "--ids", f"{posted[0]},{posted[2]}",
+                            "--ids", posted[3])
+    assert status == 0 and out.startswith("Redrove 3 of 3 matched")
+    where = places(uri, posted, ("orders", "orders-dlq"))
+    assert [where[i] for i in posted] == [["orders"], ["orders-dlq"], ["orders"], ["orders"]]
+
+
 @pytest.mark.parametrize("argv, status, fragment", [
     (["--fingerprint", "nothex"], 2,
      "zq redrive: error: --fingerprint 'nothex' is not a fingerprint"),
@@ -172,6 +206,8 @@ def test_filters_limit_and_to(capsys: pytest.CaptureFixture[str], uri: str) -> N
     (["--from", "x" * 65], 2, "--from may not be more than 64 characters"),
     (["--to", "orders-dlq"], 2, "dead letter queue itself"),
     (["--bogus"], 2, "zq redrive: error: unrecognized arguments: --bogus"),
+    (["--ids", ","], 2, "argument --ids: ',' names no message id"),
+    (["--ids", ",".join(["a"] * 201)], 2, "--ids names 201 messages; at most 200"),
 ])
 def test_bad_flags_are_one_line_errors(capsys: pytest.CaptureFixture[str], uri: str,
                                        argv: list[str], status: int, fragment: str) -> None:
@@ -196,18 +232,13 @@ def test_rate_paces_the_pages(uri: str) -> None:
     clock = [0.0]
     waited = []
 
-    class Args:
-        dlq, project, to, reason, source, fingerprint = "orders-dlq", PROJECT, None, None, \
-            None, None
-        dry_run, rate, limit, create = False, 10.0, None, False
-
     from zq.config import Limits
     from zq.pooling import SingleBackend
     from zq.service import QueueService
 
     storage = open_storage(uri)
     service = QueueService(Limits(), SingleBackend(storage))
-    runner = command.Redrive(service, Args(), io.StringIO(), io.StringIO(),
+    runner = command.Redrive(service, parsed("--rate", "10"), io.StringIO(), io.StringIO(),
                              monotonic=lambda: clock[0])
 
     def wait(seconds: float) -> bool:  # the injected clock moves instead of sleeping
@@ -317,16 +348,12 @@ def paced_run(uri: str, **options: object) -> tuple[command.Redrive, str, str]:
 
     clock = [0.0]
 
-    class Args:
-        dlq, project, to, reason, source, fingerprint = "orders-dlq", PROJECT, None, None, \
-            None, None
-        dry_run, rate, limit, create = False, None, None, False
-
+    args = parsed()
     for name, value in options.items():
-        setattr(Args, name, value)
+        setattr(args, name, value)
     storage = open_storage(uri)
     out, err = io.StringIO(), io.StringIO()
-    runner = command.Redrive(QueueService(Limits(), SingleBackend(storage)), Args(), out, err,
+    runner = command.Redrive(QueueService(Limits(), SingleBackend(storage)), args, out, err,
                              monotonic=lambda: clock[0])
 
     def wait(seconds: float) -> bool:

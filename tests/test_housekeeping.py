@@ -9,7 +9,7 @@ import pytest
 
 from zq.housekeeping import JITTER, GarbageCollector
 from zq.pooling.base import PoolDown
-from zq.storage.base import Collected
+from zq.storage.records import Collected
 
 
 class ScriptedStop:

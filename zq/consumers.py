@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from zq import validation
-from zq.storage.base import ConsumerClaim, ConsumerEntry, ConsumerLog
+from zq.storage.consumer_log import ConsumerLog
+from zq.storage.records import ConsumerClaim, ConsumerEntry
 
 SUSPECT_LAPSED_CONSUMERS = "_suspect_lapsed_consumers"
 HEADER = "X-Zq-Suspected"

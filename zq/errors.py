@@ -156,6 +156,10 @@ class StorageUnavailable(ZqError):
     """
 
     title = "Service unavailable"
+    # Seconds a client should wait before trying again (the Retry-After
+    # header): a lost connection is retried on the next request, and a
+    # failover takes seconds.
+    retry_after = 1
 
     def __init__(self, description: str, *, detail: str = "") -> None:
         super().__init__(description)
@@ -163,6 +167,16 @@ class StorageUnavailable(ZqError):
 
     def __str__(self) -> str:
         return f"{self.description} ({self.detail})" if self.detail else self.description
+
+
+# What a client is told when the backend cannot be reached or has no
+# primary that takes writes (during a failover, say). A write whose
+# connection was lost may have been committed before the loss: the text
+# says so rather than promise that nothing happened.
+BACKEND_UNREACHABLE = (
+    "The storage backend is unreachable or failing over. A write may or may not have "
+    "taken effect; try again after the number of seconds in Retry-After."
+)
 
 
 class NoPoolAvailable(StorageUnavailable):

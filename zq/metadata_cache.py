@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from zq.storage.base import MetadataRead, Storage
+from zq.storage.base import Storage
+from zq.storage.records import MetadataRead
 
 # Past this many queues the cache starts again empty, rather than grow.
 MAX_ENTRIES = 10000

@@ -36,6 +36,7 @@ REASON_MAX_CLAIM_COUNT = "max_claim_count"
 REASON_REJECTED = "rejected"
 REASON_EXPIRED = "expired"
 REASON_REDRIVEN = "redriven"
+REASON_UNREADABLE = "unreadable"  # its sealed body could not be opened (zq.opening)
 
 # History entry keys.
 QUEUE = "queue"  # the queue the message left
@@ -99,6 +100,14 @@ def dead_lettered(to: str, ttl: int | None) -> Move:
 def rejected(to: str, ttl: int | None, description: str | None) -> Move:
     """A terminal reject by the holder of the message's claim."""
     return Move(to=to, reason=REASON_REJECTED, ttl=ttl, description=description)
+
+
+def unreadable(to: str, ttl: int | None, description: str) -> Move:
+    """A message a claim or pop took whose body could not be opened, set aside.
+
+    The description is the failure (it names the key id, never the body).
+    """
+    return Move(to=to, reason=REASON_UNREADABLE, ttl=ttl, description=description)
 
 
 def expired(to: str, ttl: int | None) -> Move:

@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 
 class Listed(Protocol):
-    """What a filter reads of a listed queue (zq.storage.base.QueueRecord has it).
+    """What a filter reads of a listed queue (zq.storage.records.QueueRecord has it).
 
     Structural, so that the storage contract can use this module without
     this module importing the contract back.

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zq import moves
-from zq.storage.base import MessageRecord
+from zq.storage.records import MessageRecord
 
 # A call reads at most this many times its limit cap of messages of the
 # dead letter queue (a filter that selects few costs bounded work per
@@ -31,7 +31,7 @@ SCAN_FACTOR = 10
 
 # The reasons a dead letter entry can have (filter ``reason``).
 DEAD_LETTER_REASONS = (moves.REASON_MAX_CLAIM_COUNT, moves.REASON_REJECTED,
-                       moves.REASON_EXPIRED)
+                       moves.REASON_EXPIRED, moves.REASON_UNREADABLE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +79,16 @@ class RedriveResult:
     to: dict[str, int]
     next: str | None  # the marker to continue with; None: the walk is over
     created: tuple[str, ...] = ()  # destinations this call created (``create``)
+    # Messages a fingerprint filter could not judge: their bodies could not
+    # be opened (zq.opening); never selected, left where they are.
+    unreadable: Sequence[str] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"matched": self.matched, "moved": self.moved, "to": dict(self.to),
-                "created": list(self.created), "next": self.next}
+        shown = {"matched": self.matched, "moved": self.moved, "to": dict(self.to),
+                 "created": list(self.created), "next": self.next}
+        if self.unreadable:
+            shown["unreadable"] = list(self.unreadable)
+        return shown
 
 
 def dead_letter_entry(record: MessageRecord) -> Mapping[str, Any] | None:

@@ -49,16 +49,11 @@ from zq.errors import (
     QueueNotFound,
 )
 from zq.metadata_cache import MetadataCache
+from zq.opening import Opened, OpenedClaim, Unreadable, open_each, opened_claim
 from zq.pooling import Pools
 from zq.pooling.base import PoolDown
-from zq.storage.base import (
-    ClaimRecord,
-    MessageRecord,
-    NewMessage,
-    QueueRecord,
-    QueueStats,
-    Storage,
-)
+from zq.storage.base import Storage
+from zq.storage.records import ClaimRecord, MessageRecord, NewMessage, QueueRecord, QueueStats
 from zq.subscribed import SubscribedQueues
 
 # A project and queue name no client can use (names cannot contain ":"),
@@ -364,14 +359,14 @@ class QueueService:
         client_id: str | None = None,
         include_claimed: bool = False,
         include_delayed: bool = False,
-    ) -> list[MessageRecord]:
-        """A page of alive messages in queue order."""
+    ) -> Opened:
+        """A page of alive messages in queue order; unreadable bodies left out (zq.opening)."""
         queue = self._queue_name(queue)
         size = validation.limit(
             self.limits.default_page_size if limit is None else limit,
             self.limits.max_messages_per_page,
         )
-        return self._opened(project, self._storage(project, queue).messages.list(
+        return self._open(project, queue, "listing", self._storage(project, queue).messages.list(
             project,
             queue,
             marker=validation.message_marker(marker),
@@ -388,18 +383,22 @@ class QueueService:
         if not validation.is_id_shaped(message_id):
             raise MessageNotFound("No message has this id.")
         record = self._storage(project, queue).messages.get(project, queue, message_id)
-        return self._opened(project, [record])[0]
+        if not is_sealed(record.body):
+            return record
+        # The one message asked for: one that cannot be opened is the answer's error.
+        return dataclasses.replace(
+            record, body=open_body(self._cipher, record.body, project, record.id))
 
     def get_messages(
         self, project: str, queue: str, message_ids: Sequence[str]
-    ) -> list[MessageRecord]:
-        """The alive ones among ``message_ids`` (possibly none)."""
+    ) -> Opened:
+        """The alive ones among ``message_ids`` (possibly none); unreadable ones left out."""
         queue = self._queue_name(queue)
         ids = _id_shaped(validation.id_list(list(message_ids), self.limits))
         if not ids:
-            return []
-        return self._opened(project, self._storage(project, queue).messages.get_many(
-            project, queue, ids))
+            return Opened([])
+        return self._open(project, queue, "read by ids",
+                          self._storage(project, queue).messages.get_many(project, queue, ids))
 
     def delete_message(
         self,
@@ -531,8 +530,12 @@ class QueueService:
         storage = self._storage(project, queue)
 
         # Pop deletes what it returns: a body that cannot be opened must be
-        # found before, or the message would be lost.
-        self._opened(project, storage.messages.list(project, queue, limit=count, echo=True))
+        # found before, or the message would be lost. It is moved to the dead
+        # letter queue, or, without one, the pop is refused: it would be next.
+        ahead = self._open(project, queue, "pop",
+                           storage.messages.list(project, queue, limit=count, echo=True))
+        if ahead.unreadable:
+            self._set_aside(storage, project, queue, ahead.unreadable, claim=None)
 
         def pop(stored: dict[str, Any], version: str | None) -> list[MessageRecord]:
             policy = dead_letter.policy_from_metadata(stored)
@@ -542,7 +545,10 @@ class QueueService:
             return storage.messages.pop(project, queue, limit=count, client_id=client_id,
                                         dead_letter=policy)
 
-        return self._opened(project, self._with_metadata(project, queue, storage, pop))
+        popped = self._with_metadata(project, queue, storage, pop)
+        # An unreadable one here became free after the read above: it is
+        # deleted, and left out with its id logged.
+        return self._open(project, queue, "pop", popped).messages
 
     # -- claims ---------------------------------------------------------
 
@@ -554,8 +560,13 @@ class QueueService:
         *,
         limit: int | None,
         client_id: str | None,
-    ) -> ClaimRecord | None:
-        """Claim up to ``limit`` free messages; None when none was delivered."""
+    ) -> OpenedClaim | None:
+        """Claim up to ``limit`` free messages; None when none was delivered.
+
+        A message whose body cannot be opened is left out of the claim and
+        set aside (``_set_aside``); when every message taken was, the claim
+        is released and comes back with no messages and those left out.
+        """
         queue = self._queue_name(queue)
         ttl, grace = validation.claim_options(document, self.limits)
         size = validation.limit(
@@ -583,14 +594,22 @@ class QueueService:
         claimed = self._with_metadata(project, queue, storage, claim)
         if claimed is None:
             return None
-        return self._opened_claim(project, claimed)
+        opened = self._open(project, queue, "claim", claimed.messages)
+        if opened.unreadable:
+            self._set_aside(storage, project, queue, opened.unreadable, claim=claimed)
+            if not opened.messages:
+                # Its holder never gets its id: ended now, not suspected of lapsing.
+                storage.claims.release(project, queue, claimed.id, client_id=None)
+                self._consumers.settled(storage.consumers, project, queue, claimed.id,
+                                        self.clock.now(), ended=True)
+        return opened_claim(claimed, opened)
 
-    def get_claim(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
-        """A live claim with its messages; raises ClaimNotFound."""
+    def get_claim(self, project: str, queue: str, claim_id: str) -> OpenedClaim:
+        """A live claim with its messages (unreadable ones left out); raises ClaimNotFound."""
         queue = self._queue_name(queue)
         _check_claim_id(claim_id)
-        return self._opened_claim(
-            project, self._storage(project, queue).claims.get(project, queue, claim_id))
+        claimed = self._storage(project, queue).claims.get(project, queue, claim_id)
+        return opened_claim(claimed, self._open(project, queue, "claim", claimed.messages))
 
     def renew_claim(
         self,
@@ -663,11 +682,13 @@ class QueueService:
             raise QueueNotFound(
                 f"Queue {queue!r} does not exist, so there are no dead letters to redrive "
                 "from it; check the name and the project.")
-        groups, matched, following = self._redrive_selection(project, queue, storage, request)
+        unreadable: list[str] = []
+        groups, matched, following = self._redrive_selection(project, queue, storage, request,
+                                                             unreadable)
         created = self._check_redrive_destinations(project, queue, request, list(groups))
         if request.dry_run:
             counts = {to: len(ids) for to, ids in groups.items()}
-            return redrive.RedriveResult(matched, 0, counts, following, created)
+            return redrive.RedriveResult(matched, 0, counts, following, created, unreadable)
         counts = {}
         for to, ids in groups.items():
             ttl = meta.effective(self._stored_metadata(project, to),
@@ -676,20 +697,27 @@ class QueueService:
                                           client_id=client_id)
             if moved:
                 counts[to] = len(moved)
-        return redrive.RedriveResult(matched, sum(counts.values()), counts, following, created)
+        return redrive.RedriveResult(matched, sum(counts.values()), counts, following, created,
+                                     unreadable)
 
     def _redrive_selection(
-        self, project: str, queue: str, storage: Storage, request: redrive.RedriveRequest
+        self, project: str, queue: str, storage: Storage, request: redrive.RedriveRequest,
+        unreadable: list[str],
     ) -> tuple[dict[str, list[str]], int, str | None]:
-        """The selected ids by destination, how many, and the ``next`` marker."""
+        """The selected ids by destination, how many, and the ``next`` marker.
+
+        A fingerprint filter needs each body's plaintext: the ids of those
+        that cannot be opened go to ``unreadable`` (never selected).
+        """
         page_size = validation.redrive_limit_cap(self.limits)
         groups: dict[str, list[str]] = {}
+        fingerprint_of = self._fingerprint_of(project, queue, unreadable)
 
         def take(records: list[MessageRecord], room: int) -> int | None:
             # A held message is not taken from its holder (the primitive
             # would skip it too), nor one that would go back into the queue.
             free = [r for r in records if r.claim_id is None]
-            found, read, last = redrive.select(free, request, self._fingerprint_of(project), room)
+            found, read, last = redrive.select(free, request, fingerprint_of, room)
             for to, ids in found.items():
                 if to != queue:
                     groups.setdefault(to, []).extend(ids)
@@ -717,15 +745,23 @@ class QueueService:
             if _count(groups) >= request.limit or budget <= 0 or not page:
                 return groups, _count(groups), None if not page else str(marker)
 
-    def _fingerprint_of(self, project: str) -> Callable[[MessageRecord], str]:
-        """The fingerprint events and analytics give a stored message (keyed if sealed)."""
+    def _fingerprint_of(self, project: str, queue: str,
+                        unreadable: list[str]) -> Callable[[MessageRecord], str]:
+        """The fingerprint events and analytics give a stored message (keyed if sealed).
+
+        One whose body cannot be opened has none (``""`` matches no filter);
+        its id goes to ``unreadable``.
+        """
 
         def fingerprint(record: MessageRecord) -> str:
             if not is_sealed(record.body):
                 return events.fingerprint(record.body)
-            opened = open_body(self._cipher, record.body, project, record.id)
-            assert self._cipher is not None  # open_body refused otherwise
-            return self._cipher.fingerprint(opened)
+            opened = open_each(self._cipher, project, queue, [record], "redrive by fingerprint")
+            if opened.unreadable:
+                unreadable.append(record.id)
+                return ""
+            assert self._cipher is not None  # a sealed body opened: there are keys
+            return self._cipher.fingerprint(opened.messages[0].body)
 
         return fingerprint
 
@@ -821,16 +857,41 @@ class QueueService:
             )
         return self._cipher
 
-    def _opened(self, project: str, records: list[MessageRecord]) -> list[MessageRecord]:
+    def _open(self, project: str, queue: str, read: str,
+              records: Sequence[MessageRecord]) -> Opened:
         """Records as clients see them: sealed bodies opened, whatever the queue's flag."""
-        return [
-            dataclasses.replace(r, body=open_body(self._cipher, r.body, project, r.id))
-            if is_sealed(r.body) else r
-            for r in records
-        ]
+        return open_each(self._cipher, project, queue, records, read)
 
-    def _opened_claim(self, project: str, claim: ClaimRecord) -> ClaimRecord:
-        return dataclasses.replace(claim, messages=self._opened(project, claim.messages))
+    def _set_aside(self, storage: Storage, project: str, queue: str,
+                   unreadable: Sequence[Unreadable], *, claim: ClaimRecord | None) -> None:
+        """Take unreadable messages a claim (or a pop, ``claim`` None) took out of the way.
+
+        With a ``_dead_letter_queue``: moved there now, reason ``unreadable``
+        and the failure as description (zq.moves.unreadable); a redrive
+        brings them back once the key is restored. Without one, a claimed
+        message leaves the claim and is claimable again after the claim's
+        ttl (a retry reject): its claim count is its own, it is not held by
+        a claim its holder never saw, and it does not come back first in
+        every claim. A pop without a dead letter queue is refused
+        (EncryptionFailure): popping would delete it, and it is next.
+        """
+        stored = self._stored_metadata(project, queue)
+        target = stored.get(meta.DEAD_LETTER_QUEUE)
+        if not target and claim is None:
+            raise EncryptionFailure(unreadable[0].reason)
+        for message in unreadable:
+            try:
+                if target:
+                    move = moves.unreadable(target, stored.get(meta.DEAD_LETTER_TTL),
+                                            message.reason)
+                    storage.messages.move(project, queue, [message.id], move,
+                                          claim_id=claim.id if claim else None, client_id=None)
+                elif claim is not None:
+                    storage.messages.reject(project, queue, message.id, claim_id=claim.id,
+                                            client_id=None, description=message.reason,
+                                            retry_after=claim.ttl)
+            except (ClaimMismatch, MessageNotFound):
+                continue  # it left the claim meanwhile (expired, deleted): nothing to do
 
     def _with_metadata(
         self,

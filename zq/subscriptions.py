@@ -26,7 +26,9 @@ from zq import retry_policy, subscribers, validation
 from zq.config import Limits
 from zq.errors import InvalidRequest, SubscriptionConflict, SubscriptionNotFound
 from zq.pooling import Pools
-from zq.storage.base import Storage, SubscriptionRecord, new_subscription_id
+from zq.storage.base import Storage
+from zq.storage.records import SubscriptionRecord
+from zq.storage.subscriptions import new_subscription_id
 from zq.subscribed import SubscribedQueues
 
 # Zaqar's subscriber_types less trust+http(s), which need Keystone trusts.

@@ -16,7 +16,7 @@ from zq.analytics.synthetic import (
     poison_workflow_events,
     synthetic_events,
 )
-from zq.storage.base import Event
+from zq.storage.records import Event
 
 
 @pytest.fixture(scope="session")

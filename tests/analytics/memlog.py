@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from zq.storage.base import Event, EventLog
+from zq.storage.base import EventLog
+from zq.storage.records import Event
 
 
 class MemoryEventLog(EventLog):

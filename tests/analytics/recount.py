@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from tests.analytics.recount_advice import signatures
 from tests.analytics.recount_poison import dead_letters_by_reason, redrive_outcomes, rejections
-from zq.storage.base import Event
+from zq.storage.records import Event
 
 STEP_KINDS = {"posted", "claimed", "released", "deleted", "dead_lettered", "expired",
               "rejected", "redriven"}

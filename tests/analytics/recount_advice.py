@@ -14,7 +14,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 from zq.encryption import is_sealed
-from zq.storage.base import Event
+from zq.storage.records import Event
 
 ENDS = ("deleted", "dead_lettered", "expired")
 KINDS = ("fixed", "linear", "exponential")

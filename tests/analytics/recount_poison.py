@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import UTC, datetime
 
-from zq.storage.base import Event
+from zq.storage.records import Event
 
 STEPS = ("posted", "claimed", "released", "deleted", "dead_lettered", "expired", "rejected",
          "redriven")

@@ -15,7 +15,7 @@ from zq.analytics.job import run
 from zq.analytics.schema import event_row
 from zq.analytics.shapes import body_shape
 from zq.analytics.synthetic import ADVISOR_PROJECT
-from zq.storage.base import Event
+from zq.storage.records import Event
 
 # -- the arithmetic alone (no Spark) ---------------------------------------------
 

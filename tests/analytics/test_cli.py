@@ -15,7 +15,7 @@ from zq.analytics.cli import run_stats
 from zq.analytics.export import export
 from zq.clock import ManualClock
 from zq.events import fingerprint
-from zq.storage.base import Event, NewMessage
+from zq.storage.records import Event, NewMessage
 from zq.storage.sql import open_sql
 
 

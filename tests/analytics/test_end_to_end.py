@@ -16,7 +16,7 @@ from zq.analytics.export import backend_id, export, read_state
 from zq.clock import ManualClock
 from zq.dead_letter import policy_from_metadata
 from zq.events import fingerprint
-from zq.storage.base import NewMessage
+from zq.storage.records import NewMessage
 from zq.storage.sql import open_sql
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ import pytest
 from tests.analytics.memlog import LogOnlyStorage, MemoryEventLog
 from tests.analytics.test_export import exported
 from zq.analytics.export import export, settled
-from zq.storage.base import Event
+from zq.storage.records import Event
 
 
 class LateCommitLog(MemoryEventLog):

@@ -28,7 +28,8 @@ from tests.contract.helpers import new_message
 from zq.analytics.export import export
 from zq.clock import ManualClock
 from zq.dead_letter import DeadLetterPolicy
-from zq.storage.base import Event, Storage
+from zq.storage.base import Storage
+from zq.storage.records import Event
 
 __all__ = ["backend_name", "clock", "project", "storage", "storage_factory"]
 

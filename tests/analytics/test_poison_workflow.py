@@ -19,7 +19,7 @@ from tests.analytics.test_stats import assert_same, stats
 from zq import events as ev
 from zq.analytics.schema import event_row
 from zq.analytics.synthetic import ADVISOR_WORKER, WORKFLOW_PROJECT, poison_workflow_events
-from zq.storage.base import Event
+from zq.storage.records import Event
 
 W = WORKFLOW_PROJECT
 

@@ -21,7 +21,7 @@ from zq.analytics.export import export
 from zq.analytics.job import run
 from zq.dead_letter import policy_from_metadata
 from zq.events import fingerprint
-from zq.storage.base import NewMessage
+from zq.storage.records import NewMessage
 
 P, Q, DLQ = "analytics", "orders", "orders-dlq"
 WORKER = "00000000-0000-4000-8000-0000000000b1"

@@ -19,7 +19,7 @@ from tests.analytics.recount_advice import signature_id
 from tests.analytics.test_stats import assert_same
 from tests.analytics.test_trend_buckets import exported
 from zq.analytics import advice, job, plain
-from zq.storage.base import Event
+from zq.storage.records import Event
 
 T = 1_700_006_400.0
 POISON = '{"card":null}'

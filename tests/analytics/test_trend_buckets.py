@@ -18,7 +18,7 @@ from tests.analytics.recount import bucket_of, recount
 from zq.analytics import buckets, job
 from zq.analytics.export import export
 from zq.analytics.synthetic import POISON_WORKFLOW, synthetic_events
-from zq.storage.base import Event
+from zq.storage.records import Event
 
 START = 1_700_006_400.0  # 2023-11-15T00:00:00Z
 

@@ -9,9 +9,11 @@ import os
 import pytest
 
 from tests.api.helpers import Api, assert_error
+from tests.service.stored_bodies import overwrite_body
 from zq.api import create_app
 from zq.config import Config
 from zq.encryption import is_sealed
+from zq.opening import HEADER as UNREADABLE
 
 FLAG = "_enable_encrypt_messages"
 
@@ -71,13 +73,62 @@ def test_a_body_sealed_with_a_key_the_server_lacks_is_a_clean_500(keyed, storage
     other = Api(create_app(keys_config("k2"), storage=storage, clock=clock), keyed.project)
     for result in (
         other.get(f"/v2/queues/q/messages/{message_id}"),
-        other.get("/v2/queues/q/messages", params={"echo": "true"}),
         other.delete("/v2/queues/q/messages", params={"pop": 1}),
     ):
         assert_error(result, 500, f"Message {message_id} was encrypted with key 'k1'")
         assert result.json["title"] == "Message encryption failed"
     # Nothing was lost: the server with the key still reads it.
     assert keyed.get(f"/v2/queues/q/messages/{message_id}").json["body"] == "hello"
+
+
+def test_unreadable_messages_are_left_out_and_named_in_a_header(keyed, storage, clock):
+    keyed.put("/v2/queues/q", json={FLAG: True})
+    good, bad, last = keyed.post_messages("q", {"body": 1}, {"body": 2}, {"body": 3})
+    overwrite_body(storage, bad, storage.messages.get(keyed.project, "q", good).body)
+
+    listed = keyed.get("/v2/queues/q/messages", params={"echo": "true", "limit": 2})
+    assert listed.status_code == 200
+    assert [m["id"] for m in listed.json["messages"]] == [good]
+    assert listed.headers[UNREADABLE] == bad
+    following = keyed.get(listed.json["links"][0]["href"])
+    assert [m["id"] for m in following.json["messages"]] == [last]
+    assert UNREADABLE not in following.headers
+
+    by_ids = keyed.get("/v2/queues/q/messages", params={"ids": bad})
+    assert by_ids.status_code == 200 and by_ids.json == {"messages": []}
+    assert by_ids.headers[UNREADABLE] == bad
+
+    claimed = keyed.claim("q", limit=10)
+    assert claimed.status_code == 201
+    assert [m["body"] for m in claimed.json["messages"]] == [1, 3]
+    assert claimed.headers[UNREADABLE] == bad
+    claim_path = claimed.headers["location"]
+    shown = keyed.get(claim_path)
+    assert [m["body"] for m in shown.json["messages"]] == [1, 3]
+    assert UNREADABLE not in shown.headers  # it left the claim
+    for message in claimed.json["messages"]:
+        assert keyed.delete(message["href"]).status_code == 204
+    # Only the bad one left, set aside for the claim's ttl: nothing to claim.
+    assert keyed.claim("q").status_code == 204
+    clock.advance(61)
+    nothing = keyed.claim("q")
+    assert nothing.status_code == 204 and nothing.headers[UNREADABLE] == bad
+
+
+def test_a_redrive_by_fingerprint_names_the_messages_it_could_not_judge(keyed, storage):
+    keyed.put("/v2/queues/q", json={FLAG: True, "_dead_letter_queue": "dlq",
+                                      "_max_claim_count": 1})
+    good, bad = keyed.post_messages("q", {"body": 1}, {"body": 1})
+    keyed.delete(keyed.claim("q").headers["location"])
+    assert keyed.claim("q").status_code == 204  # both dead lettered
+    overwrite_body(storage, bad, storage.messages.get(keyed.project, "dlq", good).body)
+    [event] = [e for e in storage.events.read(limit=1000)
+               if e.message_id == good and e.kind == "posted"]
+    result = keyed.post("/v2/queues/dlq/redrive",
+                        json={"filter": {"fingerprint": event.detail["fingerprint"]}})
+    assert result.status_code == 200
+    assert result.json == {"matched": 1, "moved": 1, "to": {"q": 1}, "created": [],
+                           "next": None, "unreadable": [bad]}
 
 
 def sealed_text_length(body_json: str, key_id: str = "k1") -> int:

@@ -16,6 +16,24 @@ def test_ping_fails_when_storage_is_unreachable(api, storage, monkeypatch):
     assert api.head("/v2/ping").status_code == 503
 
 
+def test_a_lost_backend_is_a_503_with_retry_after(api, storage, monkeypatch):
+    """A failover in flight: the client is told to come back, never given a 500."""
+    from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
+
+    def lost(*args, **kwargs):
+        raise StorageUnavailable(BACKEND_UNREACHABLE, detail="connection lost")
+
+    api.put("/v2/queues/q")
+    monkeypatch.setattr(storage.messages, "post", lost)
+    result = api.post("/v2/queues/q/messages", json={"messages": [{"body": 1, "ttl": 60}]})
+    assert_error(result, 503, "failing over")
+    assert "connection lost" not in result.text
+    assert int(result.headers["Retry-After"]) >= 1
+    assert api.get("/v2/ping").headers.get("Retry-After") is None
+    monkeypatch.setattr(storage, "ping", lambda: False)
+    assert api.get("/v2/ping").headers["Retry-After"] == "1"
+
+
 def test_health_is_admin_only(api):
     assert_error(api.get("/v2/health"), 403, "admin")
     assert_error(api.get("/v2/health", headers={"X-Roles": "member"}), 403)

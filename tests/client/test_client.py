@@ -169,6 +169,20 @@ def test_redrive_against_the_server(client):
     assert client.stats("orders-dlq").total == 0
 
 
+def test_redrive_to_a_new_queue_needs_create_and_says_what_it_made(client):
+    client.create_queue("orders", {"_dead_letter_queue": "orders-dlq"})
+    ids = client.post("orders", {"n": 1}, {"n": 2}, ttl=3600)
+    claim = client.claim("orders", limit=2)
+    for message_id in ids:
+        client.reject("orders", message_id, claim.id, description="bad")
+    with pytest.raises(NotFound):
+        client.redrive("orders-dlq", to="orders-retry")
+    assert client.stats("orders-dlq").total == 2  # nothing moved
+    made = client.redrive_all("orders-dlq", to="orders-retry", limit=1, create=True)
+    assert (made.moved, made.to, made.created) == (2, {"orders-retry": 2}, ("orders-retry",))
+    assert sorted(m.id for m in client.list_messages("orders-retry")) == sorted(ids)
+
+
 def test_server_and_transport_failures_have_their_own_types():
     def unavailable(request: httpx.Request) -> httpx.Response:
         return httpx.Response(503, json={"title": "Service Unavailable",

@@ -8,6 +8,7 @@ Screenshots for docs/console.md are taken on the way (docs/console/*.png).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from typing import Any
@@ -371,6 +372,9 @@ def test_token_auth_wrong_refused_right_works_admin_pages_for_admins_only(
     page.locator("#nav-admin").click()
     page.get_by_text("storage: reachable").wait_for()
     assert page.get_by_role("heading", name="Pools").is_visible()
+    # Pooling is off, which the home document tells: pools and flavors are not asked for.
+    page.get_by_text("Pooling is off on this server").first.wait_for()
+    assert not [e for e in watched.console_errors if "/v2/pools" in e or "/v2/flavors" in e]
     shot(page, "admin")
     assert served.script_errors(watched.console_errors) == []
 
@@ -390,6 +394,8 @@ def test_auth_none_asks_for_the_project(watched: Watched, tmp_path: Any) -> None
         page.wait_for_selector('tr[data-queue="inbox"]')
         assert page.locator("#who").inner_text() == "project team-a"
         assert page.locator("#nav-admin").is_hidden()
+        # The box unticked is the answer: no call that could only be refused.
+        assert watched.console_errors == []
     finally:
         server.shutdown()
         server.server_close()
@@ -410,3 +416,74 @@ def test_readable_on_a_narrow_screen(served: Served, watched: Watched) -> None:
     assert page.evaluate(overflow) <= 0
     shot(page, "dead-letters-narrow")
     assert re.search(r"2 messages share fingerprint", page.locator("section.group h2").inner_text())
+
+
+def test_leaving_the_dead_letter_page_aborts_what_it_still_waits_for(
+        served: Served, watched: Watched) -> None:
+    """The redrive probe held back until the operator has left: it is aborted,
+    and its answer (had it come) touches no page."""
+    api = served.admin
+    poison(api, "leave", "leave-dlq", {KEY_ERROR: ({"leave": 1}, 1)})
+    page = watched.page
+    held: list[Any] = []
+    failed: list[str] = []
+    page.route("**/v2/queues/leave-dlq/redrive", lambda route: held.append(route))
+    page.on("requestfailed", lambda r: failed.append(r.url) if "/redrive" in r.url else None)
+    sign_in(page, served.url, api.token)
+    page.goto(f"{served.url}/console#/dlq/leave-dlq")
+    page.wait_for_selector("section.group")
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert len(held) == 1
+    page.keyboard.press("g")
+    page.keyboard.press("q")
+    page.wait_for_selector('tr[data-queue="leave-dlq"]')
+    for route in held:  # the answer arrives late (or, aborted, never)
+        with contextlib.suppress(Exception):  # an aborted request cannot be continued
+            route.continue_()
+    page.wait_for_timeout(300)
+    assert served.script_errors(watched.console_errors) == []
+    assert [url.rsplit("/", 2)[-2:] for url in failed] == [["leave-dlq", "redrive"]]
+
+
+def test_a_new_save_outcome_replaces_the_last_and_leaving_clears_it(
+        served: Served, watched: Watched) -> None:
+    api = served.admin
+    dead_letter_policy(api, "tidy", "tidy-dlq")
+    page = watched.page
+    sign_in(page, served.url, api.token)
+    page.goto(f"{served.url}/console#/queue/tidy")
+    status = page.locator("#status")
+    page.get_by_label("Max claim count").fill("5")
+    page.get_by_role("button", name="Save").click()
+    expect(status).to_have_text("Saved the metadata of tidy.")
+
+    # Refused right after (within the notice's 8 s): only the refusal shows.
+    page.get_by_label("Dead letter queue", exact=True).fill("tidy")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#meta-error")).to_contain_text("Not saved: ")
+    expect(status).to_have_text("")
+    # The 409's description names queues, not the key: the field is marked anyway.
+    dlq_field = page.get_by_label("Dead letter queue", exact=True)
+    assert dlq_field.get_attribute("aria-invalid") == "true"
+    assert "its own dead letter queue" in page.locator(
+        '[data-key="_dead_letter_queue"] .field-error').inner_text()
+    assert api.get("/v2/queues/tidy").json["_dead_letter_queue"] == "tidy-dlq"
+
+    # And a success replaces the refusal.
+    dlq_field.fill("tidy-dlq")
+    page.get_by_role("button", name="Save").click()
+    expect(status).to_have_text("Saved the metadata of tidy.")
+    expect(page.locator("#meta-error")).to_have_text("")
+
+    # Leaving (here: signing out, then in on the admin page) clears the notice.
+    page.get_by_role("button", name="Sign out").click()
+    expect(status).to_have_text("")
+    page.get_by_label("API token").fill(api.token)
+    page.get_by_role("button", name="Open console").click()
+    page.locator("#nav-admin").click()
+    page.get_by_text("storage: reachable").wait_for()
+    expect(status).to_have_text("")
+    assert served.script_errors(watched.console_errors) == []

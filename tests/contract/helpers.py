@@ -7,7 +7,8 @@ from typing import Any
 
 from zq.dead_letter import DeadLetterPolicy
 from zq.events import fingerprint
-from zq.storage.base import ClaimRecord, Event, NewMessage, Storage
+from zq.storage.base import Storage
+from zq.storage.records import ClaimRecord, Event, NewMessage
 
 TTL = 300
 CLAIM_TTL = 60

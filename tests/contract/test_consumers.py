@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from zq.dead_letter import DeadLetterPolicy
-from zq.storage.base import ConsumerClaim, ConsumerEntry
+from zq.storage.records import ConsumerClaim, ConsumerEntry
 
 from .helpers import claim, post
 

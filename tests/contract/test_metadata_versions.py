@@ -17,7 +17,7 @@ import pytest
 
 from zq import events
 from zq.errors import MetadataChanged
-from zq.storage.base import MISSING_VERSION
+from zq.storage.records import MISSING_VERSION
 
 from .helpers import CLAIM_TTL, GRACE, claim, events_of, new_message, post
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from zq.clock import ManualClock
 from zq.events import fingerprint
-from zq.storage.base import NewMessage, Storage
+from zq.storage.base import Storage
+from zq.storage.records import NewMessage
 
 LEASE = 30.0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from zq.errors import SubscriptionConflict, SubscriptionNotFound
-from zq.storage.base import Collected
+from zq.storage.records import Collected
 
 HOOK = "http://example.com/hook"
 MAIL = "mailto:ops@example.com"

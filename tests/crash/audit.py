@@ -28,7 +28,8 @@ from tests.crash.workload import Target
 from tests.e2e.server import ServerProcess
 from zq import events
 from zq.storage import open_storage
-from zq.storage.base import Event, Storage
+from zq.storage.base import Storage
+from zq.storage.records import Event
 
 # Servers started with ``crash_environment`` list this many messages per
 # page (ZQ_LIMITS_MAX_MESSAGES_PER_PAGE): the audit reads tens of thousands

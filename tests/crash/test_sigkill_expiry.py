@@ -39,7 +39,7 @@ from tests.e2e.server import ServerProcess, clean_environment
 from zq import events
 from zq.clock import ManualClock
 from zq.storage import open_storage, scheme_of
-from zq.storage.base import NewMessage
+from zq.storage.records import NewMessage
 
 pytestmark = pytest.mark.slow
 log = logging.getLogger(__name__)

@@ -20,7 +20,8 @@ from zq.notifications.confirmation_requests import SENT, key, mark
 from zq.notifications.pump import fetcher
 from zq.notifications.runner import Notifier
 from zq.notifications.webhook import signature
-from zq.storage.base import NewMessage, Storage
+from zq.storage.base import Storage
+from zq.storage.records import NewMessage
 
 KEY = "confirmation-test-key"
 mail_server = pytest.fixture(smtp.__wrapped__, name="mail_server")  # test_sending's SMTP server

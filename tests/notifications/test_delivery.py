@@ -9,7 +9,8 @@ import uuid
 from tests.notifications.helpers import Counts, attach, config, drain, notifier, receiver
 from zq.clock import ManualClock
 from zq.events import fingerprint
-from zq.storage.base import NewMessage, Storage
+from zq.storage.base import Storage
+from zq.storage.records import NewMessage
 
 
 def post(storage: Storage, project: str, queue: str, *bodies: object) -> list[str]:

@@ -22,7 +22,8 @@ from zq.notifications.pump import fetcher
 from zq.notifications.runner import Notifier
 from zq.pooling import SingleBackend
 from zq.service import QueueService
-from zq.storage.base import Event, Storage
+from zq.storage.base import Storage
+from zq.storage.records import Event
 from zq.subscriptions import SubscriptionService
 
 SECRET = "card 4111-1111-1111-1111"

@@ -228,6 +228,7 @@ def test_mail_without_an_smtp_host_fails_and_says_so() -> None:
     outcome = mail.send("mailto:ops@example.com", b"{}", queue="q", host="", port=25,
                         sender="zq@localhost", timeout=5)
     assert not outcome.delivered and "smtp_host" in outcome.detail
+    assert not outcome.retry  # the setting is read at start: no retry could succeed
 
 
 def test_created_at_reads_the_exact_creation_or_errs_early() -> None:

@@ -87,7 +87,7 @@ def test_claim_past_max_claim_count_moves_to_dead_letter_queue(
     assert first is not None and [m.id for m in first.messages] == [mid]
     service.release_claim(project, "work", first.id, client_id=None)
     assert service.claim(project, "work", None, limit=1, client_id=None) is None
-    [moved] = service.list_messages(project, "dead", include_claimed=True)
+    [moved] = service.list_messages(project, "dead", include_claimed=True).messages
     assert moved.id == mid
     [entry] = compact_history(moved.history)
     assert entry["queue"] == "work" and entry["reason"] == moves.REASON_MAX_CLAIM_COUNT
@@ -100,7 +100,7 @@ def test_pop_applies_the_dead_letter_rule(service: QueueService, project: str) -
     assert claim is not None
     service.release_claim(project, "work", claim.id, client_id=None)
     assert service.pop_messages(project, "work", 1, client_id=None) == []
-    assert [m.id for m in service.list_messages(project, "dead")] == [mid]
+    assert [m.id for m in service.list_messages(project, "dead").messages] == [mid]
 
 
 def test_post_over_the_queue_size_cap_is_refused(service: QueueService, project: str) -> None:
@@ -108,7 +108,7 @@ def test_post_over_the_queue_size_cap_is_refused(service: QueueService, project:
     with pytest.raises(InvalidRequest):
         service.post_messages(project, "small", {"messages": [{"body": "x" * 100}]},
                               client_id=None, body_size=200)
-    assert service.list_messages(project, "small") == []
+    assert service.list_messages(project, "small").messages == []
 
 
 def test_claim_limit_over_the_maximum_is_refused(service: QueueService, project: str) -> None:

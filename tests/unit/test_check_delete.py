@@ -1,11 +1,11 @@
-"""The delete rule every driver applies (zq.storage.base.check_delete), on its own."""
+"""The delete rule every driver applies (zq.storage.checks.check_delete), on its own."""
 
 from __future__ import annotations
 
 import pytest
 
 from zq.errors import ClaimMismatch, MessageIsClaimed
-from zq.storage.base import check_delete
+from zq.storage.checks import check_delete
 
 
 def test_a_free_message_deletes_without_a_claim_id() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from zq import consumers
-from zq.storage.base import ConsumerClaim, ConsumerLog
+from zq.storage.consumer_log import ConsumerLog
+from zq.storage.records import ConsumerClaim
 
 NOW = 1_700_000_000.0
 

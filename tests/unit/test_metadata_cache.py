@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from zq.metadata_cache import MAX_ENTRIES, MetadataCache
-from zq.storage.base import MetadataRead
+from zq.storage.records import MetadataRead
 
 
 class FakeStorage:

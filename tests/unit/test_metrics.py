@@ -12,7 +12,7 @@ from zq.config import Config, ConfigError, MetricsConfig
 from zq.metrics.gauges import QueueGauges
 from zq.metrics.registry import DEAD_LETTER_REASONS, Metrics
 from zq.metrics.tail import SETTLE, EventTail, FileTailStore, MemoryTailStore, TailState
-from zq.storage.base import Event, QueueStats
+from zq.storage.records import Event, QueueStats
 
 
 class FakeEvents:

@@ -21,6 +21,7 @@ SERVERS = [
     ("redis", "[::1]:6379", "/0?prefix=zq"),
     ("rediss", "cache", ""),
     ("mongodb", "h1:27017,h2:27017", "/zq?replicaSet=rs0"),
+    ("postgresql", "db1:5432,db2:5433", "/zq?target_session_attrs=read-write"),
 ]
 
 

@@ -58,7 +58,8 @@ import pyarrow.parquet as pq
 from zq.analytics.schema import PARTITION_KEY, event_date, events_table
 from zq.analytics.sink import Sink, open_sink
 from zq.notifications import retention as notification_retention
-from zq.storage.base import Event, Storage
+from zq.storage.base import Storage
+from zq.storage.records import Event
 from zq.storage.uri import without_password
 
 STATE_FILE = "_zq_export_state.json"

@@ -19,7 +19,7 @@ import pyarrow as pa
 from zq import events
 from zq.analytics.shapes import body_shape
 from zq.encryption import is_sealed
-from zq.storage.base import Event
+from zq.storage.records import Event
 
 PARTITION_KEY = "date"
 

@@ -33,7 +33,7 @@ from zq.events import (
     SAMPLE_CHARS,
     fingerprint,
 )
-from zq.storage.base import Event
+from zq.storage.records import Event
 
 POISON_BODIES = (
     {"job": "resize", "image": "corrupt.png"},

@@ -24,7 +24,9 @@ class ClaimCollection(Resource):
             resp.status = falcon.HTTP_204
             resp.set_header(HEADER, suspected.lapsed_claim_id)
             return
-        if claim is None:
+        if claim is not None:
+            self.report_unreadable(resp, claim.unreadable)
+        if claim is None or not claim.messages:
             resp.status = falcon.HTTP_204
             return
         resp.status = falcon.HTTP_201
@@ -37,6 +39,7 @@ class ClaimItem(Resource):
         self, req: falcon.Request, resp: falcon.Response, queue_name: str, claim_id: str
     ) -> None:
         claim = self.service.get_claim(req.context.project, queue_name, claim_id)
+        self.report_unreadable(resp, claim.unreadable)
         resp.media = representation.claim(
             claim, self.clock.now(), history=req.context.include_history
         )

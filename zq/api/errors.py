@@ -59,6 +59,8 @@ def handle_zq_error(
     if falcon.code_to_http_status(status).startswith("5"):
         LOG.error("%s %s failed: %s", req.method, req.path, error)
     resp.status = status
+    if isinstance(error, errors.StorageUnavailable):
+        resp.set_header("Retry-After", str(error.retry_after))
     resp.content_type = falcon.MEDIA_JSON
     resp.data = error_body(error.title, error.description)
 

@@ -37,31 +37,34 @@ class MessageCollection(Resource):
         echo = req.get_param_as_bool("echo", default=False)
         include_claimed = req.get_param_as_bool("include_claimed", default=False)
         include_delayed = req.get_param_as_bool("include_delayed", default=False)
-        records = self.service.list_messages(
+        page = self.service.list_messages(
             req.context.project, queue_name, marker=marker, limit=limit, echo=echo,
             client_id=req.context.client_id, include_claimed=include_claimed,
             include_delayed=include_delayed,
         )
+        self.report_unreadable(resp, page.unreadable)
         links = []
-        if records:
+        if page.last_marker is not None:
+            # Past the messages left out too: the next page does not show them again.
             links = representation.next_links(req.path, {
-                "marker": records[-1].marker, "limit": limit, "echo": echo or None,
+                "marker": page.last_marker, "limit": limit, "echo": echo or None,
                 "include_claimed": include_claimed or None,
                 "include_delayed": include_delayed or None,
                 "include_history": req.context.include_history or None,
             })
         resp.media = {
-            "messages": self.show_messages(req, records),
+            "messages": self.show_messages(req, page.messages),
             "links": links,
         }
 
     def _get_by_ids(
         self, req: falcon.Request, resp: falcon.Response, queue_name: str, ids: list[str]
     ) -> None:
-        records = self.service.get_messages(req.context.project, queue_name, ids)
-        if not records:
+        found = self.service.get_messages(req.context.project, queue_name, ids)
+        if not found.messages and not found.unreadable:
             raise MessageNotFound(f"None of the messages {ids} exist in queue {queue_name!r}.")
-        resp.media = {"messages": self.show_messages(req, records)}
+        self.report_unreadable(resp, found.unreadable)
+        resp.media = {"messages": self.show_messages(req, found.messages)}
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
         ids = req.get_param_as_list("ids")

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import orjson
 
 from zq.history import compact_history, iso8601
-from zq.storage.base import ClaimRecord, MessageRecord, MessageStamp, QueueStats
+from zq.storage.records import ClaimRecord, MessageRecord, MessageStamp, QueueStats
 
 API_ROOT = "/v2"
 

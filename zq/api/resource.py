@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import falcon
 
+from zq import opening
 from zq.api import representation
 from zq.clock import Clock
 from zq.config import Limits
+from zq.opening import Unreadable
 from zq.service import QueueService
-from zq.storage.base import MessageRecord
+from zq.storage.records import MessageRecord
 
 
 class Resource:
@@ -34,3 +36,12 @@ class Resource:
         return [
             representation.message(r, now, claim_id=claim_id, history=history) for r in records
         ]
+
+    @staticmethod
+    def report_unreadable(resp: falcon.Response, unreadable: Sequence[Unreadable]) -> None:
+        """Name the messages left out because their bodies could not be opened.
+
+        A header, so that the body keeps Zaqar's shape (docs/encryption.md).
+        """
+        if unreadable:
+            resp.set_header(opening.HEADER, ",".join(u.id for u in unreadable))

@@ -15,7 +15,7 @@ from zq.api import representation
 from zq.api.bodies import read_json
 from zq.clock import Clock
 from zq.config import Limits
-from zq.storage.base import SubscriptionRecord
+from zq.storage.records import SubscriptionRecord
 from zq.subscriptions import SubscriptionService
 
 

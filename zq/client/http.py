@@ -263,13 +263,15 @@ class Client:
 
     def redrive(self, dlq: str, *, to: str | None = None,
                 filter: Mapping[str, Any] | None = None, limit: int | None = None,
-                dry_run: bool = False, marker: str | None = None) -> RedriveResult:
+                dry_run: bool = False, marker: str | None = None,
+                create: bool = False) -> RedriveResult:
         """Move dead letters of ``dlq`` back (to their source queue unless ``to``).
 
         ``filter`` keys as the API: ids, reason, from, fingerprint,
         dead_lettered_before, dead_lettered_after. At most ``limit`` per
         call; ``RedriveResult.next`` is the ``marker`` a further call
-        continues from (``redrive_all`` follows it).
+        continues from (``redrive_all`` follows it). A destination that does
+        not exist is an error (``NotFound``) unless ``create``.
         """
         body: dict[str, Any] = {}
         if to is not None:
@@ -282,25 +284,35 @@ class Client:
             body["dry_run"] = True
         if marker is not None:
             body["marker"] = marker
+        if create:
+            body["create"] = True
         doc = self._call("POST", f"/queues/{dlq}/redrive", json_body=body).json()
         return RedriveResult(matched=doc["matched"], moved=doc["moved"],
-                             to=dict(doc.get("to", {})), next=doc.get("next"))
+                             to=dict(doc.get("to", {})), next=doc.get("next"),
+                             created=tuple(doc.get("created", ())),
+                             unreadable=tuple(doc.get("unreadable", ())))
 
     def redrive_all(self, dlq: str, *, to: str | None = None,
                     filter: Mapping[str, Any] | None = None,
-                    limit: int | None = None) -> RedriveResult:
+                    limit: int | None = None, create: bool = False) -> RedriveResult:
         """Redrive page after page until ``next`` is null; the summed result."""
         matched = moved = 0
         totals: dict[str, int] = {}
+        created: list[str] = []
+        unreadable: list[str] = []
         marker = None
         while True:
-            page = self.redrive(dlq, to=to, filter=filter, limit=limit, marker=marker)
+            page = self.redrive(dlq, to=to, filter=filter, limit=limit, marker=marker,
+                                create=create)
             matched += page.matched
             moved += page.moved
             for queue, count in page.to.items():
                 totals[queue] = totals.get(queue, 0) + count
+            created += [q for q in page.created if q not in created]
+            unreadable += page.unreadable
             if page.next is None:
-                return RedriveResult(matched=matched, moved=moved, to=totals, next=None)
+                return RedriveResult(matched=matched, moved=moved, to=totals, next=None,
+                                     created=tuple(created), unreadable=tuple(unreadable))
             marker = page.next
 
 

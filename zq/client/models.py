@@ -67,3 +67,5 @@ class RedriveResult:
     moved: int
     to: dict[str, int]
     next: str | None
+    created: tuple[str, ...] = ()  # destinations the call created ("create": true)
+    unreadable: tuple[str, ...] = ()  # ids a fingerprint filter could not judge (left in place)

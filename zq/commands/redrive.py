@@ -36,6 +36,7 @@ from zq.service import QueueService
 from zq.startup import ensure_default_data_dir, ensure_management_dir
 
 EXIT_INTERRUPTED = 130  # the shell's status for a command stopped by SIGINT
+UNREADABLE_SHOWN = 10  # ids of undecryptable messages the summary names
 
 DESCRIPTION = """\
 Move messages of the dead letter queue DLQ back: each to the queue it was
@@ -60,6 +61,7 @@ examples:
   zq redrive orders-dlq --project shop                    everything back to its source
   zq redrive orders-dlq --project shop --reason rejected --from orders
   zq redrive orders-dlq --project shop --fingerprint 9f2c61d0a4b3e8f7 --to orders-retry --create
+  zq redrive orders-dlq --project shop --ids 5f1c0e...,9a77b2...   just these messages
   zq redrive orders-dlq --project shop --rate 200/s --limit 10000
   zq redrive orders-dlq --project shop --storage postgresql://zq@db/zq
 
@@ -86,6 +88,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="only messages dead lettered from queue Q")
     parser.add_argument("--fingerprint", metavar="F",
                         help="only messages with this body fingerprint (as zq stats shows)")
+    parser.add_argument("--ids", metavar="ID[,ID...]", action="extend", type=id_list,
+                        help="only these messages (comma separated or repeated; as "
+                             "zq stats signatures lists them)")
     parser.add_argument("--create", action="store_true",
                         help="create a destination queue that does not exist (without it, "
                              "a missing destination is an error and nothing moves)")
@@ -115,6 +120,14 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
+def id_list(text: str) -> list[str]:
+    """Message ids, comma separated; at least one."""
+    ids = [part.strip() for part in text.split(",") if part.strip()]
+    if not ids:
+        raise argparse.ArgumentTypeError(f"{text!r} names no message id")
+    return ids
+
+
 def check_command_line(args: argparse.Namespace, limits: Limits) -> None:
     """Refuse, as a bad command line, what the service would refuse in every page.
 
@@ -125,6 +138,11 @@ def check_command_line(args: argparse.Namespace, limits: Limits) -> None:
         raise UsageError(
             f"--fingerprint {args.fingerprint!r} is not a fingerprint: 16 lowercase hex "
             "digits, as zq stats and the dead_lettered events show it.")
+    if args.ids is not None:
+        # One list travels in every page's filter, so it is bounded as the API bounds it.
+        cap = validation.redrive_limit_cap(limits)
+        if len(args.ids) > cap:
+            raise UsageError(f"--ids names {len(args.ids)} messages; at most {cap} in one run.")
     names = (("DLQ", args.dlq), ("--to", args.to), ("--from", args.source))
     try:
         validation.project_id(args.project, limits)
@@ -163,11 +181,13 @@ class Totals:
     to: dict[str, int] = field(default_factory=dict)
     created: list[str] = field(default_factory=list)
     pages: int = 0
+    unreadable: list[str] = field(default_factory=list)  # not judged by --fingerprint
 
     def add(self, result: RedriveResult) -> None:
         self.matched += result.matched
         self.moved += result.moved
         self.pages += 1
+        self.unreadable += result.unreadable
         for queue, count in result.to.items():
             self.to[queue] = self.to.get(queue, 0) + count
         self.created += [queue for queue in result.created if queue not in self.created]
@@ -191,11 +211,11 @@ class Redrive:
     def filtered(self) -> bool:
         """Whether a filter selects among the messages (their number is then unknown)."""
         return any(value is not None for value in (self.args.reason, self.args.source,
-                                                    self.args.fingerprint))
+                                                    self.args.fingerprint, self.args.ids))
 
     def body(self, limit: int, marker: str | None) -> dict[str, Any]:
         selected = {"reason": self.args.reason, "from": self.args.source,
-                    "fingerprint": self.args.fingerprint}
+                    "fingerprint": self.args.fingerprint, "ids": self.args.ids}
         return {"to": self.args.to, "dry_run": self.args.dry_run or None, "limit": limit,
                 "marker": marker, "create": self.args.create or None,
                 "filter": {k: v for k, v in selected.items() if v is not None} or None}
@@ -265,6 +285,13 @@ class Redrive:
             if totals.matched > totals.moved:
                 line += (f" {totals.matched - totals.moved} were claimed or moved by someone "
                          "else meanwhile and stayed where they were.")
+        if totals.unreadable:
+            shown = ", ".join(totals.unreadable[:UNREADABLE_SHOWN])
+            more = len(totals.unreadable) - UNREADABLE_SHOWN
+            shown += f" and {more} more" if more > 0 else ""
+            line += (f" {len(totals.unreadable)} message(s) could not be decrypted, so "
+                     f"--fingerprint could not judge them; they stayed in {dlq}: {shown} "
+                     "(see docs/encryption.md).")
         if self.stop.is_set():
             line = f"Interrupted: {line} Run the same command again to continue."
         return line

@@ -21,7 +21,8 @@ collector that removes expired messages every [gc] interval seconds.
 
 Without a storage URI, zq keeps its data in an SQLite file in the data
 directory ($XDG_DATA_HOME/zq, else ~/.local/share/zq) and migrates it on
-start. PostgreSQL and MariaDB databases are migrated with `zq db upgrade`.
+start. PostgreSQL and MariaDB databases are migrated with `zq db upgrade
+--storage URI`.
 SIGTERM stops the server gracefully: requests in flight are completed.
 
 With --pooling, queues are spread over pools (storage backends) that an

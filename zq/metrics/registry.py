@@ -16,7 +16,12 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from zq.config import MetricsConfig
-from zq.moves import REASON_EXPIRED, REASON_MAX_CLAIM_COUNT, REASON_REJECTED
+from zq.moves import (
+    REASON_EXPIRED,
+    REASON_MAX_CLAIM_COUNT,
+    REASON_REJECTED,
+    REASON_UNREADABLE,
+)
 
 # Seconds; requests are mostly milliseconds, a long poll or a slow backend seconds.
 HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -27,7 +32,8 @@ POST_TO_DELETE_BUCKETS = (0.01, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 36
 # The reasons of a move into a dead letter queue (a redrive out of one is
 # zq_messages_redriven); their series exist at 0 from the start, so that
 # increase() sees the first move.
-DEAD_LETTER_REASONS = (REASON_MAX_CLAIM_COUNT, REASON_REJECTED, REASON_EXPIRED)
+DEAD_LETTER_REASONS = (REASON_MAX_CLAIM_COUNT, REASON_REJECTED, REASON_EXPIRED,
+                       REASON_UNREADABLE)
 
 
 class Metrics:

@@ -40,7 +40,8 @@ from zq import events, moves
 from zq.clock import Clock
 from zq.metrics.registry import Metrics
 from zq.pooling.base import PoolDown, StorageSource
-from zq.storage.base import Event, Storage
+from zq.storage.base import Storage
+from zq.storage.records import Event
 
 log = logging.getLogger(__name__)
 

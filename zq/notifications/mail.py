@@ -23,8 +23,8 @@ def send(subscriber: str, body: bytes, *, queue: str, host: str, port: int, send
         address = mail_recipient(subscriber)
     except ValueError as exc:  # stored before the rule: no retry can change it
         return Outcome(False, None, f"refused: {exc}", retry=False)
-    if not host:
-        return Outcome(False, None, "no [notifications] smtp_host configured")
+    if not host:  # read at start: no retry can find one
+        return Outcome(False, None, "no [notifications] smtp_host configured", retry=False)
     mail = EmailMessage()
     mail["From"] = sender
     mail["To"] = address

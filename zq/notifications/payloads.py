@@ -32,7 +32,7 @@ from typing import Any
 from zq import events
 from zq.history import compact_history
 from zq.notifications.subscriptions import Subscription
-from zq.storage.base import Event, MessageRecord
+from zq.storage.records import Event, MessageRecord
 
 MESSAGE = "message"
 DEAD_LETTER = "dead_letter"

@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from zq.storage.base import QueueRecord, Storage
+from zq.storage.base import Storage
+from zq.storage.records import QueueRecord
 
 
 @dataclass(frozen=True, slots=True)

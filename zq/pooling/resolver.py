@@ -20,7 +20,8 @@ from zq.pooling.cache import GenerationCache
 from zq.pooling.catalog import Location
 from zq.pooling.store import ManagementStore
 from zq.storage import open_storage
-from zq.storage.base import QueueRecord, Storage
+from zq.storage.base import Storage
+from zq.storage.records import QueueRecord
 
 Opener = Callable[[str, Clock], Storage]
 

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from zq.pooling.base import PoolDown
-from zq.storage.base import QueueRecord, Storage
+from zq.storage.base import Storage
+from zq.storage.records import QueueRecord
 
 
 class SingleBackend:

@@ -37,206 +37,55 @@ Conventions every driver follows:
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from zq import queue_filter
 from zq.backoff import BackoffPolicy
 from zq.dead_letter import DeadLetterPolicy
-from zq.errors import ClaimMismatch, MessageIsClaimed
 from zq.moves import Move
+from zq.storage.checks import check_delete, check_destination, check_move
+from zq.storage.consumer_log import ConsumerLog
 from zq.storage.cursors import NotificationCursors
+from zq.storage.records import (
+    LEGACY_VERSION,
+    MISSING_VERSION,
+    ClaimRecord,
+    Collected,
+    ConsumerClaim,
+    ConsumerEntry,
+    Event,
+    MessageRecord,
+    MessageStamp,
+    MetadataRead,
+    NewMessage,
+    QueueRecord,
+    QueueStats,
+    SubscriptionRecord,
+    random_version,
+)
+from zq.storage.subscriptions import (
+    SubscriptionController,
+    new_subscription_id,
+    subscriber_key,
+    subscription_age,
+)
 
-
-@dataclass(frozen=True, slots=True)
-class NewMessage:
-    """A message to post, validated and with defaults applied."""
-
-    body: str  # JSON text, stored verbatim
-    ttl: int  # seconds
-    delay: int  # seconds before it can be claimed
-    fingerprint: str  # zq.events.fingerprint(body), recorded in events
-    # The posted event carries the body as stored (zq.events.BODY): the
-    # queue has subscribers (zq.subscribed), whose notifier needs it.
-    event_body: bool = False
-    # The id to store it under, drawn from the same driver's
-    # MessageController.new_id before the post (a sealed body is bound to
-    # its id, zq.encryption); None: the driver draws one.
-    id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class MessageRecord:
-    """A stored message as a driver returns it.
-
-    ``history`` holds the raw entries appended by each move, oldest first:
-    ``{"queue": source, "reason": str, "time": float}`` plus
-    ``"description"`` when the move had one (zq.moves.Move.history_entry).
-    zq.history.compact_history turns them into what clients see.
-    """
-
-    id: str
-    queue: str
-    body: str
-    ttl: int  # the ttl it was posted with, or given by a dead letter move
-    created: float  # when it was posted, or moved into this queue
-    expires: float  # may be later than created + ttl: claims extend it
-    client_id: str | None  # the Client-ID that posted it
-    claim_id: str | None  # the live claim holding it, None when free
-    claim_count: int
-    history: list[dict[str, Any]] = field(default_factory=list)
-    marker: int = 0  # position in its queue's order
-    redrive_count: int = 0  # moves with Move.count_redrive (redrives) it went through
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimRecord:
-    """A live claim and the alive messages it still holds."""
-
-    id: str
-    queue: str
-    ttl: int
-    grace: int
-    created: float
-    expires: float
-    messages: list[MessageRecord]
-
-
-@dataclass(frozen=True, slots=True)
-class MessageStamp:
-    """Id and post time of a message, for queue stats."""
-
-    id: str
-    created: float
-
-
-@dataclass(frozen=True, slots=True)
-class QueueStats:
-    """Counts of alive messages in one queue."""
-
-    free: int  # alive and not held by a live claim (delayed ones included)
-    claimed: int
-    oldest: MessageStamp | None = None
-    newest: MessageStamp | None = None
-    delayed: int = 0  # of ``free``: not claimable yet (a post's delay, or backoff)
-
-    @property
-    def total(self) -> int:
-        return self.free + self.claimed
-
-
-@dataclass(frozen=True, slots=True)
-class QueueRecord:
-    name: str
-    metadata: dict[str, Any]
-
-
-# The metadata version of a queue that does not exist.
-MISSING_VERSION = ""
-# The metadata version of a queue stored before versions existed (SQL,
-# MongoDB): the first write replaces it with a random one.
-LEGACY_VERSION = "0"
-
-
-def random_version() -> str:
-    """A metadata version no queue ever had (drivers that draw them at random)."""
-    return uuid.uuid4().hex
-
-
-@dataclass(frozen=True, slots=True)
-class MetadataRead:
-    """A queue's stored metadata (``{}`` for a queue never created) and its version.
-
-    ``version`` is an opaque text that changes whenever the metadata is set
-    and whenever the queue is created or deleted, and never comes back to
-    an earlier value, except MISSING_VERSION, the version of every missing
-    queue.
-    """
-
-    metadata: dict[str, Any]
-    version: str
-
-    @property
-    def exists(self) -> bool:
-        """Whether the queue exists (known from the version)."""
-        return self.version != MISSING_VERSION
-
-
-@dataclass(frozen=True)
-class Collected:
-    """What one garbage collection removed."""
-
-    messages: int = 0  # expired messages, each with its ``expired`` event
-    claims: int = 0  # expired claims
-    moved: int = 0  # expired messages moved to a dead letter queue (``_dead_letter_expired``)
-    subscriptions: int = 0  # expired subscriptions removed
-
-    def __add__(self, other: Collected) -> Collected:
-        return Collected(self.messages + other.messages, self.claims + other.claims,
-                         self.moved + other.moved, self.subscriptions + other.subscriptions)
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One entry of a backend's event log.
-
-    ``cursor`` is the backend's own position of the event (an increasing
-    integer for SQL, a stream id for Redis, an ObjectId for MongoDB), as a
-    string; pass it back to ``EventLog.read(after=...)`` and ``trim``.
-    """
-
-    cursor: str
-    time: float
-    project: str
-    queue: str
-    kind: str  # one of zq.events.KINDS
-    message_id: str | None = None
-    claim_id: str | None = None
-    client_id: str | None = None
-    claim_count: int | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-def check_delete(message_id: str, claim_id: str | None, holder: str | None) -> None:
-    """The delete rule of one alive message, the same on every driver.
-
-    ``holder`` is the id of the live claim holding the message (None when
-    free). Without a claim id a held message is refused (MessageIsClaimed);
-    with one, the message must be held by exactly that claim
-    (ClaimMismatch). Returning means: delete it. The Redis driver runs the
-    same three-way comparison inside delete.lua (one round trip, atomic)
-    and maps its answer onto these errors; the contract suite pins all three.
-    """
-    if claim_id is None:
-        if holder is not None:
-            raise MessageIsClaimed.of(message_id)
-    elif holder != claim_id:
-        raise ClaimMismatch.of(claim_id, message_id)
-
-
-def check_move(message_id: str, claim_id: str | None, holder: str | None) -> bool:
-    """Whether ``MessageController.move`` moves one alive message, the same on every driver.
-
-    ``holder`` is the id of the live claim holding the message (None when
-    free). Without ``claim_id`` a held message stays where it is (False):
-    a move never takes a message from a live claim. With ``claim_id`` the
-    message must be held by exactly that claim, else ClaimMismatch.
-    """
-    if claim_id is None:
-        return holder is None
-    if holder != claim_id:
-        raise ClaimMismatch.of(claim_id, message_id)
-    return True
-
-
-def check_destination(queue: str, move: Move) -> None:
-    """Refuse a move into the queue the messages are in (a caller's mistake)."""
-    if move.to == queue:
-        raise ValueError(f"a move cannot go from queue {queue!r} to itself")
+# The names this module held before the records, the delete and move rules
+# and the subscription and consumer log contracts moved to modules of their
+# own (zq.storage.records, .checks, .subscriptions, .consumer_log): code
+# outside zq may import them from here, so they stay importable.
+__all__ = [
+    "LEGACY_VERSION", "MISSING_VERSION", "ClaimController", "ClaimRecord", "Collected",
+    "ConsumerClaim", "ConsumerEntry", "ConsumerLog", "Event", "EventLog",
+    "MessageController", "MessageRecord", "MessageStamp", "MetadataRead", "NewMessage",
+    "QueueController", "QueueRecord", "QueueStats", "Storage", "SubscriptionController",
+    "SubscriptionRecord", "VersionedDeliveries", "check_delete", "check_destination",
+    "check_move", "new_subscription_id", "random_version", "subscriber_key",
+    "subscription_age",
+]
 
 
 class QueueController(ABC):
@@ -538,7 +387,6 @@ class MessageController(ABC):
         A terminal reject is a ``move`` (zq.moves.rejected) with the claim id.
         """
 
-    @abstractmethod
     def move(
         self,
         project: str,
@@ -574,6 +422,24 @@ class MessageController(ABC):
         it each message is in exactly one queue, whatever crashes when.
         ``move.to == queue`` is a ValueError (check_destination).
         """
+        check_destination(queue, move)
+        if not message_ids:
+            return []
+        return self._move(project, queue, message_ids, move, claim_id=claim_id,
+                          client_id=client_id)
+
+    @abstractmethod
+    def _move(
+        self,
+        project: str,
+        queue: str,
+        message_ids: Sequence[str],
+        move: Move,
+        *,
+        claim_id: str | None = None,
+        client_id: str | None,
+    ) -> list[str]:
+        """The driver's atomic step of ``move``, given a checked destination and ids."""
 
 
 class ClaimController(ABC):
@@ -808,219 +674,3 @@ class Storage(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections."""
-
-
-# -- subscriptions (Zaqar v2's notifications) --------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SubscriptionRecord:
-    """A live subscription as a driver returns it.
-
-    ``age`` is whole seconds since it was created (the clock's now at the
-    read); ``expires`` is created (or the last ttl change) + ``ttl``.
-    """
-
-    id: str
-    project: str
-    queue: str
-    subscriber: str  # http(s)://... or mailto:..., unique per (project, queue)
-    ttl: int
-    expires: float
-    options: dict[str, Any]
-    confirmed: bool
-    age: int
-
-
-def new_subscription_id() -> str:
-    """A subscription id: unique across backends, and checkable by its shape."""
-    return str(uuid.uuid4())
-
-
-def subscriber_key(subscriber: str) -> str:
-    """The fixed-length key drivers index a subscriber by (URLs have any length)."""
-    return hashlib.sha256(subscriber.encode()).hexdigest()
-
-
-def subscription_age(created: float, now: float) -> int:
-    """``SubscriptionRecord.age``: whole seconds since creation, never negative."""
-    return max(0, int(now - created))
-
-
-class SubscriptionController(ABC):
-    """Subscriptions of queues to subscribers (webhooks, mail addresses).
-
-    A subscription is *live* while ``now < expires``; an expired one is
-    invisible to every read and write at once (as if deleted), before
-    ``Storage.gc`` removes it. Subscriptions do not depend on their queue
-    existing (as in Zaqar, deleting a queue keeps its subscriptions), and
-    are unique by (project, queue, subscriber) among live ones. Ids are
-    ``new_subscription_id()`` values; ``list`` pages in id order.
-    """
-
-    @abstractmethod
-    def create(
-        self,
-        project: str,
-        queue: str,
-        subscriber: str,
-        ttl: int,
-        options: dict[str, Any],
-        *,
-        subscription_id: str | None = None,
-    ) -> str | None:
-        """Store a new, unconfirmed subscription expiring at now + ttl; its id.
-
-        None, and nothing changes, when a live subscription of the same
-        subscriber to the queue exists (Zaqar's storage answer; see
-        ``find``). An expired one of the same subscriber is replaced, in
-        the same atomic step. ``subscription_id``: the id to give it (a
-        ``new_subscription_id()``), so that a caller can store what hangs on
-        the id before the subscription is visible; made here when None.
-        """
-
-    @abstractmethod
-    def get(self, project: str, queue: str, subscription_id: str) -> SubscriptionRecord:
-        """One live subscription of the queue; raises SubscriptionNotFound."""
-
-    @abstractmethod
-    def find(self, project: str, queue: str, subscriber: str) -> SubscriptionRecord | None:
-        """The live subscription of ``subscriber`` to the queue, if any."""
-
-    @abstractmethod
-    def exists(self, project: str, queue: str, subscription_id: str) -> bool:
-        """Whether ``get`` would find it."""
-
-    @abstractmethod
-    def list(
-        self,
-        project: str,
-        queue: str,
-        *,
-        marker: str | None = None,
-        limit: int = 10,
-    ) -> list[SubscriptionRecord]:
-        """Live subscriptions of the queue by id, strictly after ``marker``, at most ``limit``."""
-
-    @abstractmethod
-    def update(
-        self,
-        project: str,
-        queue: str,
-        subscription_id: str,
-        *,
-        subscriber: str | None = None,
-        ttl: int | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> None:
-        """Change the given fields of a live subscription (None: keep).
-
-        A new ``ttl`` makes it expire at now + ttl; ``options`` replaces the
-        whole options object. SubscriptionNotFound when it is not live;
-        SubscriptionConflict, nothing changed, when ``subscriber`` is that
-        of another live subscription to the queue.
-        """
-
-    @abstractmethod
-    def delete(self, project: str, queue: str, subscription_id: str) -> None:
-        """Remove the subscription; no error when it does not exist."""
-
-    @abstractmethod
-    def confirm(
-        self, project: str, queue: str, subscription_id: str, *, confirmed: bool
-    ) -> None:
-        """Set whether the subscriber confirmed it; raises SubscriptionNotFound."""
-
-    @abstractmethod
-    def for_queue(self, project: str, queue: str) -> list[SubscriptionRecord]:
-        """Every live subscription of the queue (for delivery), by id."""
-
-    @abstractmethod
-    def live(self) -> list[SubscriptionRecord]:
-        """Every live subscription of the backend, across projects (for delivery)."""
-
-
-# -- consumers (GET /v2/queues/{q}/consumers, _suspect_lapsed_consumers) ------
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerClaim:
-    """One claim as the consumer log remembers it (zq.consumers reads these).
-
-    ``expires`` follows renewals, and a release sets it to the release time
-    (the claim ended). ``settled`` is the first time a delete, reject or
-    release named the claim, or a renew named it after it had expired: the
-    moments its holder showed it was alive. None: never.
-    """
-
-    client_id: str
-    claim_id: str
-    ttl: int
-    claimed: float
-    expires: float
-    settled: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerEntry:
-    """What a claim writes into the consumer log in its own atomic step.
-
-    zq.consumers fills it in; a driver only carries its values into the
-    claim's transaction or script, with the claim's id and time.
-    """
-
-    client_id: str
-    # Records that expired more than this many seconds before the claim
-    # are read by no rule (zq.consumers.forget_before).
-    keep_for: float
-
-    def record(self, claim_id: str, ttl: int, now: float) -> ConsumerClaim:
-        return ConsumerClaim(client_id=self.client_id, claim_id=claim_id, ttl=ttl,
-                             claimed=now, expires=now + ttl)
-
-    def forget_before(self, now: float) -> float:
-        return now - self.keep_for
-
-
-class ConsumerLog(ABC):
-    """Who claims from a queue, and which of their claims lapsed.
-
-    An advisory record beside the claims themselves. A new claim's record
-    is written by the claim's own atomic step (ClaimController.create with
-    ``consumer``), a claim's first delete settles it in the delete's own
-    step (MessageController.delete with ``settle_claim``); the other
-    settles, renewals and forgets are written by the service just before
-    or after the operation they describe (zq.consumers), so a crash in
-    between loses one settle, never a message. Every write is idempotent.
-    Times are given by the caller (the service reads the driver's clock).
-    """
-
-    @abstractmethod
-    def record(self, project: str, queue: str, claim: ConsumerClaim, *,
-               forget_before: float) -> None:
-        """Remember a new claim; forget the queue's records whose
-        ``expires`` is before ``forget_before``, in the same step."""
-
-    @abstractmethod
-    def settle(self, project: str, queue: str, claim_id: str, *, now: float,
-               ended: bool) -> None:
-        """Set ``settled`` to ``now`` unless already set; with ``ended`` (a
-        release) also lower ``expires`` to ``now`` when it is later. An
-        unknown claim id changes nothing."""
-
-    @abstractmethod
-    def extend(self, project: str, queue: str, claim_id: str, *, ttl: int,
-               now: float) -> None:
-        """A renew: a claim still live at ``now`` gets ``expires = now + ttl``
-        and ``ttl``; one that had expired is settled instead (a late renew
-        shows its holder is alive). An unknown claim id changes nothing."""
-
-    @abstractmethod
-    def forget(self, project: str, queue: str) -> None:
-        """Drop every record of the queue (it was deleted)."""
-
-    @abstractmethod
-    def claims(self, project: str, queue: str, *, expires_after: float,
-               client_id: str | None = None) -> list[ConsumerClaim]:
-        """The queue's records with ``expires >= expires_after`` (only
-        ``client_id``'s when given), in no particular order."""

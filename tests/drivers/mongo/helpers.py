@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zq.events import fingerprint
-from zq.storage.base import NewMessage
+from zq.storage.records import NewMessage
 
 
 def message(body: str = '{"n": 1}', *, ttl: int = 300, delay: int = 0) -> NewMessage:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from zq.events import fingerprint
-from zq.storage.base import NewMessage, Storage
+from zq.storage.base import Storage
+from zq.storage.records import NewMessage
 
 
 def message(n: int, *, ttl: int = 300) -> NewMessage:

@@ -24,7 +24,8 @@ from tests.drivers.redis.helpers import message, visible
 from zq.clock import ManualClock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, StorageUnavailable
-from zq.storage.base import Event, Storage
+from zq.storage.base import Storage
+from zq.storage.records import Event
 from zq.storage.redis import open_redis
 
 MESSAGES = 200

@@ -34,7 +34,7 @@ from zq.clock import ManualClock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.events import fingerprint
-from zq.storage.base import NewMessage
+from zq.storage.records import NewMessage
 from zq.storage.redis import RedisStorage
 from zq.storage.redis.wire import Budget
 

@@ -26,11 +26,17 @@ export function renderAdmin(root, { api, admin }) {
   replace(root, h("h1", { text: "Admin" }), body);
 
   async function load() {
+    // The home document lists pools and flavors only when pooling is on:
+    // asking for them otherwise would only earn a 404.
+    const home = await attempt(async () => (await api.get("/v2")).data);
+    const served = (rel) => !home.ok || Boolean(((home.value || {}).resources || {})[rel]);
+    const off = { ok: false, error: { message: "Pooling is off on this server (zq serve --pooling turns it on)." } };
     const [health, pools, flavors] = await Promise.all([
       attempt(async () => (await api.get("/v2/health")).data),
-      attempt(() => api.pages("/v2/pools", { detailed: true }, "pools", 500)),
-      attempt(() => api.pages("/v2/flavors", { detailed: true }, "flavors", 500)),
+      served("rel/pools") ? attempt(() => api.pages("/v2/pools", { detailed: true }, "pools", 500)) : off,
+      served("rel/flavors") ? attempt(() => api.pages("/v2/flavors", { detailed: true }, "flavors", 500)) : off,
     ]);
+    if (health.error && health.error.aborted) return;
     const failed = (r) => h("p.empty", { text: r.error.description || r.error.message });
     replace(body,
       section("Health", "health-title", health.ok ? healthView(health.value) : failed(health)),

@@ -9,6 +9,9 @@ export class ApiError extends Error {
     this.description = description || "";
   }
 
+  /** The page that asked is gone (its requests were aborted): nothing to show. */
+  get aborted() { return this.status === -1; }
+
   /** The route does not exist on this server (an older zq, a feature not built in). */
   get missingRoute() {
     return this.status === 405 || (this.status === 404 && !/queue/i.test(this.description));
@@ -31,6 +34,14 @@ export class Api {
   constructor(session) {
     this.session = session;
     this.clientId = uuid4();
+    this.signal = null;
+  }
+
+  /** The same client, whose requests `signal` aborts: one per page, aborted when it goes. */
+  scoped(signal) {
+    const api = Object.create(this);
+    api.signal = signal;
+    return api;
   }
 
   headers(contentType) {
@@ -51,15 +62,16 @@ export class Api {
       if (text) url += (url.includes("?") ? "&" : "?") + text;
     }
     const init = { method, headers: this.headers(body !== undefined ? contentType || "application/json" : null),
-      credentials: "omit", cache: "no-store" };
+      credentials: "omit", cache: "no-store", signal: this.signal || undefined };
     if (body !== undefined) init.body = JSON.stringify(body);
-    let response;
+    let response, text;
     try {
       response = await fetch(url, init);
+      text = response.status === 204 ? "" : await response.text();
     } catch (err) {
+      if (this.signal && this.signal.aborted) throw new ApiError(-1, "Aborted", "The page was left.");
       throw new ApiError(0, "Network error", `The server did not answer (${err.message}).`);
     }
-    const text = response.status === 204 ? "" : await response.text();
     let data = null;
     if (text) {
       try { data = JSON.parse(text); } catch { data = null; }

@@ -68,16 +68,16 @@ export function renderDeadLetters(root, { api }, name) {
   const redriveFilter = btn("Redrive by filter…", "plain", onRedriveFilter, "redrive-filter");
   const purge = btn("Purge all…", "danger", onPurge, "purge");
   const selectAll = h("input", { type: "checkbox", id: "select-all", on: { change: () => selectMany(items.map((i) => i.id), selectAll.checked) } });
+  const toolbar = h("div.toolbar", { id: "actions", role: "toolbar", "aria-label": "Actions" },
+    h("label.check", {}, selectAll, " select all"), redriveSel, deleteSel, redriveFilter, purge);
   replace(root,
     h("nav.crumbs", { "aria-label": "Breadcrumb" }, h("a", { href: "#/queues", text: "Queues" }), " / ",
       h("a", { href: `#/queue/${encodeURIComponent(name)}`, text: name }), " / dead letters"),
     h("div.bar", {}, h("h1", { text: `Dead letters in ${name}` })),
-    summary, note,
-    h("div.toolbar", { id: "actions", role: "toolbar", "aria-label": "Actions" },
-      h("label.check", {}, selectAll, " select all"), redriveSel, deleteSel, redriveFilter, purge),
-    progress, list);
+    summary, note, toolbar, progress, list);
 
   function updateButtons() {
+    if (stopped) return; // the operator left: this page is no longer on screen
     const n = selected.size;
     redriveSel.textContent = n ? `Redrive ${n} selected…` : "Redrive selected…";
     deleteSel.textContent = n ? `Delete ${n} selected…` : "Delete selected…";
@@ -85,7 +85,7 @@ export function renderDeadLetters(root, { api }, name) {
     deleteSel.disabled = !n;
     redriveFilter.disabled = !items.length || redriveAvailable === false;
     purge.disabled = !items.length;
-    root.querySelector("#actions").hidden = !items.length; // nothing to act on
+    toolbar.hidden = !items.length; // nothing to act on
     selectAll.checked = items.length > 0 && n === items.length;
     for (const box of list.querySelectorAll("input[data-id]")) box.checked = selected.has(box.dataset.id);
     for (const box of list.querySelectorAll("input[data-group]")) {
@@ -157,6 +157,7 @@ export function renderDeadLetters(root, { api }, name) {
         replace(list, groups.map(groupView));
       }
     } catch (err) {
+      if (stopped) return;
       replace(list, h("p.error", { role: "alert", text: `Could not read ${name}: ${err.description || err.message}` }));
     }
     updateButtons();
@@ -167,6 +168,7 @@ export function renderDeadLetters(root, { api }, name) {
       await api.request("POST", `${q(name)}/redrive`, { body: { dry_run: true, limit: 1 } });
       redriveAvailable = true;
     } catch (err) {
+      if (stopped) return;
       redriveAvailable = !err.missingRoute;
       if (!redriveAvailable) {
         note.hidden = false;

@@ -71,13 +71,21 @@ export function plural(n, one, many = one + "s") {
 }
 
 let statusTimer = null;
-/** A short notice in the live region (screen readers hear it too). */
+/** A short notice in the live region (screen readers hear it too); it replaces the last one. */
 export function notify(text, kind = "info") {
   const el = document.getElementById("status");
   el.className = `status ${kind}`;
   el.textContent = text;
   clearTimeout(statusTimer);
-  if (kind !== "error") statusTimer = setTimeout(() => { el.textContent = ""; el.className = "status"; }, 8000);
+  if (kind !== "error") statusTimer = setTimeout(clearNotice, 8000);
+}
+
+/** No notice: a new outcome is on its way, or the page it spoke of is gone. */
+export function clearNotice() {
+  clearTimeout(statusTimer);
+  const el = document.getElementById("status");
+  el.textContent = "";
+  el.className = "status";
 }
 
 /**

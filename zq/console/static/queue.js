@@ -3,7 +3,7 @@
 // its consumers with suspected ones marked, and purge.
 
 import { q, JSON_PATCH } from "./api.js";
-import { h, replace, ago, since, notify, confirmAction } from "./dom.js";
+import { h, replace, ago, since, notify, clearNotice, confirmAction } from "./dom.js";
 import { drawChart } from "./chart.js";
 import { consumersOf } from "./consumers.js";
 
@@ -54,6 +54,21 @@ export function patchFrom(form) {
     else value = el.value.trim();
     return { op: "add", path: `/metadata/${key}`, value };
   });
+}
+
+/**
+ * The field a refusal concerns: the key its description names, else the field
+ * whose label its title names ("Invalid dead letter queue", whose description
+ * names queues, not the key).
+ */
+function culpritOf(err) {
+  const text = err.description || err.message;
+  const byLength = (a, b) => b.length - a.length;
+  const key = FIELDS.map(([k]) => k).sort(byLength).find((k) => text.includes(k));
+  if (key) return key;
+  const title = (err.title || "").toLowerCase();
+  const field = [...FIELDS].sort((a, b) => byLength(a[1], b[1])).find(([, label]) => title.includes(label.toLowerCase()));
+  return field ? field[0] : null;
 }
 
 export function renderQueue(root, { api }, name) {
@@ -116,12 +131,13 @@ export function renderQueue(root, { api }, name) {
     for (const el of form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
     const formError = form.querySelector("#meta-error");
     formError.textContent = "";
+    clearNotice(); // this save's outcome replaces the last one's
     try {
       await api.request("PATCH", q(name), { body: patchFrom(form), contentType: JSON_PATCH });
     } catch (err) {
+      if (stopped) return;
       const text = err.description || err.message;
-      // The server names the key it refused: put its words next to that field.
-      const culprit = FIELDS.map(([key]) => key).sort((a, b) => b.length - a.length).find((key) => text.includes(key));
+      const culprit = culpritOf(err);
       if (culprit) {
         const box = form.querySelector(`[data-key="${culprit}"]`);
         box.querySelector(".field-error").textContent = text;
@@ -133,8 +149,11 @@ export function renderQueue(root, { api }, name) {
         : `Not saved: ${text}`;
       return;
     }
-    notify(`Saved the metadata of ${name}.`, "ok");
+    // The notice once the form shows what was saved: a field typed into
+    // before that would be lost with the form it was typed into.
     await loadMetadata();
+    if (stopped) return;
+    notify(`Saved the metadata of ${name}.`, "ok");
   }
 
   async function loadConsumers() {

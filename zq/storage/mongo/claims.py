@@ -17,11 +17,12 @@ from zq.backoff import BackoffPolicy, release_delay
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.events import event_fields
-from zq.storage.base import ClaimController, ClaimRecord, ConsumerEntry
+from zq.storage.base import ClaimController
 from zq.storage.mongo.consumers import write_record
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.delivery import take_batch
 from zq.storage.mongo.documents import expiry_date, free, held_by, object_id, to_record
+from zq.storage.records import ClaimRecord, ConsumerEntry
 
 
 class MongoClaims(ClaimController):

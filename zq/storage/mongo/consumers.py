@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from zq.storage.base import ConsumerClaim, ConsumerLog
+from zq.storage.consumer_log import ConsumerLog
+from zq.storage.records import ConsumerClaim
 
 
 def write_record(collection: Any, project: str, queue: str, claim: ConsumerClaim, *,

@@ -23,7 +23,7 @@ from typing import Any
 
 from bson import ObjectId
 
-from zq.storage.base import MessageRecord
+from zq.storage.records import MessageRecord
 
 # How long after its expiry the TTL index removes a message or claim. gc
 # (every 30 s in a server) normally removes it first and records its

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from zq.errors import InvalidRequest
-from zq.storage.base import Event, EventLog
+from zq.storage.base import EventLog
 from zq.storage.mongo.counters import EVENTS_COUNTER, reserve
+from zq.storage.records import Event
 
 
 def append(database: Any, docs: Sequence[dict[str, Any]], *, session: Any = None) -> None:

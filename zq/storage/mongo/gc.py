@@ -11,9 +11,9 @@ from typing import Any
 
 from zq import events
 from zq.events import event_fields
-from zq.storage.base import Collected
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.moves import expiry_moves, move_expired_documents
+from zq.storage.records import Collected
 
 BATCH = 500
 

@@ -13,14 +13,8 @@ from zq.dead_letter import DeadLetterPolicy
 from zq.errors import MessageNotFound
 from zq.events import event_fields
 from zq.moves import Move
-from zq.storage.base import (
-    MessageController,
-    MessageRecord,
-    NewMessage,
-    check_delete,
-    check_destination,
-    check_move,
-)
+from zq.storage.base import MessageController
+from zq.storage.checks import check_delete, check_move
 from zq.storage.mongo.consumers import write_settle
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.counters import markers_key, reserve
@@ -35,6 +29,7 @@ from zq.storage.mongo.documents import (
 )
 from zq.storage.mongo.moves import move_document, moved_event
 from zq.storage.mongo.queues import ensure_queue
+from zq.storage.records import MessageRecord, NewMessage
 
 
 class MongoMessages(MessageController):
@@ -237,7 +232,7 @@ class MongoMessages(MessageController):
 
         self._b.units.run(change)
 
-    def move(
+    def _move(
         self,
         project: str,
         queue: str,
@@ -247,7 +242,6 @@ class MongoMessages(MessageController):
         claim_id: str | None = None,
         client_id: str | None,
     ) -> list[str]:
-        check_destination(queue, move)
         ids = _object_ids(message_ids)
         if not ids:
             return []

@@ -18,19 +18,19 @@ from pymongo.errors import DuplicateKeyError
 from zq import events
 from zq.errors import MetadataChanged, QueueNotFound
 from zq.events import event_fields
-from zq.storage.base import (
+from zq.storage.base import QueueController
+from zq.storage.mongo import links
+from zq.storage.mongo.context import MongoContext
+from zq.storage.mongo.documents import alive
+from zq.storage.records import (
     LEGACY_VERSION,
     MISSING_VERSION,
     MessageStamp,
     MetadataRead,
-    QueueController,
     QueueRecord,
     QueueStats,
     random_version,
 )
-from zq.storage.mongo import links
-from zq.storage.mongo.context import MongoContext
-from zq.storage.mongo.documents import alive
 
 
 def ensure_queue(backend: MongoContext, project: str, queue: str, *, session: Any = None) -> None:

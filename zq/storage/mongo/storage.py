@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zq.clock import Clock
-from zq.storage.base import Collected, Storage
+from zq.storage.base import Storage
 from zq.storage.mongo import gc
 from zq.storage.mongo.claims import MongoClaims
 from zq.storage.mongo.connection import Connection
@@ -16,6 +16,7 @@ from zq.storage.mongo.messages import MongoMessages
 from zq.storage.mongo.queues import MongoQueues
 from zq.storage.mongo.subscriptions import MongoSubscriptions
 from zq.storage.mongo.unit import UnitRunner
+from zq.storage.records import Collected
 
 
 class MongoStorage(Storage):

@@ -13,14 +13,14 @@ import orjson
 from pymongo.errors import DuplicateKeyError
 
 from zq.errors import SubscriptionConflict, SubscriptionNotFound
-from zq.storage.base import (
+from zq.storage.mongo.context import MongoContext
+from zq.storage.records import SubscriptionRecord
+from zq.storage.subscriptions import (
     SubscriptionController,
-    SubscriptionRecord,
     new_subscription_id,
     subscriber_key,
     subscription_age,
 )
-from zq.storage.mongo.context import MongoContext
 
 
 def _record(doc: dict[str, Any], now: float) -> SubscriptionRecord:

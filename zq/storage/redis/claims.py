@@ -8,7 +8,8 @@ from zq.backoff import BackoffPolicy
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
-from zq.storage.base import ClaimController, ClaimRecord, ConsumerEntry, MessageRecord
+from zq.storage.base import ClaimController
+from zq.storage.records import ClaimRecord, ConsumerEntry, MessageRecord
 from zq.storage.redis.consumers import consumer_args
 from zq.storage.redis.scripts import ScriptBook
 from zq.storage.redis.settle import run_until_done

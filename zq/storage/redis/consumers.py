@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from zq.storage.base import ConsumerClaim, ConsumerEntry, ConsumerLog
+from zq.storage.consumer_log import ConsumerLog
+from zq.storage.records import ConsumerClaim, ConsumerEntry
 from zq.storage.redis.scripts import ScriptBook
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from zq.clock import Clock
 from zq.errors import InvalidRequest
-from zq.storage.base import Event, EventLog
+from zq.storage.base import EventLog
+from zq.storage.records import Event
 from zq.storage.redis.scripts import ScriptBook
 
 

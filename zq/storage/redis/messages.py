@@ -10,7 +10,8 @@ from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
 from zq.moves import Move
-from zq.storage.base import MessageController, MessageRecord, NewMessage, check_destination
+from zq.storage.base import MessageController
+from zq.storage.records import MessageRecord, NewMessage
 from zq.storage.redis.scripts import ScriptBook
 from zq.storage.redis.settle import read_settled, run_until_done
 from zq.storage.redis.wire import (
@@ -113,7 +114,7 @@ class RedisMessages(MessageController):
     ) -> None:
         answer = self._run("delete", project, queue, message_id, optional(claim_id),
                            optional(client_id), "1" if settle_claim else "")
-        # delete.lua applies zq.storage.base.check_delete's rule atomically.
+        # delete.lua applies zq.storage.checks.check_delete's rule atomically.
         if answer == _CLAIMED:
             raise MessageIsClaimed.of(message_id)
         if answer == _MISMATCH and claim_id is not None:
@@ -153,7 +154,7 @@ class RedisMessages(MessageController):
         if answer == _MISMATCH:
             raise ClaimMismatch.of(claim_id, message_id)
 
-    def move(
+    def _move(
         self,
         project: str,
         queue: str,
@@ -163,11 +164,8 @@ class RedisMessages(MessageController):
         claim_id: str | None = None,
         client_id: str | None,
     ) -> list[str]:
-        check_destination(queue, move)
-        if not message_ids:
-            return []
         now = self._clock.now()
-        # move.lua applies zq.storage.base.check_move's rule atomically.
+        # move.lua applies zq.storage.checks.check_move's rule atomically.
         status, *found = self._scripts.run(
             "move", now, project, queue, optional(claim_id), optional(client_id),
             *move_args(move, queue, now), *message_ids)

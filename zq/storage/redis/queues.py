@@ -7,11 +7,11 @@ from typing import Any
 
 from zq.clock import Clock
 from zq.errors import QueueNotFound
-from zq.storage.base import (
+from zq.storage.base import QueueController
+from zq.storage.records import (
     MISSING_VERSION,
     MessageStamp,
     MetadataRead,
-    QueueController,
     QueueRecord,
     QueueStats,
 )

@@ -21,7 +21,7 @@ import redis
 from redis.exceptions import NoScriptError
 
 from zq import events, moves
-from zq.errors import StorageUnavailable
+from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
 
 LIBRARY = "_lib"
 
@@ -90,11 +90,10 @@ class ScriptBook:
                 # SCRIPT FLUSH). Load it and call once more.
                 self._client.script_load(self._sources[name])
                 return self._client.execute_command(*command)
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            # Whether a state change ran is unknown here: never retried.
-            raise StorageUnavailable(
-                "The storage backend is unreachable.", detail=f"Redis: {exc}"
-            ) from exc
+        except (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError) as exc:
+            # Whether a state change ran is unknown here: never retried. A
+            # replica's READONLY answer: the master moved (a failover).
+            raise StorageUnavailable(BACKEND_UNREACHABLE, detail=f"Redis: {exc}") from exc
         except redis.RedisError as exc:
             raise StorageUnavailable(
                 "The storage backend failed; the error has been logged.",

@@ -8,7 +8,8 @@ from redis.retry import Retry
 
 from zq.clock import Clock
 from zq.errors import StorageUnavailable
-from zq.storage.base import Collected, Storage
+from zq.storage.base import Storage
+from zq.storage.records import Collected
 from zq.storage.redis.claims import RedisClaims
 from zq.storage.redis.consumers import RedisConsumers
 from zq.storage.redis.cursors import RedisNotificationCursors

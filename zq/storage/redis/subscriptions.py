@@ -13,14 +13,15 @@ from typing import Any, TypeVar
 import redis
 
 from zq.clock import Clock
-from zq.errors import StorageUnavailable, SubscriptionConflict, SubscriptionNotFound
-from zq.storage.base import (
-    SubscriptionController,
-    SubscriptionRecord,
-    new_subscription_id,
-    subscription_age,
+from zq.errors import (
+    BACKEND_UNREACHABLE,
+    StorageUnavailable,
+    SubscriptionConflict,
+    SubscriptionNotFound,
 )
+from zq.storage.records import SubscriptionRecord
 from zq.storage.redis.scripts import ScriptBook
+from zq.storage.subscriptions import SubscriptionController, new_subscription_id, subscription_age
 
 T = TypeVar("T")
 
@@ -64,8 +65,7 @@ class RedisSubscriptions(SubscriptionController):
         try:
             return work()
         except redis.RedisError as exc:
-            raise StorageUnavailable("The storage backend is unreachable.",
-                                     detail=f"Redis: {exc}") from exc
+            raise StorageUnavailable(BACKEND_UNREACHABLE, detail=f"Redis: {exc}") from exc
 
     def _run(self, name: str, *args: Any) -> Any:
         return self._scripts.run(name, self._clock.now(), *args)

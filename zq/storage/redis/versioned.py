@@ -11,13 +11,8 @@ from collections.abc import Sequence
 
 from zq.backoff import BackoffPolicy
 from zq.dead_letter import DeadLetterPolicy
-from zq.storage.base import (
-    ClaimRecord,
-    ConsumerEntry,
-    MessageRecord,
-    NewMessage,
-    VersionedDeliveries,
-)
+from zq.storage.base import VersionedDeliveries
+from zq.storage.records import ClaimRecord, ConsumerEntry, MessageRecord, NewMessage
 from zq.storage.redis.claims import RedisClaims
 from zq.storage.redis.messages import RedisMessages
 

@@ -12,7 +12,7 @@ from zq.backoff import BackoffPolicy
 from zq.dead_letter import DeadLetterPolicy, expiry_move_from_metadata
 from zq.errors import MetadataChanged
 from zq.moves import Move
-from zq.storage.base import MessageRecord
+from zq.storage.records import MessageRecord
 
 # What a script answers when the caller's metadata version is stale.
 STALE = -1

@@ -12,7 +12,8 @@ from zq.backoff import BackoffPolicy
 from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
-from zq.storage.base import ClaimController, ClaimRecord, ConsumerEntry
+from zq.storage.base import ClaimController
+from zq.storage.records import ClaimRecord, ConsumerEntry
 from zq.storage.sql import postgresql, predicates
 from zq.storage.sql.consumers import write_record
 from zq.storage.sql.database import Database

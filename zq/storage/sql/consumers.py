@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from zq.storage.base import ConsumerClaim, ConsumerLog
+from zq.storage.consumer_log import ConsumerLog
+from zq.storage.records import ConsumerClaim
 from zq.storage.sql.database import Database
 from zq.storage.sql.schema import consumer_claims as t
 

@@ -10,7 +10,7 @@ from typing import TypeVar
 import sqlalchemy as sa
 from sqlalchemy import exc
 
-from zq.errors import StorageUnavailable
+from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
 from zq.storage.sql import dialects
 
 T = TypeVar("T")
@@ -59,8 +59,7 @@ class Database:
                     continue
                 if dialects.is_unavailable(error):
                     raise StorageUnavailable(
-                        "The storage backend failed; the error has been logged.",
-                        detail=f"{self.dialect}: {error.orig}",
+                        BACKEND_UNREACHABLE, detail=f"{self.dialect}: {error.orig}",
                     ) from error
                 raise
         raise AssertionError("unreachable")  # pragma: no cover

@@ -20,6 +20,9 @@ from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import StaticPool
 
+from zq.errors import InvalidRequest
+from zq.storage.uri import redact, scrub
+
 # Connection option that makes a SQLite transaction take the write lock at
 # BEGIN, so two writers never both read the same free messages.
 WRITE_OPTION = "zq_write"
@@ -38,6 +41,9 @@ _DRIVERS = {
 # failure, deadlock. SQLite: a busy database past busy_timeout.
 _MYSQL_RETRY_CODES = {1205, 1213}
 _PG_RETRY_STATES = {"40001", "40P01"}
+# PostgreSQL: read-only transaction (a standby, or a primary turned one),
+# administrator or crash shutdown, cannot connect now (starting, in recovery).
+_PG_NOT_PRIMARY_STATES = {"25006", "57P01", "57P02", "57P03"}
 
 
 def to_sqlalchemy_url(uri: str) -> URL:
@@ -46,10 +52,48 @@ def to_sqlalchemy_url(uri: str) -> URL:
     if not sep:
         raise ValueError(f"Not a storage URI: {uri!r}")
     driver = _DRIVERS.get(scheme.lower(), scheme)
+    if driver.startswith("postgresql"):
+        rest = _hosts_into_query(rest)
     url = make_url(f"{driver}://{rest}")
     if url.get_backend_name() == "mysql" and "charset" not in url.query:
         url = url.update_query_dict({"charset": "utf8mb4"})
     return url
+
+
+def _hosts_into_query(rest: str) -> str:
+    """libpq's ``u@h1:5432,h2:5433/db`` -> SQLAlchemy's ``u@/db?host=h1:5432&host=h2:5433``.
+
+    SQLAlchemy reads one host and port from the authority (the list would
+    end up in ``int()``), but takes several from repeated ``host=``
+    options, which psycopg hands to libpq as its host list; libpq then
+    tries them in order and, with ``target_session_attrs=read-write``,
+    keeps the one that is the writable primary. The userinfo ends at the
+    last ``@`` before the query, as in zq.storage.uri.
+    """
+    query_at = rest.find("?")
+    authority_end = len(rest) if query_at < 0 else query_at
+    slash = rest.find("/", rest.rfind("@", 0, authority_end) + 1)
+    if 0 <= slash < authority_end:
+        authority_end = slash
+    hosts_at = rest.rfind("@", 0, authority_end) + 1
+    hosts = rest[hosts_at:authority_end]
+    if "," not in hosts:
+        return rest
+    entries = hosts.split(",")
+    if any(not entry or entry.startswith("[") for entry in entries):
+        raise ValueError(
+            f"PostgreSQL host list {hosts!r}: every entry must be host or host:port "
+            "(an IPv6 address in a list is written as a name, or with ?host=[addr]:port)."
+        )
+    if "host=" in rest[authority_end:] or "port=" in rest[authority_end:]:
+        raise ValueError(
+            f"PostgreSQL host list {hosts!r}: name the hosts either in the address or "
+            "with ?host= options, not both."
+        )
+    tail = rest[authority_end:]
+    path, _, query = tail.partition("?")
+    options = "&".join(f"host={entry}" for entry in entries)
+    return f"{rest[:hosts_at]}{path or '/'}?{options}{'&' + query if query else ''}"
 
 
 def create_engine(uri: str) -> Engine:
@@ -57,7 +101,10 @@ def create_engine(uri: str) -> Engine:
     from zq.storage import check_uri
 
     check_uri(uri)  # a clear refusal, before the driver's own error
-    url = to_sqlalchemy_url(uri)
+    try:
+        url = to_sqlalchemy_url(uri)
+    except (ValueError, exc.ArgumentError) as error:
+        raise InvalidRequest(scrub(f"Storage URI {redact(uri)}: {error}", uri)) from error
     backend = url.get_backend_name()
     if backend == "sqlite":
         return _sqlite_engine(url)
@@ -71,7 +118,23 @@ def create_engine(uri: str) -> Engine:
         # READ COMMITTED avoids InnoDB gap locks, which turn concurrent
         # claims and posts on one queue into deadlocks.
         options["isolation_level"] = "READ COMMITTED"
-    return sa.create_engine(url, **options)
+    engine = sa.create_engine(url, **options)
+    if backend == "postgresql":
+        event.listen(engine, "handle_error", _drop_connections_to_a_standby)
+    return engine
+
+
+def _drop_connections_to_a_standby(context: Any) -> None:
+    """Treat "this server is not (or no longer) the primary" as a lost connection.
+
+    After a failover a pooled connection may still reach the old primary,
+    now read-only or shutting down. Marked as a disconnect, the pool drops
+    it and every connection opened before it, and the next checkout asks
+    libpq again for a host that takes writes (``target_session_attrs``).
+    """
+    state = getattr(context.original_exception, "sqlstate", None)
+    if state in _PG_NOT_PRIMARY_STATES:
+        context.is_disconnect = True
 
 
 def _sqlite_engine(url: URL) -> Engine:

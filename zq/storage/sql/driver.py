@@ -7,7 +7,8 @@ from sqlalchemy import exc
 
 from zq.clock import Clock
 from zq.errors import StorageUnavailable
-from zq.storage.base import Collected, Storage
+from zq.storage.base import Storage
+from zq.storage.records import Collected
 from zq.storage.sql import dialects, gc, migrate, postgresql, subscriptions
 from zq.storage.sql.claims import SqlClaims
 from zq.storage.sql.consumers import SqlConsumers

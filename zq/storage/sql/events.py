@@ -8,7 +8,8 @@ import sqlalchemy as sa
 
 from zq.errors import InvalidRequest
 from zq.events import event_fields
-from zq.storage.base import Event, EventLog
+from zq.storage.base import EventLog
+from zq.storage.records import Event
 from zq.storage.sql import commit_order
 from zq.storage.sql.database import Database
 from zq.storage.sql.records import dump_json, load_json

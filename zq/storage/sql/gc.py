@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from zq import events
 from zq.clock import Clock
-from zq.storage.base import Collected
+from zq.storage.records import Collected
 from zq.storage.sql import predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.events import event_row, record

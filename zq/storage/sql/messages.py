@@ -15,14 +15,9 @@ from zq.clock import Clock
 from zq.dead_letter import DeadLetterPolicy
 from zq.errors import MessageNotFound
 from zq.moves import Move
-from zq.storage.base import (
-    MessageController,
-    MessageRecord,
-    NewMessage,
-    check_delete,
-    check_destination,
-    check_move,
-)
+from zq.storage.base import MessageController
+from zq.storage.checks import check_delete, check_move
+from zq.storage.records import MessageRecord, NewMessage
 from zq.storage.sql import postgresql, predicates
 from zq.storage.sql.consumers import write_settle
 from zq.storage.sql.database import Database
@@ -268,7 +263,7 @@ class SqlMessages(MessageController):
 
         self._db.write(work)
 
-    def move(
+    def _move(
         self,
         project: str,
         queue: str,
@@ -278,9 +273,6 @@ class SqlMessages(MessageController):
         claim_id: str | None = None,
         client_id: str | None,
     ) -> list[str]:
-        check_destination(queue, move)
-        if not message_ids:
-            return []
 
         def work(conn: sa.Connection) -> list[str]:
             now = self._clock.now()

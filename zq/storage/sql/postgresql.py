@@ -29,7 +29,7 @@ from zq import events
 from zq.backoff import BackoffPolicy
 from zq.dead_letter import DeadLetterPolicy
 from zq.moves import Move
-from zq.storage.base import ClaimRecord
+from zq.storage.records import ClaimRecord
 from zq.storage.sql import dialects, predicates
 from zq.storage.sql.events import EVENT_COLUMNS, event_select, events_from
 from zq.storage.sql.queues import queue_row

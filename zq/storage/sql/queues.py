@@ -9,11 +9,11 @@ import sqlalchemy as sa
 from zq import events
 from zq.clock import Clock
 from zq.errors import MetadataChanged, QueueNotFound
-from zq.storage.base import (
+from zq.storage.base import QueueController
+from zq.storage.records import (
     MISSING_VERSION,
     MessageStamp,
     MetadataRead,
-    QueueController,
     QueueRecord,
     QueueStats,
     random_version,

@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zq.storage.base import MessageRecord
+from zq.storage.records import MessageRecord
 
 
 def dump_json(value: Any) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
-from zq.storage.base import LEGACY_VERSION
+from zq.storage.records import LEGACY_VERSION
 
 metadata = sa.MetaData()
 

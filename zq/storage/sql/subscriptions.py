@@ -9,17 +9,17 @@ from sqlalchemy import exc
 
 from zq.clock import Clock
 from zq.errors import SubscriptionConflict, SubscriptionNotFound
-from zq.storage.base import (
-    SubscriptionController,
-    SubscriptionRecord,
-    new_subscription_id,
-    subscriber_key,
-    subscription_age,
-)
+from zq.storage.records import SubscriptionRecord
 from zq.storage.sql import dialects
 from zq.storage.sql.database import Database
 from zq.storage.sql.records import dump_json, load_json
 from zq.storage.sql.schema import subscriptions as s
+from zq.storage.subscriptions import (
+    SubscriptionController,
+    new_subscription_id,
+    subscriber_key,
+    subscription_age,
+)
 
 # gc removes at most this many expired subscriptions per transaction.
 GC_BATCH = 500

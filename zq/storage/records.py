@@ -1,0 +1,220 @@
+"""The values the storage contract passes and returns, frozen.
+
+Every layer above the contract (the service, api/, analytics/,
+notifications/, metrics/, pooling/, the poison rules) reads these records;
+the contract itself is zq.storage.base (queues, messages, claims, the event
+log, ``Storage``), zq.storage.subscriptions and zq.storage.consumer_log.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A message to post, validated and with defaults applied."""
+
+    body: str  # JSON text, stored verbatim
+    ttl: int  # seconds
+    delay: int  # seconds before it can be claimed
+    fingerprint: str  # zq.events.fingerprint(body), recorded in events
+    # The posted event carries the body as stored (zq.events.BODY): the
+    # queue has subscribers (zq.subscribed), whose notifier needs it.
+    event_body: bool = False
+    # The id to store it under, drawn from the same driver's
+    # MessageController.new_id before the post (a sealed body is bound to
+    # its id, zq.encryption); None: the driver draws one.
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """A stored message as a driver returns it.
+
+    ``history`` holds the raw entries appended by each move, oldest first:
+    ``{"queue": source, "reason": str, "time": float}`` plus
+    ``"description"`` when the move had one (zq.moves.Move.history_entry).
+    zq.history.compact_history turns them into what clients see.
+    """
+
+    id: str
+    queue: str
+    body: str
+    ttl: int  # the ttl it was posted with, or given by a dead letter move
+    created: float  # when it was posted, or moved into this queue
+    expires: float  # may be later than created + ttl: claims extend it
+    client_id: str | None  # the Client-ID that posted it
+    claim_id: str | None  # the live claim holding it, None when free
+    claim_count: int
+    history: list[dict[str, Any]] = field(default_factory=list)
+    marker: int = 0  # position in its queue's order
+    redrive_count: int = 0  # moves with Move.count_redrive (redrives) it went through
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRecord:
+    """A live claim and the alive messages it still holds."""
+
+    id: str
+    queue: str
+    ttl: int
+    grace: int
+    created: float
+    expires: float
+    messages: list[MessageRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageStamp:
+    """Id and post time of a message, for queue stats."""
+
+    id: str
+    created: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """Counts of alive messages in one queue."""
+
+    free: int  # alive and not held by a live claim (delayed ones included)
+    claimed: int
+    oldest: MessageStamp | None = None
+    newest: MessageStamp | None = None
+    delayed: int = 0  # of ``free``: not claimable yet (a post's delay, or backoff)
+
+    @property
+    def total(self) -> int:
+        return self.free + self.claimed
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRecord:
+    name: str
+    metadata: dict[str, Any]
+
+
+# The metadata version of a queue that does not exist.
+MISSING_VERSION = ""
+# The metadata version of a queue stored before versions existed (SQL,
+# MongoDB): the first write replaces it with a random one.
+LEGACY_VERSION = "0"
+
+
+def random_version() -> str:
+    """A metadata version no queue ever had (drivers that draw them at random)."""
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRead:
+    """A queue's stored metadata (``{}`` for a queue never created) and its version.
+
+    ``version`` is an opaque text that changes whenever the metadata is set
+    and whenever the queue is created or deleted, and never comes back to
+    an earlier value, except MISSING_VERSION, the version of every missing
+    queue.
+    """
+
+    metadata: dict[str, Any]
+    version: str
+
+    @property
+    def exists(self) -> bool:
+        """Whether the queue exists (known from the version)."""
+        return self.version != MISSING_VERSION
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What one garbage collection removed."""
+
+    messages: int = 0  # expired messages, each with its ``expired`` event
+    claims: int = 0  # expired claims
+    moved: int = 0  # expired messages moved to a dead letter queue (``_dead_letter_expired``)
+    subscriptions: int = 0  # expired subscriptions removed
+
+    def __add__(self, other: Collected) -> Collected:
+        return Collected(self.messages + other.messages, self.claims + other.claims,
+                         self.moved + other.moved, self.subscriptions + other.subscriptions)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of a backend's event log.
+
+    ``cursor`` is the backend's own position of the event (an increasing
+    integer for SQL, a stream id for Redis, an ObjectId for MongoDB), as a
+    string; pass it back to ``EventLog.read(after=...)`` and ``trim``.
+    """
+
+    cursor: str
+    time: float
+    project: str
+    queue: str
+    kind: str  # one of zq.events.KINDS
+    message_id: str | None = None
+    claim_id: str | None = None
+    client_id: str | None = None
+    claim_count: int | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionRecord:
+    """A live subscription as a driver returns it.
+
+    ``age`` is whole seconds since it was created (the clock's now at the
+    read); ``expires`` is created (or the last ttl change) + ``ttl``.
+    """
+
+    id: str
+    project: str
+    queue: str
+    subscriber: str  # http(s)://... or mailto:..., unique per (project, queue)
+    ttl: int
+    expires: float
+    options: dict[str, Any]
+    confirmed: bool
+    age: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerClaim:
+    """One claim as the consumer log remembers it (zq.consumers reads these).
+
+    ``expires`` follows renewals, and a release sets it to the release time
+    (the claim ended). ``settled`` is the first time a delete, reject or
+    release named the claim, or a renew named it after it had expired: the
+    moments its holder showed it was alive. None: never.
+    """
+
+    client_id: str
+    claim_id: str
+    ttl: int
+    claimed: float
+    expires: float
+    settled: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerEntry:
+    """What a claim writes into the consumer log in its own atomic step.
+
+    zq.consumers fills it in; a driver only carries its values into the
+    claim's transaction or script, with the claim's id and time.
+    """
+
+    client_id: str
+    # Records that expired more than this many seconds before the claim
+    # are read by no rule (zq.consumers.forget_before).
+    keep_for: float
+
+    def record(self, claim_id: str, ttl: int, now: float) -> ConsumerClaim:
+        return ConsumerClaim(client_id=self.client_id, claim_id=claim_id, ttl=ttl,
+                             claimed=now, expires=now + ttl)
+
+    def forget_before(self, now: float) -> float:
+        return now - self.keep_for
