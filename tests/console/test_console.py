@@ -62,6 +62,10 @@ def test_overview_lists_counts_after_a_poison_workload_most_troubled_first(
     orders = page.locator('tr[data-queue="orders"]')
     assert "→ orders-dlq, after 3 claims" in orders.inner_text()
     assert orders.get_by_role("link", name="6 dead letters in orders-dlq").is_visible()
+    # A dead letter queue's row says which queues feed it, and links to them.
+    fed = page.locator('tr[data-queue="orders-dlq"] td.policy')
+    assert fed.inner_text() == "dead letters of orders"
+    assert fed.get_by_role("link", name="orders").get_attribute("href") == "#/queue/orders"
     order = queue_order(page)
     assert order.index("orders") < order.index("audit")
     assert order.index("orders-dlq") < order.index("audit")
