@@ -56,9 +56,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zq.backoff import BackoffPolicy
-from zq.dead_letter import DeadLetterPolicy
 from zq.events import fingerprint
+from zq.poison.backoff import BackoffPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage import open_storage
 from zq.storage.base import Storage
 from zq.storage.records import NewMessage

@@ -1,4 +1,4 @@
-"""What the consumer log (zq.consumers) costs per claimed message.
+"""What the consumer log (zq.poison.consumers) costs per claimed message.
 
     python -m benchmarks.consumer_log_cost [URI] [-n N] [--rounds R]
     (from the repository root; URI defaults to a temporary SQLite file)
@@ -62,7 +62,7 @@ def run_round(storage: Storage, log: ConsumerLog, total: int) -> dict[str, float
         svc = QueueService(Limits(), SingleBackend(storage))
         if isinstance(log, NoLog):
             # A claim writes its record, and a delete its first settle, in
-            # their own steps (zq.consumers): without the feature, neither.
+            # their own steps (zq.poison.consumers): without the feature, neither.
             svc._consumers.entry = lambda client_id: None  # type: ignore[method-assign]
             svc._consumers.to_settle = (  # type: ignore[method-assign]
                 lambda project, queue, claim_id: False)

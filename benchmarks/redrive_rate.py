@@ -12,7 +12,7 @@ the queue, untimed), then times, in the same run:
   the queue is empty, as ``zq redrive`` and ``POST .../redrive`` do
   (selection over the listing, pool checks, the move primitive);
 - B, ``move``: the move primitive alone (``MessageController.move`` with
-  ``zq.moves.redriven``) over the known ids in chunks of 200: the floor.
+  ``zq.poison.moves.redriven``) over the known ids in chunks of 200: the floor.
 
 Prints one JSON line per backend with both rates, A/B, and the load average.
 """
@@ -26,9 +26,9 @@ import time
 import uuid
 
 from benchmarks.scratch_storage import scratch
-from zq import moves
 from zq.config import Limits
 from zq.events import fingerprint
+from zq.poison import moves
 from zq.pooling import SingleBackend
 from zq.service import QueueService
 from zq.storage import open_storage

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from tests.service.stored_bodies import overwrite_body
-from zq import cli, moves
+from zq import cli
 from zq.commands import redrive as command
 from zq.errors import MessageNotFound
 from zq.events import REDRIVEN, fingerprint
+from zq.poison import moves
 from zq.storage import open_storage
 from zq.storage.records import NewMessage
 from zq.storage.sql import migrate

@@ -50,6 +50,11 @@ class NotFound(ZqError):
 class QueueNotFound(NotFound):
     title = "Queue not found"
 
+    @classmethod
+    def gone(cls, queue: str) -> QueueNotFound:
+        """The one text for a queue name that names no queue, on every driver."""
+        return cls(f"Queue {queue!r} does not exist.")
+
 
 class MessageNotFound(NotFound):
     title = "Message not found"

@@ -6,7 +6,7 @@ Python drivers build each detail with the functions below. The Redis Lua
 scripts never spell a kind or a detail key: they read them from the tables
 ``KIND`` and ``DETAIL`` that zq.storage.redis.scripts generates from
 KIND_NAMES and DETAIL_NAMES below, and a move's detail is built here
-(zq.moves.Move.detail); tests/drivers/redis/test_scripts.py pins both.
+(zq.poison.moves.Move.detail); tests/drivers/redis/test_scripts.py pins both.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ DELETED = "deleted"
 DEAD_LETTERED = "dead_lettered"
 EXPIRED = "expired"
 PURGED = "purged"
-REDRIVEN = "redriven"  # a dead letter moved back (zq.moves.redriven)
+REDRIVEN = "redriven"  # a dead letter moved back (zq.poison.moves.redriven)
 
 # A retry reject by the claim's holder (MessageController.reject); a
 # terminal reject is a move (dead_lettered, reason "rejected").
@@ -40,7 +40,7 @@ DELAY = "delay"  # posted: the message delay
 SIZE = "size"  # posted: body bytes
 FINGERPRINT = "fingerprint"  # posted, dead_lettered
 TO = "to"  # dead_lettered, redriven: the destination queue
-REASON = "reason"  # dead_lettered, redriven: why it moved (zq.moves.REASON_*)
+REASON = "reason"  # dead_lettered, redriven: why it moved (zq.poison.moves.REASON_*)
 SAMPLE = "sample"  # dead_lettered, redriven: the body's first SAMPLE_CHARS characters
 POP = "pop"  # deleted: taken by a pop
 TARGET = "target"  # expired: "claim" for a claim's expiry

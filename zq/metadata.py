@@ -14,9 +14,10 @@ from typing import Any
 
 import orjson
 
-from zq import backoff, consumers, dead_letter, retry_policy, validation
+from zq import retry_policy, validation
 from zq.config import Limits
 from zq.errors import InvalidRequest
+from zq.poison import backoff, consumers, dead_letter
 
 DEFAULT_MESSAGE_TTL = "_default_message_ttl"
 DEFAULT_MESSAGE_DELAY = "_default_message_delay"
@@ -92,7 +93,7 @@ RESERVED: dict[str, ReservedKey] = {
         lambda v, lim: validation.boolean(v, ENCRYPT_MESSAGES),
         lambda lim: False,
     ),
-    # Backoff between deliveries (zq.backoff); shown only when set, as the
+    # Backoff between deliveries (zq.poison.backoff); shown only when set, as the
     # dead letter keys: a default shown would be sent back by clients.
     RETRY_DELAY: ReservedKey(
         lambda v, lim: validation.message_delay(v, lim, RETRY_DELAY),
@@ -112,7 +113,7 @@ RESERVED: dict[str, ReservedKey] = {
         lambda v, lim: retry_policy.check(v, RETRY_POLICY),
         _no_default,
     ),
-    # Suspected consumers (zq.consumers); shown only when set.
+    # Suspected consumers (zq.poison.consumers); shown only when set.
     SUSPECT_LAPSED_CONSUMERS: ReservedKey(
         lambda v, lim: consumers.check_setting(v),
         _no_default,

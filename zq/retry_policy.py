@@ -74,9 +74,8 @@ def check(policy: Any, field: str = POLICY) -> dict[str, Any]:
     """A policy as a subscription's options or a queue's metadata give it; InvalidRequest."""
     if not isinstance(policy, Mapping):
         raise InvalidRequest(f"{field} must be an object.")
-    unknown = sorted(set(policy) - KEYS)
-    if unknown:
-        raise InvalidRequest(f"{field}: unknown keys {unknown}; known: {sorted(KEYS)}.")
+    validation.refuse_unknown(policy, KEYS, lambda unknown: (
+        f"{field}: unknown keys {unknown}; known: {sorted(KEYS)}."))
     for key in COUNTS:
         if key in policy:
             validation.integer(policy[key], f"{field}.{key}", 0, MAX_RETRIES)

@@ -5,7 +5,7 @@ defaults from queue metadata and configuration (zq.metadata), encodes
 message bodies to canonical JSON, seals them for queues that encrypt and
 opens sealed ones on every read that returns them (zq.encryption), builds
 the dead letter policy and validates dead letter settings
-(zq.dead_letter). It reaches storage only through a zq.pooling resolver
+(zq.poison.dead_letter). It reaches storage only through a zq.pooling resolver
 and knows nothing about HTTP.
 """
 
@@ -19,17 +19,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from zq import (
-    backoff,
-    consumers,
-    dead_letter,
-    dead_letter_chain,
-    events,
-    moves,
-    redrive,
-    subscriptions,
-    validation,
-)
+from zq import events, subscriptions, validation
 from zq import metadata as meta
 from zq.clock import Clock, SystemClock
 from zq.config import Limits
@@ -50,6 +40,7 @@ from zq.errors import (
 )
 from zq.metadata_cache import MetadataCache
 from zq.opening import Opened, OpenedClaim, Unreadable, open_each, opened_claim
+from zq.poison import backoff, consumers, dead_letter, dead_letter_chain, moves, redrive
 from zq.pooling import Pools
 from zq.pooling.base import PoolDown
 from zq.storage.base import Storage
@@ -105,7 +96,7 @@ class QueueService:
                  subscribed: SubscribedQueues | None = None) -> None:
         self.limits = limits
         self.pools = pools
-        # The consumer log's times (zq.consumers); the drivers keep their own.
+        # The consumer log's times (zq.poison.consumers); the drivers keep their own.
         self.clock = clock or SystemClock()
         self._consumers = consumers.ConsumerRule(limits.max_claim_ttl)
         self._metadata_cache = metadata_cache or MetadataCache(0)
@@ -163,7 +154,7 @@ class QueueService:
         def patch() -> tuple[dict[str, Any], str | None]:
             current = storage.queues.read_metadata(project, queue)
             if not current.exists:
-                raise QueueNotFound(f"Queue {queue!r} does not exist.")
+                raise QueueNotFound.gone(queue)
             checked = meta.validate(apply_patch(current.metadata, changes), self.limits)
             self._check_encryption(checked, current.metadata)
             flavor = checked.get(meta.FLAVOR)
@@ -191,7 +182,7 @@ class QueueService:
         storage = self._storage(project, queue)
         storage.queues.delete(project, queue)
         # Who consumed from it goes with it: a new queue of the same name
-        # starts with no consumers (zq.consumers).
+        # starts with no consumers (zq.poison.consumers).
         storage.consumers.forget(project, queue)
         self.pools.forget(project, queue)
         self._metadata_cache.forget(project, queue)
@@ -424,7 +415,7 @@ class QueueService:
             raise ClaimMismatch("No claim has this id; it holds no message.")
         # Naming the claim shows its holder is alive: the delete settles it
         # in its own step, and a refused one (even for an expired claim)
-        # right after (zq.consumers).
+        # right after (zq.poison.consumers).
         settle = self._consumers.to_settle(project, queue, claim_id)
         try:
             storage.messages.delete(
@@ -478,7 +469,7 @@ class QueueService:
 
         Terminal (no ``retry_after``): moved to the queue's dead letter
         queue now, history reason ``rejected`` with the description, in one
-        atomic step (zq.moves.rejected); Conflict when the queue has no
+        atomic step (zq.poison.moves.rejected); Conflict when the queue has no
         ``_dead_letter_queue``, nothing moved. Retry: the message leaves the
         claim and is claimable again after ``retry_after`` seconds (0: at
         once; null: once the backoff its claim gave it has passed, as after
@@ -519,7 +510,7 @@ class QueueService:
         moved = storage.messages.move(project, queue, [message_id], move,
                                       claim_id=claim_id, client_id=client_id)
         if not moved:
-            raise MessageNotFound(f"Message {message_id!r} does not exist.")
+            raise MessageNotFound.gone(message_id)
 
     def pop_messages(
         self, project: str, queue: str, count: int, *, client_id: str | None
@@ -589,7 +580,7 @@ class QueueService:
                                          client_id=client_id, dead_letter=policy,
                                          backoff=delay, consumer=consumer)
 
-        # The claim writes its consumer record in its own step (zq.consumers).
+        # The claim writes its consumer record in its own step (zq.poison.consumers).
         consumer = self._consumers.entry(client_id)
         claimed = self._with_metadata(project, queue, storage, claim)
         if claimed is None:
@@ -626,7 +617,7 @@ class QueueService:
         _check_claim_id(claim_id)
         storage = self._storage(project, queue)
         # Also when the claim has expired (ClaimNotFound below): a late
-        # renew shows its holder is alive (zq.consumers).
+        # renew shows its holder is alive (zq.poison.consumers).
         self._consumers.renewed(storage.consumers, project, queue, claim_id, ttl,
                                 self.clock.now())
         storage.claims.renew(
@@ -646,25 +637,25 @@ class QueueService:
                                 self.clock.now(), ended=True)
 
     def consumers(self, project: str, queue: str) -> list[consumers.Consumer]:
-        """The Client-IDs that claimed from the queue in the last hour (zq.consumers)."""
+        """The Client-IDs that claimed from the queue in the last hour (zq.poison.consumers)."""
         queue = self._queue_name(queue)
         storage = self._storage(project, queue)
         stored = self._metadata_cache.get(storage, project, queue).read.metadata
         return self._consumers.list(storage.consumers, project, queue, stored, self.clock.now())
 
-    # -- redrive (zq.redrive) -------------------------------------------
+    # -- redrive (zq.poison.redrive) -------------------------------------------
 
     def redrive(
         self, project: str, queue: str, document: Any | None, *, client_id: str | None
     ) -> redrive.RedriveResult:
         """Move dead letters of ``queue`` back (``POST /v2/queues/{dlq}/redrive``).
 
-        Selects with zq.redrive's rule over at most ``limit`` messages (and
+        Selects with zq.poison.redrive's rule over at most ``limit`` messages (and
         a bounded walk, ``next`` continues), checks every destination before
         anything moves (another pool: DeadLetterConflict, 409; missing
         without ``create``: QueueNotFound, 404), and moves each
         destination's messages in one atomic step of the move primitive
-        (zq.moves.redriven). A message moved meanwhile by another caller (a
+        (zq.poison.moves.redriven). A message moved meanwhile by another caller (a
         racing redrive, a consumer's claim) is matched but not moved: the
         primitive skips it, so nothing moves twice. A dead letter queue that
         does not exist is QueueNotFound: a typo must not look like an empty
@@ -867,7 +858,7 @@ class QueueService:
         """Take unreadable messages a claim (or a pop, ``claim`` None) took out of the way.
 
         With a ``_dead_letter_queue``: moved there now, reason ``unreadable``
-        and the failure as description (zq.moves.unreadable); a redrive
+        and the failure as description (zq.poison.moves.unreadable); a redrive
         brings them back once the key is restored. Without one, a claimed
         message leaves the claim and is claimable again after the claim's
         ttl (a retry reject): its claim count is its own, it is not held by

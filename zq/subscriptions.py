@@ -68,10 +68,8 @@ def _changes(document: Any, limits: Limits) -> SubscriptionChanges:
         raise InvalidRequest("No subscription to create.")
     if not isinstance(document, dict):
         raise InvalidRequest("Subscriptions must be a dict.")
-    unknown = sorted(set(document) - FIELDS)
-    if unknown:
-        raise InvalidRequest(
-            f"Unknown subscription fields {unknown}; known: {sorted(FIELDS)}.")
+    validation.refuse_unknown(document, FIELDS, lambda unknown: (
+        f"Unknown subscription fields {unknown}; known: {sorted(FIELDS)}."))
     subscriber = document.get("subscriber")
     if "subscriber" in document:
         subscriber = _subscriber(subscriber, limits)
@@ -151,9 +149,8 @@ def confirming(document: Any) -> bool:
     confirmed = document.get("confirmed") if isinstance(document, dict) else None
     if not isinstance(confirmed, bool):
         raise InvalidRequest("The 'confirmed' should be boolean.")
-    unknown = sorted(set(document) - {"confirmed"})
-    if unknown:
-        raise InvalidRequest(f"Unknown confirmation fields {unknown}; known: ['confirmed'].")
+    validation.refuse_unknown(document, {"confirmed"}, lambda unknown: (
+        f"Unknown confirmation fields {unknown}; known: ['confirmed']."))
     return confirmed
 
 
@@ -177,12 +174,9 @@ def _start_notifications(storage: Storage, subscription_id: str) -> None:
     one without it), so its first notification does not wait for a read of
     the whole log; nothing before the subscription is its business anyway.
     """
-    cursors = storage.notification_cursors
-    if cursors is None:
-        return
     end = storage.events.end()
     if end is not None:  # an empty log: reading it from its start costs nothing
-        cursors.start(subscription_id, end)
+        storage.notification_cursors.start(subscription_id, end)
 
 
 def _id_shaped(subscription_id: str) -> bool:
@@ -230,7 +224,7 @@ class SubscriptionService:
                 project, queue, checked.subscriber, ttl, checked.options or {},
                 subscription_id=sid)
             self._changed(project, queue)
-            if created is None and storage.notification_cursors is not None:
+            if created is None:
                 storage.notification_cursors.forget(sid)  # not made: its cursor goes too
             if created is not None:
                 self._ask_confirmation(storage.subscriptions.get(project, queue, created))

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from zq.config import Limits
 from zq.errors import InvalidRequest
-from zq.redrive import DEAD_LETTER_REASONS, RedriveFilter, RedriveRequest
+from zq.poison.redrive import DEAD_LETTER_REASONS, RedriveFilter, RedriveRequest
 
 # Patterns are matched whole (re.fullmatch): "$" would let a final newline
 # through.
@@ -223,6 +223,24 @@ def object_document(document: Any, what: str) -> dict[str, Any]:
     return document
 
 
+def refuse_unknown(names: Iterable[str], known: Collection[str],
+                   text: Callable[[list[str]], str]) -> None:
+    """InvalidRequest(``text(unknown names, sorted)``) when ``names`` holds one not in ``known``.
+
+    A field zq does not know would be silently ignored: it is refused.
+    """
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        raise InvalidRequest(text(unknown))
+
+
+def _may_only_hold(what: str, known: Collection[str]) -> Callable[[list[str]], str]:
+    """The refusal text of the redrive body and its filter."""
+    allowed = ", ".join(f'"{k}"' for k in sorted(known))
+    return lambda unknown: (f"{what} may only hold {allowed}, "
+                            f"not {', '.join(repr(k) for k in unknown)}.")
+
+
 def is_id_shaped(value: str) -> bool:
     """Whether ``value`` could be a message or claim id zq issued.
 
@@ -308,11 +326,9 @@ def reject_document(document: Any, limits: Limits) -> Rejection:
     silently ignored).
     """
     document = {} if document is None else object_document(document, "The reject body")
-    unknown = sorted(set(document) - REJECT_FIELDS)
-    if unknown:
-        raise InvalidRequest(
-            f"The reject body may only hold \"description\" and \"retry_after\", "
-            f"not {', '.join(repr(k) for k in unknown)}.")
+    refuse_unknown(document, REJECT_FIELDS, lambda unknown: (
+        f"The reject body may only hold \"description\" and \"retry_after\", "
+        f"not {', '.join(repr(k) for k in unknown)}."))
     description = document.get("description")
     if description is not None:
         if not isinstance(description, str):
@@ -342,12 +358,8 @@ def purge_document(document: Any) -> set[str]:
     types = document["resource_types"]
     if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
         raise InvalidRequest('"resource_types" must be a list of strings.')
-    unknown = set(types) - PURGEABLE_RESOURCES
-    if unknown:
-        raise InvalidRequest(
-            f'"resource_types" may only hold {sorted(PURGEABLE_RESOURCES)}, '
-            f"not {sorted(unknown)}."
-        )
+    refuse_unknown(types, PURGEABLE_RESOURCES, lambda unknown: (
+        f'"resource_types" may only hold {sorted(PURGEABLE_RESOURCES)}, not {unknown}.'))
     return set(types)
 
 
@@ -407,7 +419,7 @@ def message_marker(value: str | None) -> int | None:
     return min(int(value), MAX_MARKER)
 
 
-# -- redrive (zq.redrive) -------------------------------------------------
+# -- redrive (zq.poison.redrive) -------------------------------------------------
 
 REDRIVE_FIELDS = frozenset({"to", "filter", "limit", "dry_run", "marker", "create"})
 REDRIVE_FILTER_FIELDS = frozenset({"ids", "reason", "from", "fingerprint",
@@ -422,7 +434,7 @@ def redrive_limit_cap(limits: Limits) -> int:
 
 
 def redrive_document(document: Any, limits: Limits) -> RedriveRequest:
-    """A redrive body (all optional), checked: a zq.redrive.RedriveRequest.
+    """A redrive body (all optional), checked: a zq.poison.redrive.RedriveRequest.
 
     ``{"to", "filter": {"ids", "reason", "from", "fingerprint",
     "dead_lettered_before", "dead_lettered_after"}, "limit", "dry_run",
@@ -430,11 +442,7 @@ def redrive_document(document: Any, limits: Limits) -> RedriveRequest:
     in the filter, are refused: they would be silently ignored.
     """
     document = {} if document is None else object_document(document, "The redrive body")
-    unknown = sorted(set(document) - REDRIVE_FIELDS)
-    if unknown:
-        raise InvalidRequest(
-            "The redrive body may only hold " + ", ".join(f'"{k}"' for k in sorted(REDRIVE_FIELDS))
-            + f", not {', '.join(repr(k) for k in unknown)}.")
+    refuse_unknown(document, REDRIVE_FIELDS, _may_only_hold("The redrive body", REDRIVE_FIELDS))
     to = document.get("to")
     if to is not None:
         to = name(to, field="to", max_length=limits.max_queue_name_length)
@@ -452,11 +460,7 @@ def redrive_document(document: Any, limits: Limits) -> RedriveRequest:
             'marker must be the "next" string a previous redrive answered with.')
     raw = document.get("filter")
     raw = {} if raw is None else object_document(raw, "filter")
-    unknown = sorted(set(raw) - REDRIVE_FILTER_FIELDS)
-    if unknown:
-        raise InvalidRequest(
-            "filter may only hold " + ", ".join(f'"{k}"' for k in sorted(REDRIVE_FILTER_FIELDS))
-            + f", not {', '.join(repr(k) for k in unknown)}.")
+    refuse_unknown(raw, REDRIVE_FILTER_FIELDS, _may_only_hold("filter", REDRIVE_FILTER_FIELDS))
     ids = raw.get("ids")
     if ids is not None:
         if (not isinstance(ids, list) or not 0 < len(ids) <= cap

@@ -1,6 +1,6 @@
 """Messages count their redrives: ``redrive_count`` (0 for every existing message).
 
-A redrive (zq.moves.redriven) moves a dead letter back and adds one;
+A redrive (zq.poison.moves.redriven) moves a dead letter back and adds one;
 MessageRecord.redrive_count reads it.
 
 Revision ID: 0005

@@ -1,7 +1,7 @@
 """The consumer log: one row per claim (ConsumerLog in zq/storage/base.py).
 
 ``GET /v2/queues/{q}/consumers`` and ``_suspect_lapsed_consumers``
-(zq.consumers) read it. Starts empty: claims made before the upgrade are
+(zq.poison.consumers) read it. Starts empty: claims made before the upgrade are
 not in it.
 
 Revision ID: 0006_consumer_claims

@@ -14,8 +14,8 @@ from tests.analytics.recount import recount
 from tests.analytics.test_stats import assert_same, stats
 from zq.analytics.export import backend_id, export, read_state
 from zq.clock import ManualClock
-from zq.dead_letter import policy_from_metadata
 from zq.events import fingerprint
+from zq.poison.dead_letter import policy_from_metadata
 from zq.storage.records import NewMessage
 from zq.storage.sql import open_sql
 

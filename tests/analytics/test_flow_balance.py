@@ -27,7 +27,7 @@ from tests.backends import backend_name, clock, project, storage, storage_factor
 from tests.contract.helpers import new_message
 from zq.analytics.export import export
 from zq.clock import ManualClock
-from zq.dead_letter import DeadLetterPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import Storage
 from zq.storage.records import Event
 

@@ -16,11 +16,11 @@ from tests.analytics.conftest import zq_parser
 from tests.analytics.recount import recount
 from tests.analytics.test_stats import assert_same
 from tests.backends import backend_name, clock, storage, storage_factory  # noqa: F401
-from zq import moves
 from zq.analytics.export import export
 from zq.analytics.job import run
-from zq.dead_letter import policy_from_metadata
 from zq.events import fingerprint
+from zq.poison import moves
+from zq.poison.dead_letter import policy_from_metadata
 from zq.storage.records import NewMessage
 
 P, Q, DLQ = "analytics", "orders", "orders-dlq"

@@ -1,4 +1,4 @@
-"""GET /v2/queues/{q}/consumers and _suspect_lapsed_consumers (zq.consumers)."""
+"""GET /v2/queues/{q}/consumers and _suspect_lapsed_consumers (zq.poison.consumers)."""
 
 from __future__ import annotations
 

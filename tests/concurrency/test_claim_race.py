@@ -18,7 +18,7 @@ import pytest
 
 from tests.contract.helpers import events_of, new_message
 from zq import events
-from zq.dead_letter import policy_from_metadata
+from zq.poison.dead_letter import policy_from_metadata
 
 pytestmark = pytest.mark.slow
 

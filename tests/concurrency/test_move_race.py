@@ -16,7 +16,8 @@ from collections import Counter
 import pytest
 
 from tests.contract.helpers import events_of, new_message
-from zq import events, moves
+from zq import events
+from zq.poison import moves
 
 pytestmark = pytest.mark.slow
 

@@ -20,8 +20,9 @@ from collections import Counter
 import pytest
 
 from tests.contract.helpers import events_of, new_message
-from zq import events, moves
-from zq.backoff import BackoffPolicy
+from zq import events
+from zq.poison import moves
+from zq.poison.backoff import BackoffPolicy
 
 pytestmark = pytest.mark.slow
 

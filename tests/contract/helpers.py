@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from zq.dead_letter import DeadLetterPolicy
 from zq.events import fingerprint
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import Storage
 from zq.storage.records import ClaimRecord, Event, NewMessage
 

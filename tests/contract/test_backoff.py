@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from zq.backoff import EXPONENTIAL, FIXED, LINEAR, BackoffPolicy
-from zq.dead_letter import DeadLetterPolicy
+from zq.poison.backoff import EXPONENTIAL, FIXED, LINEAR, BackoffPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 
 from .helpers import CLAIM_TTL, GRACE, claim, ids, post
 

@@ -1,4 +1,4 @@
-"""ConsumerLog: the consumer log every driver keeps (zq.consumers reads it)."""
+"""ConsumerLog: the consumer log every driver keeps (zq.poison.consumers reads it)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from zq.dead_letter import DeadLetterPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.records import ConsumerClaim, ConsumerEntry
 
 from .helpers import claim, post

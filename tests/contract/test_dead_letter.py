@@ -7,8 +7,8 @@ import json
 import pytest
 
 from zq import events
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import MessageNotFound
+from zq.poison.dead_letter import DeadLetterPolicy
 
 from .helpers import TTL, claim, events_of, ids, post, raw_message
 

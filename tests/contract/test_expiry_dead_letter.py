@@ -11,8 +11,9 @@ import json
 
 import pytest
 
-from zq import dead_letter, events, moves
+from zq import events
 from zq.errors import ClaimNotFound, MessageNotFound
+from zq.poison import dead_letter, moves
 
 from .helpers import claim, events_of, ids, post, raw_message
 

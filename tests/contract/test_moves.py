@@ -1,6 +1,6 @@
 """MessageController.move: the one atomic move of every poison feature.
 
-Also pins what zq/moves.py says a driver computes itself (ttl, times,
+Also pins what zq/poison/moves.py says a driver computes itself (ttl, times,
 counts, history entry, event) and the exhaustion threshold the Redis
 scripts compare with (DeadLetterPolicy.is_exhausted).
 """
@@ -11,9 +11,10 @@ import json
 
 import pytest
 
-from zq import events, moves
-from zq.dead_letter import DeadLetterPolicy
+from zq import events
 from zq.errors import ClaimMismatch, MessageNotFound
+from zq.poison import moves
+from zq.poison.dead_letter import DeadLetterPolicy
 
 from .helpers import TTL, claim, events_of, ids, post, raw_message
 

@@ -1,4 +1,4 @@
-"""Redrive on every driver: QueueService.redrive's rule (zq/redrive.py) over the move primitive.
+"""Redrive on every driver: the rule of zq/poison/redrive.py over the move primitive.
 
 The rule lives above the contract; what it needs from each driver (the
 listing with history, ``get_many``, ``move`` skipping what left the queue)
@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from zq import events as kinds
-from zq import moves
 from zq.config import Limits
 from zq.errors import InvalidRequest, MessageNotFound, QueueNotFound
 from zq.events import fingerprint
+from zq.poison import moves
 from zq.pooling import SingleBackend
 from zq.service import QueueService
 

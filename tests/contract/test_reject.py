@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from zq import events, moves
-from zq.backoff import BackoffPolicy
+from zq import events
 from zq.errors import ClaimMismatch, MessageNotFound
+from zq.poison import moves
+from zq.poison.backoff import BackoffPolicy
 
 from .helpers import CLAIM_TTL, GRACE, claim, events_of, ids, post
 

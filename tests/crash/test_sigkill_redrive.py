@@ -35,7 +35,8 @@ from tests.crash.audit import (
 )
 from tests.crash.workload import Target
 from tests.e2e.server import ServerProcess, clean_environment
-from zq import events, moves
+from zq import events
+from zq.poison import moves
 from zq.storage import open_storage, scheme_of
 from zq.storage.records import NewMessage
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tests.notifications.helpers import attach, config, drain, notifier, receiver
 from tests.notifications.test_delivery import post, sub_id
-from zq import moves
 from zq.clock import ManualClock
+from zq.poison import moves
 from zq.storage.base import Storage
 
 

@@ -12,8 +12,8 @@ from bson import ObjectId
 from zq.storage.base import Storage
 from zq.storage.mongo.storage import MongoStorage
 from zq.storage.redis.storage import RedisStorage
-from zq.storage.sql.driver import SqlStorage
 from zq.storage.sql.schema import messages
+from zq.storage.sql.storage import SqlStorage
 
 
 def overwrite_body(storage: Storage, message_id: str, body: str) -> None:
@@ -24,6 +24,6 @@ def overwrite_body(storage: Storage, message_id: str, body: str) -> None:
     elif isinstance(storage, RedisStorage):
         storage.client.hset(f"{storage.prefix}m:{message_id}", "body", body)
     elif isinstance(storage, MongoStorage):
-        storage._b.messages.update_one({"_id": ObjectId(message_id)}, {"$set": {"body": body}})
+        storage._ctx.messages.update_one({"_id": ObjectId(message_id)}, {"$set": {"body": body}})
     else:
         raise TypeError(f"no raw writer for {type(storage).__name__}")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from zq import moves
 from zq.clock import ManualClock
 from zq.config import Limits
 from zq.errors import Conflict, DeadLetterConflict, InvalidRequest, QueueNotFound
-from zq.history import compact_history
+from zq.poison import moves
+from zq.poison.history import compact_history
 from zq.pooling import SingleBackend
 from zq.service import QueueService
 from zq.storage.base import Storage

@@ -24,8 +24,8 @@ from tests.service.test_encryption import (
     service,
     stored,
 )
-from zq import moves
 from zq.errors import ClaimNotFound, EncryptionFailure
+from zq.poison import moves
 from zq.service import QueueService, encode_body
 from zq.storage.base import Storage
 

@@ -1,11 +1,11 @@
-"""zq.backoff: the formula, the jitter, the schedule the Redis scripts index."""
+"""zq.poison.backoff: the formula, the jitter, the schedule the Redis scripts index."""
 
 from __future__ import annotations
 
 import pytest
 
-from zq import backoff
-from zq.backoff import EXPONENTIAL, FIXED, LINEAR, BackoffPolicy
+from zq.poison import backoff
+from zq.poison.backoff import EXPONENTIAL, FIXED, LINEAR, BackoffPolicy
 
 
 def exact(delay: float, max_delay: float, kind: str) -> BackoffPolicy:

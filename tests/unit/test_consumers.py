@@ -1,10 +1,10 @@
-"""zq.consumers: what counts as live, lapsed and suspected, and the settle cache."""
+"""zq.poison.consumers: what counts as live, lapsed and suspected, and the settle cache."""
 
 from __future__ import annotations
 
 import pytest
 
-from zq import consumers
+from zq.poison import consumers
 from zq.storage.consumer_log import ConsumerLog
 from zq.storage.records import ConsumerClaim
 

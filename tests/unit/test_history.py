@@ -1,9 +1,9 @@
-"""zq.history.compact_history: what include_history=true shows of the raw entries."""
+"""zq.poison.history.compact_history: what include_history=true shows of the raw entries."""
 
 from __future__ import annotations
 
-from zq import moves
-from zq.history import compact_history
+from zq.poison import moves
+from zq.poison.history import compact_history
 
 T = 1_700_000_000.0
 

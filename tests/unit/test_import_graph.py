@@ -85,10 +85,10 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("service rules", ("zq.service", "zq.subscriptions", "zq.metadata",
                        "zq.metadata_cache", "zq.subscribed", "zq.opening")),
     ("pooling", ("zq.pooling",)),
-    ("storage and the rules it applies", (
-        "zq.storage", "zq.validation", "zq.queue_filter", "zq.consumers", "zq.redrive",
-        "zq.dead_letter", "zq.dead_letter_chain", "zq.moves", "zq.history", "zq.backoff",
-        "zq.retry_policy", "zq.subscribers")),
+    ("storage contract and drivers", ("zq.storage",)),
+    ("rules: the poison workflow, client input, queue filters, notification policy", (
+        "zq.poison", "zq.validation", "zq.queue_filter", "zq.retry_policy", "zq.subscribers")),
+    ("storage records", ("zq.storage.records",)),
     ("base", ("zq", "zq.errors", "zq.clock", "zq.config", "zq.logs", "zq.events",
               "zq.encryption", "zq.allowed_hosts")),
     # The Python client stands alone: it imports nothing of the server.

@@ -44,7 +44,7 @@ from zq.events import (
     REJECTED,
     RELEASED,
 )
-from zq.moves import REASON_REJECTED
+from zq.poison.moves import REASON_REJECTED
 
 MESSAGE = ["backend", "project", "message_id"]
 ORDER = ["time", "seq"]

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 
 from zq import events as ev
 from zq.analytics.lifecycles import MESSAGE, ORDER, ended_by, is_kind
-from zq.moves import REASON_REJECTED
+from zq.poison.moves import REASON_REJECTED
 
 NONE = "(none)"
 ISO = "yyyy-MM-dd'T'HH:mm:ss'Z'"

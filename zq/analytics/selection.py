@@ -34,7 +34,7 @@ class EventFilter:
 
     def describe(self) -> str:
         """The restrictions in force, for messages ("" when none)."""
-        from zq.history import iso8601
+        from zq.poison.history import iso8601
 
         parts = [f"{name} {value!r}" for name, value in
                  (("project", self.project), ("queue", self.queue)) if value is not None]

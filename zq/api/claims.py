@@ -7,7 +7,7 @@ import falcon
 from zq.api import representation
 from zq.api.bodies import read_json
 from zq.api.resource import Resource
-from zq.consumers import HEADER, Suspected
+from zq.poison.consumers import HEADER, Suspected
 
 
 class ClaimCollection(Resource):
@@ -19,7 +19,7 @@ class ClaimCollection(Resource):
                 limit=req.get_param_as_int("limit"), client_id=req.context.client_id,
             )
         except Suspected as suspected:
-            # Nothing for a consumer that let a claim lapse (zq.consumers):
+            # Nothing for a consumer that let a claim lapse (zq.poison.consumers):
             # 204 as for an empty queue, and which claim it must show alive.
             resp.status = falcon.HTTP_204
             resp.set_header(HEADER, suspected.lapsed_claim_id)

@@ -1,4 +1,4 @@
-"""``GET /v2/queues/{q}/consumers``: who claims from a queue (zq.consumers)."""
+"""``GET /v2/queues/{q}/consumers``: who claims from a queue (zq.poison.consumers)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 import orjson
 
-from zq.history import compact_history, iso8601
+from zq.poison.history import compact_history, iso8601
 from zq.storage.records import ClaimRecord, MessageRecord, MessageStamp, QueueStats
 
 API_ROOT = "/v2"

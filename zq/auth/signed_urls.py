@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from zq import validation
 from zq.auth.identity import Grant
 from zq.errors import InvalidRequest
 
@@ -101,11 +102,8 @@ def sign(
     document = {} if document is None else document
     if not isinstance(document, Mapping):
         raise InvalidRequest("The share request must be a JSON object.")
-    unknown = sorted(set(document) - SHARE_KEYS)
-    if unknown:
-        raise InvalidRequest(
-            f"The share request has unknown keys {unknown}; known: {sorted(SHARE_KEYS)}."
-        )
+    validation.refuse_unknown(document, SHARE_KEYS, lambda unknown: (
+        f"The share request has unknown keys {unknown}; known: {sorted(SHARE_KEYS)}."))
     names = _string_list(document.get("paths"), "paths", SHAREABLE_PATHS, DEFAULT_PATHS)
     methods = _string_list(
         document.get("methods"), "methods", SIGNABLE_METHODS, DEFAULT_METHODS, upper=True

@@ -30,8 +30,8 @@ from zq.commands.options import (
 from zq.config import Limits
 from zq.encryption import BodyCipher
 from zq.errors import InvalidRequest
+from zq.poison.redrive import DEAD_LETTER_REASONS, RedriveResult
 from zq.pooling.setup import open_pools
-from zq.redrive import DEAD_LETTER_REASONS, RedriveResult
 from zq.service import QueueService
 from zq.startup import ensure_default_data_dir, ensure_management_dir
 

@@ -22,9 +22,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from zq.clock import Clock
 from zq.config import MetricsConfig
-from zq.dead_letter import DEAD_LETTER_QUEUE
 from zq.errors import MessageNotFound, QueueNotFound
 from zq.metrics.tail import CONSUMER_WINDOW, QUEUE_KEY_SEP, TailState
+from zq.poison.dead_letter import DEAD_LETTER_QUEUE
 from zq.pooling.base import PoolDown, StorageSource
 from zq.storage.base import Storage
 

@@ -16,7 +16,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from zq.config import MetricsConfig
-from zq.moves import (
+from zq.poison.moves import (
     REASON_EXPIRED,
     REASON_MAX_CLAIM_COUNT,
     REASON_REJECTED,

@@ -36,9 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zq import events, moves
+from zq import events
 from zq.clock import Clock
 from zq.metrics.registry import Metrics
+from zq.poison import moves
 from zq.pooling.base import PoolDown, StorageSource
 from zq.storage.base import Storage
 from zq.storage.records import Event

@@ -122,7 +122,7 @@ class Confirmations:
 
     def refresh(self, name: str, storage: Storage, live: list[Any]) -> None:
         """Note which of ``live`` need a request (one read of the rows)."""
-        if not self.enabled or storage.notification_cursors is None:
+        if not self.enabled:
             return
         if not self._signed.secret_key:
             if not self._warned:

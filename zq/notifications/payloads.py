@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zq import events
-from zq.history import compact_history
 from zq.notifications.subscriptions import Subscription
+from zq.poison.history import compact_history
 from zq.storage.records import Event, MessageRecord
 
 MESSAGE = "message"

@@ -150,7 +150,6 @@ class Pump:
     def __init__(self, storage: Storage, subscription: Subscription, *, owner: str,
                  clock: Clock, config: NotificationsConfig, sender: Sender, fetch: Fetch,
                  report: Reporter) -> None:
-        assert storage.notification_cursors is not None
         self.storage = storage
         self.subscription = subscription
         self._cursors = storage.notification_cursors

@@ -123,7 +123,7 @@ class Notifier:
         now = self._clock.now()
         forget = now - self._forgotten_at >= FORGET_EVERY
         for name, storage in self._storages().items():
-            if not isinstance(storage, Storage) or storage.notification_cursors is None:
+            if not isinstance(storage, Storage):
                 continue
             controller = subscriptions_of(storage)
             if controller is None:

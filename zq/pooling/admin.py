@@ -155,9 +155,8 @@ class PoolAdmin:
 
 def _fields(document: Any, known: tuple[str, ...], what: str) -> dict[str, Any]:
     fields = validation.object_document(document, what)
-    unknown = sorted(set(fields) - set(known))
-    if unknown:
-        raise InvalidRequest(f"{what} has unknown fields {unknown}; known: {list(known)}.")
+    validation.refuse_unknown(fields, known, lambda unknown: (
+        f"{what} has unknown fields {unknown}; known: {list(known)}."))
     return fields
 
 

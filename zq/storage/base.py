@@ -19,7 +19,7 @@ Conventions every driver follows:
 - A message is *free* when it is alive, not held by a live claim, and not
   delayed (``now >= delay_until``). ``delay_until`` is the one moment a
   message becomes claimable again: a post's delay sets it, and so does the
-  backoff between deliveries (zq.backoff): a claim made with a backoff
+  backoff between deliveries (zq.poison.backoff): a claim made with a backoff
   policy sets it to the claim's expiry plus the message's backoff, so a
   claim that expires implies the backoff with no write at that moment;
   renewing the claim moves it with the claim's expiry, releasing the claim
@@ -43,9 +43,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from zq import queue_filter
-from zq.backoff import BackoffPolicy
-from zq.dead_letter import DeadLetterPolicy
-from zq.moves import Move
+from zq.poison.backoff import BackoffPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
+from zq.poison.moves import Move
 from zq.storage.checks import check_delete, check_destination, check_move
 from zq.storage.consumer_log import ConsumerLog
 from zq.storage.cursors import NotificationCursors
@@ -318,7 +318,7 @@ class MessageController(ABC):
         With ``settle_claim`` (and a ``claim_id``), the consumer log's record
         of ``claim_id`` is settled at the delete's time (ConsumerLog.settle,
         not ended) in the same atomic step, at least when the delete is not
-        refused (zq.consumers writes the settle of a refused one itself).
+        refused (zq.poison.consumers writes the settle of a refused one itself).
         """
 
     @abstractmethod
@@ -384,7 +384,7 @@ class MessageController(ABC):
           id, client id, claim count, ``events.rejected_detail(description,
           retry_after)``).
 
-        A terminal reject is a ``move`` (zq.moves.rejected) with the claim id.
+        A terminal reject is a ``move`` (zq.poison.moves.rejected) with the claim id.
         """
 
     def move(
@@ -401,8 +401,8 @@ class MessageController(ABC):
 
         The primitive of every poison feature (terminal reject, redrive;
         a claim's dead letter move and expiry dead lettering run the same
-        step inside their own). ``move`` (zq.moves) says what each moved
-        message becomes; the driver carries it out exactly as zq.moves'
+        step inside their own). ``move`` (zq.poison.moves) says what each moved
+        message becomes; the driver carries it out exactly as zq.poison.moves'
         docstring lists: same id, body, marker, client id and fingerprint;
         in ``move.to`` (created if missing, in the same step), free (no
         claim, no delay); ttl ``move.ttl`` or its own, created now,
@@ -641,8 +641,8 @@ class Storage(ABC):
     consumers: ConsumerLog
     # The driver's VersionedDeliveries, when it has the capability.
     versioned: VersionedDeliveries | None = None
-    # The notifier's cursors and leases (zq.storage.cursors), when the driver has them.
-    notification_cursors: NotificationCursors | None = None
+    # The notifier's cursors and leases (zq.storage.cursors).
+    notification_cursors: NotificationCursors
     subscriptions: SubscriptionController
 
     @abstractmethod
@@ -657,7 +657,7 @@ class Storage(ABC):
         (``Collected.subscriptions``).
 
         An expired message of a queue whose stored metadata asks for it
-        (zq.dead_letter.expiry_move_from_metadata, ``_dead_letter_expired``)
+        (zq.poison.dead_letter.expiry_move_from_metadata, ``_dead_letter_expired``)
         is moved instead, with that move (``Collected.moved``), exactly as
         ``MessageController.move`` moves, client id None. A claim or pop on
         such a queue that is given the policy (``DeadLetterPolicy.expired``)

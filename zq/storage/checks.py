@@ -9,7 +9,7 @@ contract suite (tests/contract/) pins every branch on every driver.
 from __future__ import annotations
 
 from zq.errors import ClaimMismatch, MessageIsClaimed
-from zq.moves import Move
+from zq.poison.moves import Move
 
 
 def check_delete(message_id: str, claim_id: str | None, holder: str | None) -> None:

@@ -1,7 +1,7 @@
 """The storage contract of the consumer log (GET /v2/queues/{q}/consumers).
 
 Storage.consumers of every driver; the rule that reads it (live, lapsed,
-suspected consumers) is zq.consumers.
+suspected consumers) is zq.poison.consumers.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ class ConsumerLog(ABC):
     ``consumer``), a claim's first delete settles it in the delete's own
     step (MessageController.delete with ``settle_claim``); the other
     settles, renewals and forgets are written by the service just before
-    or after the operation they describe (zq.consumers), so a crash in
+    or after the operation they describe (zq.poison.consumers), so a crash in
     between loses one settle, never a message. Every write is idempotent.
     Times are given by the caller (the service reads the driver's clock).
     """

@@ -36,8 +36,8 @@ class MessageRecord:
 
     ``history`` holds the raw entries appended by each move, oldest first:
     ``{"queue": source, "reason": str, "time": float}`` plus
-    ``"description"`` when the move had one (zq.moves.Move.history_entry).
-    zq.history.compact_history turns them into what clients see.
+    ``"description"`` when the move had one (zq.poison.moves.Move.history_entry).
+    zq.poison.history.compact_history turns them into what clients see.
     """
 
     id: str
@@ -183,7 +183,7 @@ class SubscriptionRecord:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerClaim:
-    """One claim as the consumer log remembers it (zq.consumers reads these).
+    """One claim as the consumer log remembers it (zq.poison.consumers reads these).
 
     ``expires`` follows renewals, and a release sets it to the release time
     (the claim ended). ``settled`` is the first time a delete, reject or
@@ -203,13 +203,13 @@ class ConsumerClaim:
 class ConsumerEntry:
     """What a claim writes into the consumer log in its own atomic step.
 
-    zq.consumers fills it in; a driver only carries its values into the
+    zq.poison.consumers fills it in; a driver only carries its values into the
     claim's transaction or script, with the claim's id and time.
     """
 
     client_id: str
     # Records that expired more than this many seconds before the claim
-    # are read by no rule (zq.consumers.forget_before).
+    # are read by no rule (zq.poison.consumers.forget_before).
     keep_for: float
 
     def record(self, claim_id: str, ttl: int, now: float) -> ConsumerClaim:

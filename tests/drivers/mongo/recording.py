@@ -77,7 +77,7 @@ class _Database:
 def record(storage: MongoStorage) -> Recorder:
     """Make ``storage`` log every filtered collection call into the returned recorder."""
     recorder = Recorder()
-    backend = storage._b
+    backend = storage._ctx
     # MongoContext is frozen for the driver's sake; a test may swap what it holds.
     wrapped = _Database(backend.database, recorder)
     object.__setattr__(backend, "database", wrapped)

@@ -6,7 +6,7 @@ from bson import ObjectId
 
 from tests.drivers.mongo.helpers import bodies, message
 from tests.drivers.mongo.recording import record
-from zq.dead_letter import DeadLetterPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.mongo.documents import free
 from zq.storage.mongo.moves import move_document
 
@@ -49,10 +49,10 @@ def test_move_is_one_update_rewriting_queue_times_claim_and_history(storage, pro
 
 def test_move_does_nothing_when_the_message_changed_since_it_was_read(storage, project, clock):
     (mid,) = storage.messages.post(project, "src", [message()], client_id="c")
-    stale = storage._b.messages.find_one({"_id": ObjectId(mid)})
+    stale = storage._ctx.messages.find_one({"_id": ObjectId(mid)})
     _claim(storage, project)  # now held by a live claim, count 1
 
-    assert not move_document(storage._b, stale, POLICY.move, clock.now(),
+    assert not move_document(storage._ctx, stale, POLICY.move, clock.now(),
                              state=free(clock.now()), session=None)
     assert storage.messages.get(project, "src", mid).claim_count == 1
     assert storage.messages.get_many(project, "dlq", [mid]) == []

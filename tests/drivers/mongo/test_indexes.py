@@ -22,7 +22,7 @@ from bson import ObjectId
 from tests.drivers.mongo.helpers import bodies
 from tests.drivers.mongo.recording import Call, record
 from tests.drivers.mongo.session import real_server_url
-from zq.dead_letter import DeadLetterPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.mongo.indexes import INDEXES
 
 
@@ -137,11 +137,11 @@ def test_indexes_exist_and_start_up_is_idempotent(storage, mongo_factory, clock)
 
 def test_ttl_index_date_tracks_the_float_expiry(storage, project, clock):
     storage.messages.post(project, "q", bodies(1), client_id="c")
-    doc = storage._b.messages.find_one({"project": project})
+    doc = storage._ctx.messages.find_one({"project": project})
     posted_at = doc["expires_at"]
     storage.claims.create(project, "q", ttl=600, grace=600, limit=1, client_id="c",
                           dead_letter=None)
-    doc = storage._b.messages.find_one({"project": project})
+    doc = storage._ctx.messages.find_one({"project": project})
     assert doc["expires"] == clock.now() + 1200
     # The date moved by the same amount as the float expiry (300 s -> 1200 s).
     assert (doc["expires_at"] - posted_at).total_seconds() >= 899
@@ -162,9 +162,9 @@ def test_ttl_index_removes_a_message_an_hour_after_its_expiry_date(storage, proj
     keep, drop = storage.messages.post(project, "q", bodies(2), client_id="c")
     two_hours_ago = datetime.now(UTC) - timedelta(hours=2)
     half_hour_ago = datetime.now(UTC) - timedelta(minutes=30)
-    storage._b.messages.update_one({"_id": ObjectId(drop)},
+    storage._ctx.messages.update_one({"_id": ObjectId(drop)},
                                    {"$set": {"expires_at": two_hours_ago}})
-    storage._b.messages.update_one({"_id": ObjectId(keep)},
+    storage._ctx.messages.update_one({"_id": ObjectId(keep)},
                                    {"$set": {"expires_at": half_hour_ago}})
-    left = [str(d["_id"]) for d in storage._b.messages.find({"project": project})]
+    left = [str(d["_id"]) for d in storage._ctx.messages.find({"project": project})]
     assert left == [keep]

@@ -26,12 +26,12 @@ def test_a_lease_left_behind_expires(storage: MongoStorage, project: str,
 
     before = storage.queues.links_version(project)
     with pytest.raises(MetadataChanged):
-        links.write_link(storage._b, project, before, refused)
+        links.write_link(storage._ctx, project, before, refused)
     assert storage.queues.links_version(project) == before  # put back: nothing linked
     link(storage, project, "a", "c")
     # A writer that dies for good leaves the lease held.
     held = storage.queues.links_version(project)
-    storage._b.links.update_one({"_id": project}, {"$inc": {"version": 1},
+    storage._ctx.links.update_one({"_id": project}, {"$inc": {"version": 1},
                                                    "$set": {"until": clock.now() + links.LEASE}})
     with pytest.raises(MetadataChanged):
         link(storage, project, "a", "d")

@@ -22,8 +22,8 @@ import redis
 
 from tests.drivers.redis.helpers import message, visible
 from zq.clock import ManualClock
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, StorageUnavailable
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import Storage
 from zq.storage.records import Event
 from zq.storage.redis import open_redis

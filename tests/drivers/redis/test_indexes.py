@@ -29,11 +29,11 @@ from hypothesis.stateful import (
 
 from tests.drivers.redis.helpers import message, post
 from zq import events
-from zq.backoff import BackoffPolicy
 from zq.clock import ManualClock
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.events import fingerprint
+from zq.poison.backoff import BackoffPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.records import NewMessage
 from zq.storage.redis import RedisStorage
 from zq.storage.redis.wire import Budget

@@ -20,9 +20,9 @@ import sqlalchemy as sa
 
 from tests.backends import empty_database, selected_backends
 from tests.contract.helpers import claim, post
-from zq.backoff import BackoffPolicy
 from zq.clock import ManualClock
-from zq.dead_letter import DeadLetterPolicy
+from zq.poison.backoff import BackoffPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.sql import SqlStorage, migrate, open_sql
 
 pytestmark = pytest.mark.skipif("postgresql" not in selected_backends(),

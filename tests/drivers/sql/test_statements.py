@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import sqlalchemy as sa
 
 from tests.contract.helpers import claim, post
-from zq.dead_letter import DeadLetterPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 
 
 @contextmanager

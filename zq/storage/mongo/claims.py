@@ -13,10 +13,10 @@ from bson import ObjectId
 from pymongo import ReturnDocument
 
 from zq import events
-from zq.backoff import BackoffPolicy, release_delay
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
 from zq.events import event_fields
+from zq.poison.backoff import BackoffPolicy, release_delay
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import ClaimController
 from zq.storage.mongo.consumers import write_record
 from zq.storage.mongo.context import MongoContext
@@ -26,8 +26,8 @@ from zq.storage.records import ClaimRecord, ConsumerEntry
 
 
 class MongoClaims(ClaimController):
-    def __init__(self, backend: MongoContext) -> None:
-        self._b = backend
+    def __init__(self, ctx: MongoContext) -> None:
+        self._ctx = ctx
 
     def create(
         self,
@@ -43,23 +43,23 @@ class MongoClaims(ClaimController):
         consumer: ConsumerEntry | None = None,
     ) -> ClaimRecord | None:
         def change(session: Any) -> tuple[ClaimRecord | None, list[dict[str, Any]]]:
-            now = self._b.clock.now()
+            now = self._ctx.clock.now()
             claim_expires = now + ttl
             claim = _new_claim(project, queue, ttl, grace, client_id, now)
             claim_id = str(claim["_id"])
             # The claim exists before any message points at it; a crash
             # mid-walk leaves a claim that simply expires.
-            self._b.claims.insert_one(claim, session=session)
+            self._ctx.claims.insert_one(claim, session=session)
             message_expires = claim_expires + grace
 
             def deliver(candidate: dict[str, Any]) -> dict[str, Any] | None:
                 held: dict[str, Any] = {"claim_id": claim_id, "claim_expires": claim_expires}
                 if backoff is not None:
                     # Claimable again at the claim's expiry plus its backoff:
-                    # an expiry of the claim implies it (zq.backoff).
+                    # an expiry of the claim implies it (zq.poison.backoff).
                     held["delay_until"] = claim_expires + backoff.delay_for(
                         candidate["claim_count"] + 1)
-                return self._b.messages.find_one_and_update(
+                return self._ctx.messages.find_one_and_update(
                     {"_id": candidate["_id"], "project": project, "queue": queue,
                      "claim_count": candidate["claim_count"], **free(now)},
                     {
@@ -75,11 +75,11 @@ class MongoClaims(ClaimController):
                 )
 
             taken, recorded = take_batch(
-                self._b, project, queue, limit=limit, now=now, client_id=client_id,
+                self._ctx, project, queue, limit=limit, now=now, client_id=client_id,
                 dead_letter=dead_letter, deliver=deliver, session=session,
             )
             if not taken:
-                self._b.claims.delete_one({"_id": claim["_id"]}, session=session)
+                self._ctx.claims.delete_one({"_id": claim["_id"]}, session=session)
                 return None, recorded
             recorded += [
                 event_fields(events.CLAIMED, now, project, queue, message_id=str(doc["_id"]),
@@ -90,17 +90,17 @@ class MongoClaims(ClaimController):
             record = _claim_record(claim, [to_record(doc, now) for doc in taken])
             if consumer is not None:
                 # In the claim's unit: its transaction where the server has them.
-                write_record(self._b.database["consumers"], project, queue,
+                write_record(self._ctx.database["consumers"], project, queue,
                              consumer.record(claim_id, ttl, now),
                              forget_before=consumer.forget_before(now), session=session)
             return record, recorded
 
-        return self._b.units.run(change)
+        return self._ctx.units.run(change)
 
     def get(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         claim = self._live_claim(project, queue, claim_id, now)
-        docs = self._b.messages.find(
+        docs = self._ctx.messages.find(
             {"project": project, "queue": queue, **held_by(claim_id, now)},
             sort=[("marker", 1)],
         )
@@ -117,10 +117,10 @@ class MongoClaims(ClaimController):
         client_id: str | None,
     ) -> None:
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
-            now = self._b.clock.now()
+            now = self._ctx.clock.now()
             claim_expires = now + ttl
             oid = object_id(claim_id)
-            claim = None if oid is None else self._b.claims.find_one_and_update(
+            claim = None if oid is None else self._ctx.claims.find_one_and_update(
                 {"_id": oid, "project": project, "queue": queue, "expires": {"$gt": now}},
                 {"$set": {"ttl": ttl, "grace": grace, "expires": claim_expires,
                           "expires_at": expiry_date(claim_expires, now)}},
@@ -129,7 +129,7 @@ class MongoClaims(ClaimController):
             if claim is None:
                 raise ClaimNotFound.gone(claim_id)
             held = {"project": project, "queue": queue, **held_by(claim_id, now)}
-            docs = list(self._b.messages.find(
+            docs = list(self._ctx.messages.find(
                 held, {"_id": 1, "delay_until": 1, "claim_expires": 1},
                 sort=[("marker", 1)], session=session))
             ids = [doc["_id"] for doc in docs]
@@ -149,7 +149,7 @@ class MongoClaims(ClaimController):
             return None, self._held_events(events.RENEWED, project, queue, claim_id,
                                            client_id, ids, now, session)
 
-        self._b.units.run(change)
+        self._ctx.units.run(change)
 
     def release(
         self, project: str, queue: str, claim_id: str, *, client_id: str | None
@@ -159,16 +159,16 @@ class MongoClaims(ClaimController):
             return
 
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
-            now = self._b.clock.now()
+            now = self._ctx.clock.now()
             # An expired claim is left for gc, which records its expiry.
-            claim = self._b.claims.find_one_and_delete(
+            claim = self._ctx.claims.find_one_and_delete(
                 {"_id": oid, "project": project, "queue": queue, "expires": {"$gt": now}},
                 session=session,
             )
             if claim is None:
                 return None, []
             held = {"project": project, "queue": queue, **held_by(claim_id, now)}
-            docs = list(self._b.messages.find(
+            docs = list(self._ctx.messages.find(
                 held, {"_id": 1, "delay_until": 1, "claim_expires": 1},
                 sort=[("marker", 1)], session=session))
             ids = [doc["_id"] for doc in docs]
@@ -181,7 +181,7 @@ class MongoClaims(ClaimController):
             return None, self._held_events(events.RELEASED, project, queue, claim_id,
                                            client_id, ids, now, session)
 
-        self._b.units.run(change)
+        self._ctx.units.run(change)
 
     def _write_each(
         self,
@@ -192,12 +192,12 @@ class MongoClaims(ClaimController):
     ) -> None:
         """One conditional update per held message (its values depend on the message)."""
         for doc in docs:
-            self._b.messages.update_one({**held, "_id": doc["_id"]}, update(doc),
+            self._ctx.messages.update_one({**held, "_id": doc["_id"]}, update(doc),
                                         session=session)
 
     def _live_claim(self, project: str, queue: str, claim_id: str, now: float) -> dict[str, Any]:
         oid = object_id(claim_id)
-        claim = None if oid is None else self._b.claims.find_one(
+        claim = None if oid is None else self._ctx.claims.find_one(
             {"_id": oid, "project": project, "queue": queue, "expires": {"$gt": now}}
         )
         if claim is None:
@@ -216,7 +216,7 @@ class MongoClaims(ClaimController):
         session: Any,
     ) -> list[dict[str, Any]]:
         """One event per message the claim held, with its claim count."""
-        docs = self._b.messages.find(
+        docs = self._ctx.messages.find(
             {"_id": {"$in": ids}}, {"claim_count": 1, "marker": 1},
             sort=[("marker", 1)], session=session,
         )

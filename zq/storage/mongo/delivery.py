@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from zq.dead_letter import DeadLetterPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.documents import free
 from zq.storage.mongo.moves import move_document, move_expired, moved_event

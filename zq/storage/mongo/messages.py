@@ -8,11 +8,11 @@ from typing import Any
 from bson import ObjectId
 
 from zq import events
-from zq.backoff import release_delay
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import MessageNotFound
 from zq.events import event_fields
-from zq.moves import Move
+from zq.poison.backoff import release_delay
+from zq.poison.dead_letter import DeadLetterPolicy
+from zq.poison.moves import Move
 from zq.storage.base import MessageController
 from zq.storage.checks import check_delete, check_move
 from zq.storage.mongo.consumers import write_settle
@@ -33,8 +33,8 @@ from zq.storage.records import MessageRecord, NewMessage
 
 
 class MongoMessages(MessageController):
-    def __init__(self, backend: MongoContext) -> None:
-        self._b = backend
+    def __init__(self, ctx: MongoContext) -> None:
+        self._ctx = ctx
 
     def new_id(self) -> str:
         return str(ObjectId())
@@ -52,17 +52,17 @@ class MongoMessages(MessageController):
         # Markers are reserved outside the unit: a retried transaction or a
         # failed insert only leaves a gap, and the hot counter document stays
         # out of the transaction's write set.
-        last = reserve(self._b.counters, markers_key(project), len(messages))
+        last = reserve(self._ctx.counters, markers_key(project), len(messages))
         first = last - len(messages) + 1
 
         def change(session: Any) -> tuple[list[str], list[dict[str, Any]]]:
-            now = self._b.clock.now()
-            ensure_queue(self._b, project, queue, session=session)
+            now = self._ctx.clock.now()
+            ensure_queue(self._ctx, project, queue, session=session)
             docs = [
                 _new_document(project, queue, message, first + i, client_id, now)
                 for i, message in enumerate(messages)
             ]
-            self._b.messages.insert_many(docs, ordered=True, session=session)
+            self._ctx.messages.insert_many(docs, ordered=True, session=session)
             recorded = [
                 event_fields(
                     events.POSTED, now, project, queue,
@@ -75,7 +75,7 @@ class MongoMessages(MessageController):
             ]
             return [str(doc["_id"]) for doc in docs], recorded
 
-        return self._b.units.run(change)
+        return self._ctx.units.run(change)
 
     def list(
         self,
@@ -89,7 +89,7 @@ class MongoMessages(MessageController):
         include_claimed: bool = False,
         include_delayed: bool = False,
     ) -> list[MessageRecord]:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         query: dict[str, Any] = {"project": project, "queue": queue, **alive(now)}
         if marker is not None:
             query["marker"] = {"$gt": marker}
@@ -101,13 +101,13 @@ class MongoMessages(MessageController):
             # A held message's delay_until is its backoff after the claim: it
             # is claimed, not delayed.
             query["$or"] = [{"claim_expires": {"$gt": now}}, {"delay_until": {"$lte": now}}]
-        docs = self._b.messages.find(query, sort=[("marker", 1)], limit=limit)
+        docs = self._ctx.messages.find(query, sort=[("marker", 1)], limit=limit)
         return [to_record(doc, now) for doc in docs]
 
     def get(self, project: str, queue: str, message_id: str) -> MessageRecord:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         oid = object_id(message_id)
-        doc = None if oid is None else self._b.messages.find_one(
+        doc = None if oid is None else self._ctx.messages.find_one(
             {"_id": oid, "project": project, "queue": queue, **alive(now)}
         )
         if doc is None:
@@ -120,8 +120,8 @@ class MongoMessages(MessageController):
         ids = _object_ids(message_ids)
         if not ids:
             return []
-        now = self._b.clock.now()
-        docs = self._b.messages.find(
+        now = self._ctx.clock.now()
+        docs = self._ctx.messages.find(
             {"_id": {"$in": ids}, "project": project, "queue": queue, **alive(now)},
             sort=[("marker", 1)],
         )
@@ -142,13 +142,13 @@ class MongoMessages(MessageController):
             return
 
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
-            now = self._b.clock.now()
+            now = self._ctx.clock.now()
             if settle_claim and claim_id is not None:
                 # The consumer log's settle, in the delete's unit.
-                write_settle(self._b.database["consumers"], project, queue, claim_id,
+                write_settle(self._ctx.database["consumers"], project, queue, claim_id,
                              now=now, ended=False, session=session)
             where = {"_id": oid, "project": project, "queue": queue, **alive(now)}
-            doc = self._b.messages.find_one(where, session=session)
+            doc = self._ctx.messages.find_one(where, session=session)
             if doc is None:
                 return None, []
             held = doc["claim_expires"] > now
@@ -157,12 +157,12 @@ class MongoMessages(MessageController):
             # the message meanwhile, nothing is deleted and no event recorded.
             state = ({"claim_id": claim_id, "claim_expires": {"$gt": now}} if held
                      else {"claim_expires": {"$lte": now}})
-            deleted = self._b.messages.delete_one({**where, **state}, session=session)
+            deleted = self._ctx.messages.delete_one({**where, **state}, session=session)
             if deleted.deleted_count == 0:
                 return None, []
             return None, [_deleted_event(doc, now, client_id)]
 
-        self._b.units.run(change)
+        self._ctx.units.run(change)
 
     def delete_many(
         self,
@@ -176,7 +176,7 @@ class MongoMessages(MessageController):
         ids = _object_ids(message_ids)
 
         def change(session: Any) -> tuple[list[str], list[dict[str, Any]]]:
-            now = self._b.clock.now()
+            now = self._ctx.clock.now()
             deleted: list[str] = []
             recorded: list[dict[str, Any]] = []
             for oid in ids:
@@ -184,13 +184,13 @@ class MongoMessages(MessageController):
                 if claim_ids is not None:
                     query["claim_id"] = {"$in": list(claim_ids)}
                     query["claim_expires"] = {"$gt": now}
-                doc = self._b.messages.find_one_and_delete(query, session=session)
+                doc = self._ctx.messages.find_one_and_delete(query, session=session)
                 if doc is not None:
                     deleted.append(str(oid))
                     recorded.append(_deleted_event(doc, now, client_id))
             return deleted, recorded
 
-        return self._b.units.run(change)
+        return self._ctx.units.run(change)
 
     def reject(
         self,
@@ -206,18 +206,18 @@ class MongoMessages(MessageController):
         oid = object_id(message_id)
 
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
-            now = self._b.clock.now()
-            doc = None if oid is None else self._b.messages.find_one(
+            now = self._ctx.clock.now()
+            doc = None if oid is None else self._ctx.messages.find_one(
                 {"_id": oid, "project": project, "queue": queue, **alive(now)},
                 session=session)
             if doc is None:
-                raise MessageNotFound(f"Message {message_id!r} does not exist.")
+                raise MessageNotFound.gone(message_id)
             check_move(message_id, claim_id,
                        doc["claim_id"] if doc["claim_expires"] > now else None)
             wait = (release_delay(doc["delay_until"], doc["claim_expires"])
                     if retry_after is None else retry_after)
             # Conditional on the claim still holding it: one single-document update.
-            left = self._b.messages.update_one(
+            left = self._ctx.messages.update_one(
                 {"_id": oid, "project": project, "queue": queue, **held_by(claim_id, now)},
                 {"$set": {"claim_id": None, "claim_expires": 0.0, "delay_until": now + wait}},
                 session=session,
@@ -230,7 +230,7 @@ class MongoMessages(MessageController):
                 detail=events.rejected_detail(description, retry_after),
             )]
 
-        self._b.units.run(change)
+        self._ctx.units.run(change)
 
     def _move(
         self,
@@ -247,8 +247,8 @@ class MongoMessages(MessageController):
             return []
 
         def change(session: Any) -> tuple[list[str], list[dict[str, Any]]]:
-            now = self._b.clock.now()
-            docs = list(self._b.messages.find(
+            now = self._ctx.clock.now()
+            docs = list(self._ctx.messages.find(
                 {"_id": {"$in": ids}, "project": project, "queue": queue, **alive(now)},
                 sort=[("marker", 1)], session=session,
             ))
@@ -259,19 +259,19 @@ class MongoMessages(MessageController):
                               doc["claim_id"] if doc["claim_expires"] > now else None)
             ]
             if chosen:
-                ensure_queue(self._b, project, move.to, session=session)
+                ensure_queue(self._ctx, project, move.to, session=session)
             # Each move is conditional on the state just checked: a message a
             # claim took or left meanwhile stays where it is.
             state = (held_by(claim_id, now) if claim_id is not None
                      else {**alive(now), "claim_expires": {"$lte": now}})
             moved = [doc for doc in chosen
-                     if move_document(self._b, doc, move, now, state=state, session=session)]
+                     if move_document(self._ctx, doc, move, now, state=state, session=session)]
             return [str(doc["_id"]) for doc in moved], [
                 moved_event(doc, move, now, claim_id=claim_id, client_id=client_id)
                 for doc in moved
             ]
 
-        return self._b.units.run(change)
+        return self._ctx.units.run(change)
 
     def pop(
         self,
@@ -283,10 +283,10 @@ class MongoMessages(MessageController):
         dead_letter: DeadLetterPolicy | None,
     ) -> list[MessageRecord]:
         def change(session: Any) -> tuple[list[MessageRecord], list[dict[str, Any]]]:
-            now = self._b.clock.now()
+            now = self._ctx.clock.now()
 
             def deliver(candidate: dict[str, Any]) -> dict[str, Any] | None:
-                doc = self._b.messages.find_one_and_delete(
+                doc = self._ctx.messages.find_one_and_delete(
                     {"_id": candidate["_id"], "project": project, "queue": queue,
                      "claim_count": candidate["claim_count"], **free(now)},
                     session=session,
@@ -295,7 +295,7 @@ class MongoMessages(MessageController):
                 return None if doc is None else {**doc, "claim_count": doc["claim_count"] + 1}
 
             popped, recorded = take_batch(
-                self._b, project, queue, limit=limit, now=now, client_id=client_id,
+                self._ctx, project, queue, limit=limit, now=now, client_id=client_id,
                 dead_letter=dead_letter, deliver=deliver, session=session,
             )
             recorded += [
@@ -306,7 +306,7 @@ class MongoMessages(MessageController):
             ]
             return [to_record(doc, now) for doc in popped], recorded
 
-        return self._b.units.run(change)
+        return self._ctx.units.run(change)
 
 
 def _new_document(

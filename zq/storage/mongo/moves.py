@@ -6,7 +6,7 @@ state the decision was made on (``state``) and with the claim count it
 was made on; the update rewrites its queue, ttl, times, counts and claim
 fields and appends its history entry together, so after it the message is
 in exactly one queue whatever crashes when. Every value comes from the
-zq.moves.Move.
+zq.poison.moves.Move.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
-from zq.dead_letter import expiry_move_from_metadata
 from zq.events import event_fields
-from zq.moves import Move
+from zq.poison.dead_letter import expiry_move_from_metadata
+from zq.poison.moves import Move
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.documents import expiry_date
 from zq.storage.mongo.queues import ensure_queue
@@ -95,7 +95,7 @@ def expiry_moves(
 ) -> dict[tuple[str, str], Move]:
     """The (project, queue) pairs whose expired messages move, with their move.
 
-    Read from each queue's stored metadata with zq.dead_letter's rule (gc,
+    Read from each queue's stored metadata with zq.poison.dead_letter's rule (gc,
     which no caller hands a policy).
     """
     found = {}

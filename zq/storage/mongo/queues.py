@@ -51,8 +51,8 @@ def ensure_queue(backend: MongoContext, project: str, queue: str, *, session: An
 
 
 class MongoQueues(QueueController):
-    def __init__(self, backend: MongoContext) -> None:
-        self._b = backend
+    def __init__(self, ctx: MongoContext) -> None:
+        self._ctx = ctx
 
     def create(
         self,
@@ -64,7 +64,7 @@ class MongoQueues(QueueController):
     ) -> bool:
         def insert() -> bool:
             try:
-                self._b.queues.insert_one({"project": project, "name": queue,
+                self._ctx.queues.insert_one({"project": project, "name": queue,
                                            "metadata": _dump(metadata),
                                            "version": random_version()})
             except DuplicateKeyError:
@@ -75,19 +75,19 @@ class MongoQueues(QueueController):
             return insert()
         if self.exists(project, queue):
             return False
-        return links.write_link(self._b, project, links_version, insert)
+        return links.write_link(self._ctx, project, links_version, insert)
 
     def exists(self, project: str, queue: str) -> bool:
-        return self._b.queues.find_one({"project": project, "name": queue}) is not None
+        return self._ctx.queues.find_one({"project": project, "name": queue}) is not None
 
     def get_metadata(self, project: str, queue: str) -> dict[str, Any]:
-        doc = self._b.queues.find_one({"project": project, "name": queue})
+        doc = self._ctx.queues.find_one({"project": project, "name": queue})
         if doc is None:
-            raise QueueNotFound(f"Queue {queue!r} does not exist.")
+            raise QueueNotFound.gone(queue)
         return orjson.loads(doc["metadata"])
 
     def read_metadata(self, project: str, queue: str) -> MetadataRead:
-        doc = self._b.queues.find_one({"project": project, "name": queue})
+        doc = self._ctx.queues.find_one({"project": project, "name": queue})
         if doc is None:
             return MetadataRead({}, MISSING_VERSION)
         return MetadataRead(orjson.loads(doc["metadata"]), doc.get("version", LEGACY_VERSION))
@@ -109,34 +109,34 @@ class MongoQueues(QueueController):
         change = {"$set": {"metadata": _dump(metadata), "version": random_version()}}
 
         def write() -> None:
-            if self._b.queues.update_one(where, change).matched_count:
+            if self._ctx.queues.update_one(where, change).matched_count:
                 return
             if self.exists(project, queue):
                 raise MetadataChanged("The queue's metadata changed; read it again.")
-            raise QueueNotFound(f"Queue {queue!r} does not exist.")
+            raise QueueNotFound.gone(queue)
 
         if links_version is None:
             write()
         else:
-            links.write_link(self._b, project, links_version, write)
+            links.write_link(self._ctx, project, links_version, write)
 
     def links_version(self, project: str) -> str:
-        return links.links_version(self._b, project)
+        return links.links_version(self._ctx, project)
 
     def delete(self, project: str, queue: str) -> None:
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
             removed = self._remove_contents(project, queue, session)
-            self._b.queues.delete_one({"project": project, "name": queue}, session=session)
+            self._ctx.queues.delete_one({"project": project, "name": queue}, session=session)
             return None, self._purged(project, queue, removed, queue_deleted=True)
 
-        self._b.units.run(change)
+        self._ctx.units.run(change)
 
     def purge(self, project: str, queue: str) -> None:
         def change(session: Any) -> tuple[None, list[dict[str, Any]]]:
             removed = self._remove_contents(project, queue, session)
             return None, self._purged(project, queue, removed, queue_deleted=False)
 
-        self._b.units.run(change)
+        self._ctx.units.run(change)
 
     def list(
         self,
@@ -149,16 +149,16 @@ class MongoQueues(QueueController):
         query = _name_query(project, name)
         if marker is not None:
             query["name"] = {**query.get("name", {}), "$gt": marker}
-        docs = self._b.queues.find(query, sort=[("name", 1)], limit=limit)
+        docs = self._ctx.queues.find(query, sort=[("name", 1)], limit=limit)
         return [QueueRecord(doc["name"], orjson.loads(doc["metadata"])) for doc in docs]
 
     def count(self, project: str, *, name: str | None = None) -> int:
-        return self._b.queues.count_documents(_name_query(project, name))
+        return self._ctx.queues.count_documents(_name_query(project, name))
 
     def stats(self, project: str, queue: str) -> QueueStats:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         in_queue = {"project": project, "queue": queue, **alive(now)}
-        messages = self._b.messages
+        messages = self._ctx.messages
         claimed = messages.count_documents({**in_queue, "claim_expires": {"$gt": now}})
         free = messages.count_documents({**in_queue, "claim_expires": {"$lte": now}})
         if claimed + free == 0:
@@ -174,14 +174,14 @@ class MongoQueues(QueueController):
         )
 
     def volume(self) -> QueueStats:
-        now = self._b.clock.now()
-        messages = self._b.messages
+        now = self._ctx.clock.now()
+        messages = self._ctx.messages
         claimed = messages.count_documents({**alive(now), "claim_expires": {"$gt": now}})
         free = messages.count_documents({**alive(now), "claim_expires": {"$lte": now}})
         return QueueStats(free=free, claimed=claimed)
 
     def _stamp(self, in_queue: dict[str, Any], direction: int) -> MessageStamp | None:
-        docs = list(self._b.messages.find(
+        docs = list(self._ctx.messages.find(
             in_queue, {"created": 1}, sort=[("marker", direction)], limit=1
         ))
         return MessageStamp(str(docs[0]["_id"]), docs[0]["created"]) if docs else None
@@ -189,9 +189,9 @@ class MongoQueues(QueueController):
     def _remove_contents(self, project: str, queue: str, session: Any) -> int:
         # Only what a client can still see: expired messages and claims are
         # left to gc, which records their ``expired`` events.
-        in_queue = {"project": project, "queue": queue, **alive(self._b.clock.now())}
-        removed = self._b.messages.delete_many(in_queue, session=session).deleted_count
-        self._b.claims.delete_many(in_queue, session=session)
+        in_queue = {"project": project, "queue": queue, **alive(self._ctx.clock.now())}
+        removed = self._ctx.messages.delete_many(in_queue, session=session).deleted_count
+        self._ctx.claims.delete_many(in_queue, session=session)
         return removed
 
     def _purged(
@@ -199,7 +199,7 @@ class MongoQueues(QueueController):
     ) -> list[dict[str, Any]]:
         if not removed:
             return []
-        return [event_fields(events.PURGED, self._b.clock.now(), project, queue,
+        return [event_fields(events.PURGED, self._ctx.clock.now(), project, queue,
                           detail=events.purged_detail(removed, queue_deleted=queue_deleted))]
 
 

@@ -1,12 +1,12 @@
-"""The MongoDB Storage: controllers plus ping, gc (zq.storage.mongo.gc) and close."""
+"""The MongoDB Storage (controllers plus ping, gc (zq.storage.mongo.gc), close) and open_mongo."""
 
 from __future__ import annotations
 
-from zq.clock import Clock
+from zq.clock import Clock, SystemClock
 from zq.storage.base import Storage
 from zq.storage.mongo import gc
 from zq.storage.mongo.claims import MongoClaims
-from zq.storage.mongo.connection import Connection
+from zq.storage.mongo.connection import Connection, connect
 from zq.storage.mongo.consumers import MongoConsumers
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.cursors import MongoNotificationCursors
@@ -26,14 +26,14 @@ class MongoStorage(Storage):
         units = UnitRunner(
             connection.client, connection.database, transactions=connection.transactions
         )
-        self._b = MongoContext(connection.database, clock, units)
-        self.queues = MongoQueues(self._b)
-        self.messages = MongoMessages(self._b)
-        self.claims = MongoClaims(self._b)
+        self._ctx = MongoContext(connection.database, clock, units)
+        self.queues = MongoQueues(self._ctx)
+        self.messages = MongoMessages(self._ctx)
+        self.claims = MongoClaims(self._ctx)
         self.consumers = MongoConsumers(connection.database)
         self.events = MongoEventLog(connection.database, transactions=connection.transactions)
         self.notification_cursors = MongoNotificationCursors(connection.database, clock)
-        self.subscriptions = MongoSubscriptions(self._b)
+        self.subscriptions = MongoSubscriptions(self._ctx)
 
     @property
     def transactions(self) -> bool:
@@ -48,8 +48,13 @@ class MongoStorage(Storage):
         return True
 
     def gc(self) -> Collected:
-        return gc.collect(self._b) + Collected(subscriptions=self.subscriptions.collect())
+        return gc.collect(self._ctx) + Collected(subscriptions=self.subscriptions.collect())
 
     def close(self) -> None:
         if not self._connection.shared:
             self._connection.client.close()
+
+
+def open_mongo(uri: str, *, clock: Clock | None = None) -> MongoStorage:
+    """Connect to ``mongodb://``, ``mongodb+srv://`` or ``mongomock://NAME``; create indexes."""
+    return MongoStorage(connect(uri), clock=clock or SystemClock())

@@ -32,12 +32,12 @@ def _record(doc: dict[str, Any], now: float) -> SubscriptionRecord:
 
 
 class MongoSubscriptions(SubscriptionController):
-    def __init__(self, backend: MongoContext) -> None:
-        self._b = backend
+    def __init__(self, ctx: MongoContext) -> None:
+        self._ctx = ctx
 
     @property
     def _c(self) -> Any:
-        return self._b.database["subscriptions"]
+        return self._ctx.database["subscriptions"]
 
     def _live(self, project: str, queue: str, now: float, **more: Any) -> dict[str, Any]:
         return {"project": project, "queue": queue, "expires": {"$gt": now}, **more}
@@ -46,7 +46,7 @@ class MongoSubscriptions(SubscriptionController):
         self, project: str, queue: str, subscriber: str, ttl: int, options: dict[str, Any],
         *, subscription_id: str | None = None,
     ) -> str | None:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         key = subscriber_key(subscriber)
         # An expired subscription of the subscriber is gone for every reader.
         self._c.delete_many({"project": project, "queue": queue, "key": key,
@@ -62,26 +62,26 @@ class MongoSubscriptions(SubscriptionController):
         return sid
 
     def get(self, project: str, queue: str, subscription_id: str) -> SubscriptionRecord:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         doc = self._c.find_one(self._live(project, queue, now, _id=subscription_id))
         if doc is None:
             raise SubscriptionNotFound.gone(subscription_id)
         return _record(doc, now)
 
     def find(self, project: str, queue: str, subscriber: str) -> SubscriptionRecord | None:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         doc = self._c.find_one(self._live(project, queue, now, key=subscriber_key(subscriber)))
         return None if doc is None else _record(doc, now)
 
     def exists(self, project: str, queue: str, subscription_id: str) -> bool:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         return self._c.find_one(self._live(project, queue, now, _id=subscription_id),
                                 {"_id": 1}) is not None
 
     def list(
         self, project: str, queue: str, *, marker: str | None = None, limit: int = 10
     ) -> list[SubscriptionRecord]:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         query = self._live(project, queue, now)
         if marker is not None:
             query["_id"] = {"$gt": marker}
@@ -98,7 +98,7 @@ class MongoSubscriptions(SubscriptionController):
         ttl: int | None = None,
         options: dict[str, Any] | None = None,
     ) -> None:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         this = self._live(project, queue, now, _id=subscription_id)
         fields: dict[str, Any] = {}
         if subscriber is not None:
@@ -134,22 +134,22 @@ class MongoSubscriptions(SubscriptionController):
     def confirm(
         self, project: str, queue: str, subscription_id: str, *, confirmed: bool
     ) -> None:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         found = self._c.update_one(self._live(project, queue, now, _id=subscription_id),
                                    {"$set": {"confirmed": bool(confirmed)}})
         if found.matched_count == 0:
             raise SubscriptionNotFound.gone(subscription_id)
 
     def for_queue(self, project: str, queue: str) -> list[SubscriptionRecord]:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         return [_record(doc, now)
                 for doc in self._c.find(self._live(project, queue, now), sort=[("_id", 1)])]
 
     def live(self) -> list[SubscriptionRecord]:
-        now = self._b.clock.now()
+        now = self._ctx.clock.now()
         found = [_record(doc, now) for doc in self._c.find({"expires": {"$gt": now}})]
         return sorted(found, key=lambda s: (s.project, s.queue, s.id))
 
     def collect(self) -> int:
         """Remove expired subscriptions; how many went."""
-        return self._c.delete_many({"expires": {"$lte": self._b.clock.now()}}).deleted_count
+        return self._c.delete_many({"expires": {"$lte": self._ctx.clock.now()}}).deleted_count

@@ -12,7 +12,7 @@ events_trim, sub_create, sub_update, sub_confirm, sub_delete, sub_gc) is one
 script in ``lua/``, with its events appended by XADD inside the same script.
 Scripts receive the time from the driver's clock and never read the
 server's TIME. Dead letter decisions are made in
-zq.dead_letter and passed in as arguments (see ``wire.policy_args``); the
+zq.poison.dead_letter and passed in as arguments (see ``wire.policy_args``); the
 claim and pop scripts only apply them. Scripts check everything before their
 first write, and are flagged (``#!lua``) so that Redis refuses them before
 they start when it is out of memory.
@@ -34,7 +34,7 @@ bytes) can make two keys collide::
     P qh:<qid>         zset  held message ids by claim expiry
     P qw:<qid>         zset  waiting message ids by when they become claimable
     P qb:<qid>         zset  held message ids whose claim gave them a backoff
-                             (zq.backoff), by when they become claimable again:
+                             (zq.poison.backoff), by when they become claimable again:
                              where settling sends them once the claim expired
     P qx:<qid>         zset  message ids by expiry time
     P qc:<qid>         set   claim ids of the queue
@@ -57,7 +57,7 @@ bytes) can make two keys collide::
     P sb:enc(project)queue  hash  subscriber -> subscription id
     P sx               zset  subscription ids by expiry (gc, live())
     P u:enc(project)queue   hash  the consumer log: claim id ->
-                             "ttl|claimed|expires|settled|client" (zq.consumers)
+                             "ttl|claimed|expires|settled|client" (zq.poison.consumers)
     P ux:enc(project)queue  zset  the same claim ids by expires (forgetting)
 
 Every message of a queue is in its order, its expiry index and exactly one

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import uuid
 
-from zq.backoff import BackoffPolicy
-from zq.clock import Clock
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
+from zq.poison.backoff import BackoffPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import ClaimController
 from zq.storage.records import ClaimRecord, ConsumerEntry, MessageRecord
 from zq.storage.redis.consumers import consumer_args
-from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.controller import RedisController
 from zq.storage.redis.settle import run_until_done
 from zq.storage.redis.wire import (
-    Budget,
     backoff_args,
     check_fresh,
     message_records,
@@ -24,12 +22,7 @@ from zq.storage.redis.wire import (
 )
 
 
-class RedisClaims(ClaimController):
-    def __init__(self, scripts: ScriptBook, clock: Clock, budget: Budget) -> None:
-        self._scripts = scripts
-        self._clock = clock
-        self._budget = budget
-
+class RedisClaims(RedisController, ClaimController):
     def create(
         self,
         project: str,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from zq.storage.consumer_log import ConsumerLog
 from zq.storage.records import ConsumerClaim, ConsumerEntry
-from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.controller import RedisController
 
 
 def _time(value: float) -> str:
@@ -22,10 +22,7 @@ def consumer_args(consumer: ConsumerEntry | None, claim_id: str, ttl: int,
             _time(consumer.forget_before(now))]
 
 
-class RedisConsumers(ConsumerLog):
-    def __init__(self, scripts: ScriptBook) -> None:
-        self._scripts = scripts
-
+class RedisConsumers(RedisController, ConsumerLog):
     def record(self, project: str, queue: str, claim: ConsumerClaim, *,
                forget_before: float) -> None:
         settled = "" if claim.settled is None else _time(claim.settled)

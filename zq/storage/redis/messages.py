@@ -6,16 +6,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from zq import events
-from zq.clock import Clock
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
-from zq.moves import Move
+from zq.poison.dead_letter import DeadLetterPolicy
+from zq.poison.moves import Move
 from zq.storage.base import MessageController
 from zq.storage.records import MessageRecord, NewMessage
-from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.controller import RedisController
 from zq.storage.redis.settle import read_settled, run_until_done
 from zq.storage.redis.wire import (
-    Budget,
     check_fresh,
     compact_json,
     flag,
@@ -33,15 +31,7 @@ _MISMATCH = 2
 _MISSING = 1
 
 
-class RedisMessages(MessageController):
-    def __init__(self, scripts: ScriptBook, clock: Clock, budget: Budget) -> None:
-        self._scripts = scripts
-        self._clock = clock
-        self._budget = budget
-
-    def _run(self, name: str, *args: Any) -> Any:
-        return self._scripts.run(name, self._clock.now(), *args)
-
+class RedisMessages(RedisController, MessageController):
     def post(
         self,
         project: str,
@@ -150,7 +140,7 @@ class RedisMessages(MessageController):
         answer = self._run("reject", project, queue, message_id, claim_id, optional(client_id),
                            "" if retry_after is None else int(retry_after), compact_json(detail))
         if answer == _MISSING:
-            raise MessageNotFound(f"Message {message_id!r} does not exist.")
+            raise MessageNotFound.gone(message_id)
         if answer == _MISMATCH:
             raise ClaimMismatch.of(claim_id, message_id)
 

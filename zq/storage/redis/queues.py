@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from zq.clock import Clock
 from zq.errors import QueueNotFound
 from zq.storage.base import QueueController
 from zq.storage.records import (
@@ -15,24 +14,16 @@ from zq.storage.records import (
     QueueRecord,
     QueueStats,
 )
-from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.controller import RedisController
 from zq.storage.redis.settle import read_settled
-from zq.storage.redis.wire import Budget, check_fresh, expiry_arg, optional, version_arg
+from zq.storage.redis.wire import check_fresh, expiry_arg, optional, version_arg
 
 
 def _metadata_json(metadata: dict[str, Any]) -> str:
     return json.dumps(metadata, separators=(",", ":"))
 
 
-class RedisQueues(QueueController):
-    def __init__(self, scripts: ScriptBook, clock: Clock, budget: Budget) -> None:
-        self._scripts = scripts
-        self._clock = clock
-        self._budget = budget
-
-    def _run(self, name: str, *args: Any) -> Any:
-        return self._scripts.run(name, self._clock.now(), *args)
-
+class RedisQueues(RedisController, QueueController):
     def create(
         self,
         project: str,
@@ -52,7 +43,7 @@ class RedisQueues(QueueController):
     def get_metadata(self, project: str, queue: str) -> dict[str, Any]:
         found = self._run("queue_get", project, queue)
         if found is None:
-            raise QueueNotFound(f"Queue {queue!r} does not exist.")
+            raise QueueNotFound.gone(queue)
         return json.loads(found[0])
 
     def read_metadata(self, project: str, queue: str) -> MetadataRead:
@@ -76,7 +67,7 @@ class RedisQueues(QueueController):
             expiry_arg(queue, metadata),
         ))
         if written != 1:
-            raise QueueNotFound(f"Queue {queue!r} does not exist.")
+            raise QueueNotFound.gone(queue)
 
     def links_version(self, project: str) -> str:
         return str(self._run("links_version", project))

@@ -20,8 +20,9 @@ from typing import Any
 import redis
 from redis.exceptions import NoScriptError
 
-from zq import events, moves
+from zq import events
 from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
+from zq.poison import moves
 
 LIBRARY = "_lib"
 
@@ -35,7 +36,7 @@ def _lua_table(name: str, values: Mapping[str, str | int]) -> str:
 def events_prelude() -> str:
     """zq.events' kinds and detail names as the Lua tables ``KIND`` and ``DETAIL``.
 
-    And ``MOVE.TIME``, the history entry's time key (zq.moves), which a
+    And ``MOVE.TIME``, the history entry's time key (zq.poison.moves), which a
     script adds to a stored expiry move (wire.expiry_arg).
     """
     return "\n".join([

@@ -1,4 +1,4 @@
-"""The Redis backend: one client, the scripts, the four controllers."""
+"""The Redis backend: one client, the scripts, the controllers."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from zq.storage.records import Collected
 from zq.storage.redis.claims import RedisClaims
 from zq.storage.redis.consumers import RedisConsumers
 from zq.storage.redis.cursors import RedisNotificationCursors
-from zq.storage.redis.eventlog import RedisEventLog
+from zq.storage.redis.events import RedisEventLog
 from zq.storage.redis.layout import check_layout
 from zq.storage.redis.messages import RedisMessages
 from zq.storage.redis.queues import RedisQueues
@@ -41,11 +41,12 @@ class RedisStorage(Storage):
         self.queues = RedisQueues(self._scripts, clock, budget)
         self.messages = RedisMessages(self._scripts, clock, budget)
         self.claims = RedisClaims(self._scripts, clock, budget)
-        self.events = RedisEventLog(self._scripts, clock)
-        self.consumers = RedisConsumers(self._scripts)
+        self.events = RedisEventLog(self._scripts, clock, budget)
+        self.consumers = RedisConsumers(self._scripts, clock, budget)
         self.notification_cursors = RedisNotificationCursors(client, prefix, clock)
         self.versioned = RedisVersionedDeliveries(self.messages, self.claims)
-        self.subscriptions = RedisSubscriptions(self._scripts, client, prefix, clock)
+        self.subscriptions = RedisSubscriptions(self._scripts, clock, budget,
+                                                client=client, prefix=prefix)
 
     def ping(self) -> bool:
         try:

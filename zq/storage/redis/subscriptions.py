@@ -20,7 +20,9 @@ from zq.errors import (
     SubscriptionNotFound,
 )
 from zq.storage.records import SubscriptionRecord
+from zq.storage.redis.controller import RedisController
 from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.wire import Budget
 from zq.storage.subscriptions import SubscriptionController, new_subscription_id, subscription_age
 
 T = TypeVar("T")
@@ -39,13 +41,12 @@ def _options_json(options: dict[str, Any]) -> str:
     return json.dumps(options, separators=(",", ":"), sort_keys=True)
 
 
-class RedisSubscriptions(SubscriptionController):
-    def __init__(self, scripts: ScriptBook, client: redis.Redis, prefix: str,
-                 clock: Clock) -> None:
-        self._scripts = scripts
+class RedisSubscriptions(RedisController, SubscriptionController):
+    def __init__(self, scripts: ScriptBook, clock: Clock, budget: Budget, *,
+                 client: redis.Redis, prefix: str) -> None:
+        super().__init__(scripts, clock, budget)
         self._client = client
         self._prefix = prefix
-        self._clock = clock
 
     # -- keys (the same as lua/_lib.lua's K.sub*) --------------------------
 
@@ -66,9 +67,6 @@ class RedisSubscriptions(SubscriptionController):
             return work()
         except redis.RedisError as exc:
             raise StorageUnavailable(BACKEND_UNREACHABLE, detail=f"Redis: {exc}") from exc
-
-    def _run(self, name: str, *args: Any) -> Any:
-        return self._scripts.run(name, self._clock.now(), *args)
 
     def _records(self, sids: list[str], now: float, *, project: str | None = None,
                  queue: str | None = None) -> list[SubscriptionRecord]:

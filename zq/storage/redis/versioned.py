@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from zq.backoff import BackoffPolicy
-from zq.dead_letter import DeadLetterPolicy
+from zq.poison.backoff import BackoffPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import VersionedDeliveries
 from zq.storage.records import ClaimRecord, ConsumerEntry, MessageRecord, NewMessage
 from zq.storage.redis.claims import RedisClaims

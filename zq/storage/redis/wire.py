@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from zq import moves
-from zq.backoff import BackoffPolicy
-from zq.dead_letter import DeadLetterPolicy, expiry_move_from_metadata
 from zq.errors import MetadataChanged
-from zq.moves import Move
+from zq.poison import moves
+from zq.poison.backoff import BackoffPolicy
+from zq.poison.dead_letter import DeadLetterPolicy, expiry_move_from_metadata
+from zq.poison.moves import Move
 from zq.storage.records import MessageRecord
 
 # What a script answers when the caller's metadata version is stale.
@@ -97,7 +97,7 @@ MOVE_ARGS = 7
 def move_args(move: Move, source: str, now: float) -> list[str]:
     """The MOVE_ARGS arguments ``read_move`` in lua/_lib.lua expects.
 
-    Every value comes from zq.moves: the destination, the ttl (empty: each
+    Every value comes from zq.poison.moves: the destination, the ttl (empty: each
     message keeps its own), the history entry, the event kind and the
     fixed part of its detail (the script adds each message's fingerprint
     and sample under zq.events' names), the counts to reset or raise. The
@@ -125,7 +125,7 @@ def backoff_args(backoff: BackoffPolicy | None, limit: int) -> list[str]:
     """The two arguments ``read_backoff`` in lua/_lib.lua expects.
 
     The delays by claim count and one jitter factor per message the claim
-    may deliver, all from zq.backoff: the script only looks them up.
+    may deliver, all from zq.poison.backoff: the script only looks them up.
     """
     if backoff is None:
         return ["", ""]
@@ -141,7 +141,7 @@ def _json_floats(values: list[float]) -> str:
 def expiry_arg(queue: str, metadata: Mapping[str, Any]) -> str:
     """The queue's expiry move as its hash keeps it (``xmove``; '' = none).
 
-    Decided by zq.dead_letter from the metadata being written, and kept
+    Decided by zq.poison.dead_letter from the metadata being written, and kept
     with it, so that every script that settles the queue (``sweep`` in
     lua/_lib.lua) moves its expired messages instead of removing them. A
     JSON array of the values ``move_args`` gives, its history entry

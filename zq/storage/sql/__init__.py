@@ -1,5 +1,5 @@
 """The SQL storage driver: SQLite, PostgreSQL, MariaDB/MySQL."""
 
-from zq.storage.sql.driver import SqlStorage, open_sql
+from zq.storage.sql.storage import SqlStorage, open_sql
 
 __all__ = ["SqlStorage", "open_sql"]

@@ -8,10 +8,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from zq import events
-from zq.backoff import BackoffPolicy
 from zq.clock import Clock
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import ClaimNotFound
+from zq.poison.backoff import BackoffPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import ClaimController
 from zq.storage.records import ClaimRecord, ConsumerEntry
 from zq.storage.sql import postgresql, predicates
@@ -114,7 +114,7 @@ class SqlClaims(ClaimController):
                 conn.execute(marked.where(m.c.marker.in_([row.marker for row in taken.rows])))
             else:
                 # Claimable again at the claim's expiry plus each message's
-                # backoff: an expiry of the claim implies it (zq.backoff).
+                # backoff: an expiry of the claim implies it (zq.poison.backoff).
                 conn.execute(
                     marked.where(m.c.marker == sa.bindparam("b_marker"))
                     .values(delay_until=sa.bindparam("b_delay_until")),

@@ -16,7 +16,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zq.dead_letter import DeadLetterPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.sql import predicates
 from zq.storage.sql.moves import move_expired, move_rows
 from zq.storage.sql.schema import messages as m

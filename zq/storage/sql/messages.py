@@ -10,11 +10,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from zq import events
-from zq.backoff import release_delay
 from zq.clock import Clock
-from zq.dead_letter import DeadLetterPolicy
 from zq.errors import MessageNotFound
-from zq.moves import Move
+from zq.poison.backoff import release_delay
+from zq.poison.dead_letter import DeadLetterPolicy
+from zq.poison.moves import Move
 from zq.storage.base import MessageController
 from zq.storage.checks import check_delete, check_move
 from zq.storage.records import MessageRecord, NewMessage
@@ -246,7 +246,7 @@ class SqlMessages(MessageController):
                 .with_for_update()
             ).first()
             if row is None:
-                raise MessageNotFound(f"Message {message_id!r} does not exist.")
+                raise MessageNotFound.gone(message_id)
             check_move(message_id, claim_id,
                        live_claim_id(row, now))
             wait = (release_delay(row.delay_until, row.claim_expires)

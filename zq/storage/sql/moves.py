@@ -2,7 +2,7 @@
 
 One UPDATE of the locked rows and their events, recorded by the caller in
 the same transaction: the claim walk (zq.storage.sql.delivery) and
-``SqlMessages.move`` both use it. Every value comes from the zq.moves.Move.
+``SqlMessages.move`` both use it. Every value comes from the zq.poison.moves.Move.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from zq.dead_letter import expiry_move_from_metadata
-from zq.moves import Move
+from zq.poison.dead_letter import expiry_move_from_metadata
+from zq.poison.moves import Move
 from zq.storage.sql import predicates
 from zq.storage.sql.events import event_row
 from zq.storage.sql.queues import ensure_queue
@@ -82,7 +82,7 @@ def expiry_moves(
 ) -> dict[tuple[str, str], Move]:
     """The (project, queue) pairs whose expired messages move, with their move.
 
-    Read from each queue's stored metadata with zq.dead_letter's rule, in
+    Read from each queue's stored metadata with zq.poison.dead_letter's rule, in
     the caller's transaction (gc, which no caller hands a policy).
     """
     if not pairs:

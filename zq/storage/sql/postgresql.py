@@ -26,9 +26,9 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.sql.elements import Grouping
 
 from zq import events
-from zq.backoff import BackoffPolicy
-from zq.dead_letter import DeadLetterPolicy
-from zq.moves import Move
+from zq.poison.backoff import BackoffPolicy
+from zq.poison.dead_letter import DeadLetterPolicy
+from zq.poison.moves import Move
 from zq.storage.records import ClaimRecord
 from zq.storage.sql import dialects, predicates
 from zq.storage.sql.events import EVENT_COLUMNS, event_select, events_from
@@ -173,10 +173,10 @@ class ClaimRules:
     """What a queue's policies add to a claim (all None: a plain claim).
 
     ``exhausted_at``: the claim count from which a message is moved by
-    ``move`` instead of delivered (zq.dead_letter.DeadLetterPolicy).
+    ``move`` instead of delivered (zq.poison.dead_letter.DeadLetterPolicy).
     ``schedule`` and ``jitter``: the backoff's base delay by claim count and
     one jitter factor per message of the batch, in marker order (as
-    zq.backoff.BackoffPolicy computes them for the general path).
+    zq.poison.backoff.BackoffPolicy computes them for the general path).
     """
 
     exhausted_at: int | None = None
@@ -292,7 +292,7 @@ def _exhausted(project: Any, queue: Any, now: Any, picked: sa.CTE, expired: sa.C
 
 
 def _moved(queue: Any, now: Any, exhausted: sa.CTE) -> sa.CTE:
-    """Move the exhausted messages as the claim's move says (zq.moves), as a WITH part.
+    """Move the exhausted messages as the claim's move says (zq.poison.moves), as a WITH part.
 
     The same values as zq.storage.sql.moves.move_rows: in the destination,
     free, created now with the move's ttl (or its own), the history entry

@@ -40,7 +40,7 @@ def delayed(now: float) -> sa.ColumnElement[bool]:
 
 
 def carried_backoff() -> sa.ColumnElement[float]:
-    """The backoff a held message carries past its claim's expiry (zq.backoff).
+    """The backoff a held message carries past its claim's expiry (zq.poison.backoff).
 
     ``delay_until - claim_expires`` when positive, else 0. An UPDATE that
     uses it must assign ``delay_until`` before ``claim_expires``:

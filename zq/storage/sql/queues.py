@@ -119,7 +119,7 @@ class SqlQueues(QueueController):
         )
         text = self._db.read(lambda conn: conn.execute(query).scalar())
         if text is None:
-            raise QueueNotFound(f"Queue {queue!r} does not exist.")
+            raise QueueNotFound.gone(queue)
         return load_json(text) or {}
 
     def read_metadata(self, project: str, queue: str) -> MetadataRead:
@@ -154,7 +154,7 @@ class SqlQueues(QueueController):
                 return
             if self._exists(conn, project, queue):
                 raise MetadataChanged("The queue's metadata changed; read it again.")
-            raise QueueNotFound(f"Queue {queue!r} does not exist.")
+            raise QueueNotFound.gone(queue)
 
         self._db.write(work)
 

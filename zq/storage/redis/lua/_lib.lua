@@ -195,13 +195,13 @@ local function unhold(m)
   end
 end
 
--- The backoff a held message carries past its claim's expiry (zq.backoff):
+-- The backoff a held message carries past its claim's expiry (zq.poison.backoff):
 -- kept when the claim is renewed, waited out from now when it is released.
 local function carried_backoff(m)
   return math.max(0, tonumber(m.delay) - tonumber(m.cexp))
 end
 
--- The backoff decided in zq/backoff.py, from ARGV[i] and ARGV[i + 1] (JSON
+-- The backoff decided in zq/poison/backoff.py, from ARGV[i] and ARGV[i + 1] (JSON
 -- arrays, '' for none): the delay by claim count (the last entry for every
 -- count past the end), and one jitter factor per message of the batch.
 local function read_backoff(i)
@@ -233,7 +233,7 @@ local function remove_msg(m)
   end
 end
 
--- Append one event to the backend's stream (fields decoded by eventlog.py).
+-- Append one event to the backend's stream (fields decoded by events.py).
 local function event(project, queue, kind, msg_id, claim_id, client, count, detail)
   local f = {'t', NOW_S, 'p', project, 'q', queue, 'k', kind}
   local function put(name, value)
@@ -269,7 +269,7 @@ local function first_chars(text, n)
   return text:sub(1, i - 1)
 end
 
--- A move decided in zq/moves.py, passed as wire.MOVE_ARGS arguments from
+-- A move decided in zq/poison/moves.py, passed as wire.MOVE_ARGS arguments from
 -- ARGV[i] (wire.move_args): destination, ttl ('' = keep the message's
 -- own), raw history entry as JSON, event kind, the event detail's fixed
 -- part as JSON, reset the claim count ('1'), count a redrive ('1').
@@ -279,7 +279,7 @@ local function read_move(i)
           reset = ARGV[i + 5] == '1', redrive = ARGV[i + 6] == '1'}
 end
 
--- The dead letter policy decided in zq/dead_letter.py (wire.policy_args):
+-- The dead letter policy decided in zq/poison/dead_letter.py (wire.policy_args):
 -- ARGV[i] is the claim count from which a message is exhausted ('' = no
 -- policy), then the move of exhausted messages.
 local function read_policy(i)
@@ -337,7 +337,7 @@ end
 
 -- The queue's expiry move (read_move's shape) for a move at NOW, or nil
 -- when its expired messages are removed. The stored history entry lacks
--- only the time, added here under zq.moves' name.
+-- only the time, added here under zq.poison.moves' name.
 local function expiry_move(qid)
   local xmove = redis.call('HGET', K.queue(qid), 'xmove')
   if not xmove then

@@ -6,9 +6,9 @@ times; the next claim attempt moves it into the dead letter queue instead
 of delivering it. With ``_dead_letter_expired: true`` a message whose ttl
 runs out moves there too (reason ``expired``) instead of being deleted.
 The drivers perform the moves atomically; when a message is exhausted is
-decided here, what a moved message looks like in zq.moves. How history is
-shown to clients is zq.history's job; refusing dead letter cycles is
-zq.dead_letter_chain's.
+decided here, what a moved message looks like in zq.poison.moves. How history is
+shown to clients is zq.poison.history's job; refusing dead letter cycles is
+zq.poison.dead_letter_chain's.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from zq import moves
+from zq.poison import moves
 
 MAX_CLAIM_COUNT = "_max_claim_count"
 DEAD_LETTER_QUEUE = "_dead_letter_queue"

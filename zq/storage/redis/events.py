@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from zq.clock import Clock
 from zq.errors import InvalidRequest
 from zq.storage.base import EventLog
 from zq.storage.records import Event
-from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.controller import RedisController
 
 
 def _event(cursor: str, flat: list[str]) -> Event:
@@ -38,16 +36,9 @@ def next_stream_id(cursor: str) -> str:
     return f"{ms}-{int(seq) + 1}"
 
 
-class RedisEventLog(EventLog):
+class RedisEventLog(RedisController, EventLog):
     """The stream: XADD gives each event its id inside the change's script,
     so stream order is commit order (``final_order``)."""
-
-    def __init__(self, scripts: ScriptBook, clock: Clock) -> None:
-        self._scripts = scripts
-        self._clock = clock
-
-    def _run(self, name: str, *args: Any) -> Any:
-        return self._scripts.run(name, self._clock.now(), *args)
 
     def read(self, *, after: str | None = None, limit: int = 1000) -> list[Event]:
         if after is not None:

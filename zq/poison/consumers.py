@@ -27,11 +27,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zq import validation
-from zq.storage.consumer_log import ConsumerLog
 from zq.storage.records import ConsumerClaim, ConsumerEntry
+
+if TYPE_CHECKING:
+    # The rule is handed a log to read and write; it names the contract only as a type.
+    from zq.storage.consumer_log import ConsumerLog
 
 SUSPECT_LAPSED_CONSUMERS = "_suspect_lapsed_consumers"
 HEADER = "X-Zq-Suspected"

@@ -1,6 +1,6 @@
 """How a message's dead letter history is shown: compacted, times as ISO 8601.
 
-Drivers store one raw entry per move (zq.moves.Move.history_entry); the
+Drivers store one raw entry per move (zq.poison.moves.Move.history_entry); the
 API shows them compacted here, and the analytics use the same time format.
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from zq import moves
+from zq.poison import moves
 
 
 def compact_history(entries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ letters back. This module decides, without I/O, which messages of the dead
 letter queue a request selects and the destination of each; the service
 reads the pages, checks the destinations' pools and carries the moves out
 with the one move primitive (``MessageController.move`` with
-``zq.moves.redriven``).
+``zq.poison.moves.redriven``).
 
 A message is selected by its *dead letter entry*: its most recent history
 entry, the move that brought it into the queue it is in. A message with no
@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zq import moves
+from zq.poison import moves
 from zq.storage.records import MessageRecord
 
 # A call reads at most this many times its limit cap of messages of the
