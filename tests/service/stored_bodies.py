@@ -12,8 +12,8 @@ from bson import ObjectId
 from zq.storage.base import Storage
 from zq.storage.mongo.storage import MongoStorage
 from zq.storage.redis.storage import RedisStorage
-from zq.storage.sql.storage import SqlStorage
 from zq.storage.sql.schema import messages
+from zq.storage.sql.storage import SqlStorage
 
 
 def overwrite_body(storage: Storage, message_id: str, body: str) -> None:
