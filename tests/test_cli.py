@@ -302,14 +302,60 @@ def test_serve_with_a_short_encryption_key_fails_in_one_line(
 
 
 @pytest.mark.parametrize(("argv", "fragment"), [
-    (["serve", "--port", "70000"], "port must be 0..65535"),
-    (["serve", "--workers", "0"], "workers must be at least 1"),
+    (["serve", "--port", "70000"], "--port 70000: port must be 0..65535"),
+    (["serve", "--port", "99999"], "--port 99999: port must be 0..65535"),
+    (["serve", "--workers", "0"], "--workers 0: workers must be at least 1"),
 ])
-def test_impossible_server_settings(
+def test_impossible_server_flags_are_a_bad_command_line(
     argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status, _, err = run_zq(*argv, capsys=capsys)
+    assert status == 2, err
+    assert err.startswith("usage: zq serve ")
+    assert f"zq serve: error: {fragment}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("variable", "value", "fragment"), [
+    ("ZQ_SERVER_PORT", "70000", "port must be 0..65535"),
+    ("ZQ_SERVER_WORKERS", "0", "workers must be at least 1"),
+])
+def test_impossible_server_settings_from_the_environment_fail_the_command(
+    variable: str, value: str, fragment: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Not the command line's fault: exit status 1, no usage.
+    monkeypatch.setenv(variable, value)
+    status, _, err = run_zq("serve", capsys=capsys)
     assert_one_line_error(status, err, fragment)
+
+
+@pytest.mark.parametrize("argv", [
+    ["gc", "--bogus"], ["config", "extra"], ["db", "upgrade", "--nope"],
+    ["events", "export", "--to", "d", "--bogus"], ["stats", "--events", "d", "--bogus"],
+    ["token", "list", "extra"], ["redrive", "q", "--project", "p", "--bogus"],
+])
+def test_unknown_arguments_show_the_subcommands_usage(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _, err = run_zq(*argv, capsys=capsys)
+    command = " ".join(word for word in argv[:2] if not word.startswith("-")
+                       and word in {"gc", "config", "db", "upgrade", "events", "export",
+                                    "stats", "token", "list", "redrive"})
+    assert status == 2
+    assert err.startswith(f"usage: zq {command} "), err
+    assert f"zq {command}: error: unrecognized arguments: " in err
+
+
+@pytest.mark.parametrize("words", COMMANDS, ids=" ".join)
+def test_every_description_is_wrapped(
+    words: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    status, out, _ = run_zq(*words, "--help", capsys=capsys)
+    assert status == 0
+    description = out.split("\n\n")[1]
+    too_long = [line for line in description.splitlines() if len(line) > 79]
+    assert too_long == [], f"zq {' '.join(words)} --help: description not wrapped"
 
 
 def test_unsupported_storage_scheme(capsys: pytest.CaptureFixture[str]) -> None:
@@ -579,3 +625,49 @@ def test_gc_reports_the_expired_claims_it_removed(
     status, out, _ = run_zq("gc", "--storage", uri, capsys=capsys)
     assert out.strip() == (f"Removed 0 expired message(s) and 0 expired claim(s) from {uri}; "
                            "removed 1 expired subscription(s).")
+
+
+def test_events_export_without_pyarrow_says_which_extra_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import now raises ImportError
+    monkeypatch.delitem(sys.modules, "zq.analytics.export", raising=False)
+    status, out, err = run_zq("events", "export", "--to", str(tmp_path / "ds"), capsys=capsys)
+    assert_one_line_error(status, err, "zq events export needs the spark extra",
+                          "pyarrow", "pip install 'zq[spark]'")
+    assert out == ""
+
+
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_stats_out_naming_a_file_is_one_plain_line_before_any_work(
+    under: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    taken = tmp_path / "report"
+    taken.write_text("not a directory")
+    out = taken / under if under else taken
+    # The dataset does not even exist: --out is checked first.
+    status, _, err = run_zq("stats", "--events", str(tmp_path / "events"), "--out", str(out),
+                            capsys=capsys)
+    assert_one_line_error(status, err, f"--out {out}")
+    assert "Errno" not in err and "FileExistsError" not in err
+    assert ("is a file: name a directory" if not under else f"{taken} is a file") in err
+
+
+SQL_SERVERS = [kind for kind in ("postgresql", "mariadb")
+               if kind in (__import__("os").environ.get("ZQ_TEST_BACKENDS") or kind)]
+
+
+@pytest.mark.parametrize("kind", SQL_SERVERS)
+def test_an_unmigrated_server_database_names_the_command_with_its_uri(
+    kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.backends import empty_database
+    from zq.storage.uri import redact
+
+    with empty_database(kind) as made:
+        # As a user writes it: no SQLAlchemy driver in the scheme.
+        uri = made.replace("+psycopg", "").replace("mysql+pymysql", "mysql")
+        status, _, err = run_zq("gc", "--storage", uri, capsys=capsys)
+    # Run literally, a bare `zq db upgrade` would migrate the default SQLite file.
+    assert_one_line_error(status, err, f"run `zq db upgrade --storage {redact(uri)}`")
+    assert "+psycopg" not in err and "+pymysql" not in err

@@ -147,8 +147,8 @@ def test_filters_limit_and_to(capsys: pytest.CaptureFixture[str], uri: str) -> N
     exhausted = dead_letter(uri, "orders", 2, start=4, reason="max_claim_count")
     status, out, _ = run_zq(capsys, "redrive", "orders-dlq", "--project", PROJECT,
                             "--storage", uri, "--reason", "max_claim_count",
-                            "--from", "orders", "--to", "orders-retry")
-    assert status == 0 and "(orders-retry 2)" in out
+                            "--from", "orders", "--to", "orders-retry", "--create")
+    assert status == 0 and "(orders-retry 2)" in out and "Created orders-retry." in out
     status, out, _ = run_zq(capsys, "redrive", "orders-dlq", "--project", PROJECT,
                             "--storage", uri, "--limit", "3")
     assert status == 0 and out.startswith("Redrove 3 of 3 matched")
@@ -162,13 +162,17 @@ def test_filters_limit_and_to(capsys: pytest.CaptureFixture[str], uri: str) -> N
 
 
 @pytest.mark.parametrize("argv, status, fragment", [
-    (["--fingerprint", "nothex"], 1, "zq: error: --fingerprint 'nothex' is not a fingerprint"),
+    (["--fingerprint", "nothex"], 2,
+     "zq redrive: error: --fingerprint 'nothex' is not a fingerprint"),
+    (["--fingerprint", "12"], 2, "16 lowercase hex digits"),
     (["--rate", "fast"], 2, "argument --rate: 'fast' is not a rate"),
     (["--rate", "0"], 2, "is not a rate"),
     (["--limit", "-3"], 2, "argument --limit"),
     (["--reason", "bored"], 2, "argument --reason: invalid choice"),
-    (["--to", "a/b"], 1, "zq: error: to may only contain"),
-    (["--to", "orders-dlq"], 1, "dead letter queue itself"),
+    (["--to", "a/b"], 2, "zq redrive: error: --to may only contain"),
+    (["--from", "x" * 65], 2, "--from may not be more than 64 characters"),
+    (["--to", "orders-dlq"], 2, "dead letter queue itself"),
+    (["--bogus"], 2, "zq redrive: error: unrecognized arguments: --bogus"),
 ])
 def test_bad_flags_are_one_line_errors(capsys: pytest.CaptureFixture[str], uri: str,
                                        argv: list[str], status: int, fragment: str) -> None:
@@ -179,6 +183,8 @@ def test_bad_flags_are_one_line_errors(capsys: pytest.CaptureFixture[str], uri: 
     assert "Traceback" not in err
     if status == 1:
         assert len(err.strip().splitlines()) == 1
+    else:  # the command's own usage, not zq's
+        assert err.startswith("usage: zq redrive "), err
 
 
 def test_a_missing_project_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -194,7 +200,7 @@ def test_rate_paces_the_pages(uri: str) -> None:
     class Args:
         dlq, project, to, reason, source, fingerprint = "orders-dlq", PROJECT, None, None, \
             None, None
-        dry_run, rate, limit = False, 10.0, None
+        dry_run, rate, limit, create = False, 10.0, None, False
 
     from zq.config import Limits
     from zq.pooling import SingleBackend
@@ -248,3 +254,110 @@ def test_ctrl_c_stops_cleanly_without_losing_or_doubling(uri: str, tmp_path: Pat
     assert again.returncode == 0, again.stderr
     assert all(q == ["orders"] for q in places(uri, posted, ("orders", "orders-dlq")).values())
     assert sorted(redriven_events(uri)) == sorted(posted)
+
+
+def exists(uri: str, queue: str) -> bool:
+    storage = open_storage(uri)
+    try:
+        return storage.queues.exists(PROJECT, queue)
+    finally:
+        storage.close()
+
+
+def test_a_dead_letter_queue_that_does_not_exist_is_an_error(
+        capsys: pytest.CaptureFixture[str], uri: str) -> None:
+    dead_letter(uri, "orders", 2)
+    status, out, err = run_zq(capsys, "redrive", "orders-dlg", "--project", PROJECT,
+                              "--storage", uri)
+    assert status == 1 and out == ""
+    assert err.strip() == ("zq: error: Queue 'orders-dlg' does not exist, so there are no "
+                           "dead letters to redrive from it; check the name and the project.")
+    assert not exists(uri, "orders-dlg")
+
+
+def test_an_empty_dead_letter_queue_says_so(capsys: pytest.CaptureFixture[str],
+                                            uri: str) -> None:
+    posted = dead_letter(uri, "orders", 1)
+    argv = ("redrive", "orders-dlq", "--project", PROJECT, "--storage", uri)
+    status, out, _ = run_zq(capsys, *argv, "--from", "refunds")
+    assert status == 0
+    assert out == ("orders-dlq holds 1 unclaimed message(s), but none matches the filters: "
+                   "nothing moved.\n")
+    assert run_zq(capsys, *argv)[0] == 0
+    assert places(uri, posted, ("orders", "orders-dlq")) == {posted[0]: ["orders"]}
+    status, out, err = run_zq(capsys, *argv)
+    assert status == 0 and err == ""  # no bar at 0/0
+    assert out == "orders-dlq holds no messages to redrive (none unclaimed): nothing moved.\n"
+
+
+def test_a_missing_destination_is_created_only_with_create(
+        capsys: pytest.CaptureFixture[str], uri: str) -> None:
+    posted = dead_letter(uri, "orders", 2)
+    argv = ("redrive", "orders-dlq", "--project", PROJECT, "--storage", uri)
+    status, out, err = run_zq(capsys, *argv, "--to", "orders-retyr")
+    assert status == 1 and out == ""
+    assert "Queue 'orders-retyr' does not exist" in err and "--create" in err
+    assert not exists(uri, "orders-retyr")
+    status, out, _ = run_zq(capsys, *argv, "--to", "orders-retry", "--create", "--dry-run")
+    assert status == 0
+    assert out == ("Dry run: 2 message(s) of orders-dlq would be redriven (orders-retry 2); "
+                   "would create orders-retry; nothing moved.\n")
+    assert not exists(uri, "orders-retry")
+    status, out, _ = run_zq(capsys, *argv, "--to", "orders-retry", "--create")
+    assert status == 0 and out.rstrip().endswith("(orders-retry 2) in " + out.split(" in ")[1]
+                                                  .rstrip()) and "Created orders-retry." in out
+    assert set(map(tuple, places(uri, posted, ("orders-retry", "orders-dlq")).values())) == {
+        ("orders-retry",)}
+
+
+def paced_run(uri: str, **options: object) -> tuple[command.Redrive, str, str]:
+    """A run through the service with an injected clock: the service takes no time."""
+    from zq.config import Limits
+    from zq.pooling import SingleBackend
+    from zq.service import QueueService
+
+    clock = [0.0]
+
+    class Args:
+        dlq, project, to, reason, source, fingerprint = "orders-dlq", PROJECT, None, None, \
+            None, None
+        dry_run, rate, limit, create = False, None, None, False
+
+    for name, value in options.items():
+        setattr(Args, name, value)
+    storage = open_storage(uri)
+    out, err = io.StringIO(), io.StringIO()
+    runner = command.Redrive(QueueService(Limits(), SingleBackend(storage)), Args(), out, err,
+                             monotonic=lambda: clock[0])
+
+    def wait(seconds: float) -> bool:
+        clock[0] += seconds
+        return False
+
+    runner.stop.wait = wait  # type: ignore[method-assign]
+    try:
+        assert runner.run() == 0
+    finally:
+        storage.close()
+    return runner, out.getvalue(), err.getvalue()
+
+
+def test_the_progress_bar_counts_to_the_limit_at_the_paced_rate(uri: str) -> None:
+    dead_letter(uri, "orders", 370)
+    # It showed 100/370 at 5573/s: the queue's size, and the first page's burst.
+    _, out, err = paced_run(uri, rate=100.0, limit=150)
+    assert err.splitlines() == ["[####################..........] 100/150 redriven, 100/s",
+                                "[##############################] 150/150 redriven, 100/s"]
+    assert out.endswith(" in 1.5 s (100/s).\n")
+
+
+def test_with_a_filter_the_bar_shows_an_upper_bound(uri: str) -> None:
+    dead_letter(uri, "bulk1", 200)
+    dead_letter(uri, "bulk2", 200, start=200)
+    # It showed 30/400: neither the limit nor the filter.
+    _, _, err = paced_run(uri, source="bulk2", limit=30)
+    assert err.splitlines()[-1].startswith("[##############################] 30 of at most 30 ")
+    _, out, err = paced_run(uri, source="bulk1", rate=1000.0)
+    assert err.splitlines()[-1].startswith("[################..............] 200 of at most "
+                                           "370 redriven")
+    assert out.startswith("Redrove 200 of 200 matched")

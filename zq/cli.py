@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from zq import __version__
+from zq.commands.options import UsageError
 from zq.config import ConfigError, unknown_variables
 from zq.errors import ZqError
 from zq.startup import StartupError
@@ -90,21 +91,42 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             UNAVAILABLE[name] = str(exc)
             continue
         module.register(subparsers)
+    _remember_parsers(parser)
     if UNAVAILABLE:
         missing = "; ".join(f"{name} ({reason})" for name, reason in UNAVAILABLE.items())
         parser.epilog = f"{EPILOG}\n\nunavailable commands: {missing}"
     return parser
 
 
+def _remember_parsers(parser: argparse.ArgumentParser) -> None:
+    """Let every (sub)command's parser name itself in ``args.command_parser``.
+
+    A subcommand's defaults are applied after its parent's, so the parser
+    of the command that was typed wins: its usage is the one a bad
+    command line shows.
+    """
+    parser.set_defaults(command_parser=parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _remember_parsers(sub)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``zq`` with ``argv`` (default: the process arguments); returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
-    args = parser.parse_args(argv)  # exits with 2 on a bad command line
+    # Exits with 2 on a bad command line. Unknown words are reported by the
+    # typed command's parser, with its usage, not zq's.
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     for warning in unknown_variables():
         print(f"zq: warning: {warning}", file=sys.stderr)
     try:
         result = args.handler(args)
+    except UsageError as exc:
+        args.command_parser.error(str(exc))  # usage and the message, exit status 2
     except (ConfigError, StartupError, ZqError) as exc:  # CommandError is a StartupError
         return fail(args, exc, str(exc))
     except KeyboardInterrupt:

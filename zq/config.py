@@ -95,6 +95,18 @@ class ServerConfig:
     body_timeout: float = 30.0  # seconds a request body may take to arrive, from its head on
     metadata_cache: float = 0.0  # seconds a worker keeps unversioned metadata it read; 0: off
 
+    def problem(self) -> str | None:
+        """What the server could not run with, as one sentence; None when nothing."""
+        if not 0 <= self.port <= 65535:
+            return f"port must be 0..65535, got {self.port}."
+        if self.workers < 1:
+            return f"workers must be at least 1, got {self.workers}."
+        if self.threads < 1:
+            return f"threads must be at least 1, got {self.threads}."
+        if not self.body_timeout > 0:
+            return f"body_timeout must be above 0 seconds, got {self.body_timeout}."
+        return None
+
 
 # Field metadata of settings that hold secrets, which ``zq config`` and
 # messages show masked: the whole value, a URI's password, or the keys of an

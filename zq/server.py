@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import shutil
 import signal
 import socket
+import tempfile
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -40,6 +43,7 @@ from zq.clock import SystemClock
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
 from zq.metrics.multiprocess import metrics_directory
+from zq.notifications.status import StatusFile
 from zq.pooling.base import Pools
 from zq.pooling.migrate import upgrade_management
 from zq.startup import (
@@ -106,14 +110,9 @@ def granian_settings(config: Config, port: int) -> dict[str, Any]:
 def check_server_config(config: Config) -> None:
     """Refuse settings the server would choke on, with a clear message."""
     server = config.server
-    if not 0 <= server.port <= 65535:
-        raise StartupError(f"port must be 0..65535, got {server.port}.")
-    if server.workers < 1:
-        raise StartupError(f"workers must be at least 1, got {server.workers}.")
-    if server.threads < 1:
-        raise StartupError(f"threads must be at least 1, got {server.threads}.")
-    if not server.body_timeout > 0:
-        raise StartupError(f"body_timeout must be above 0 seconds, got {server.body_timeout}.")
+    problem = server.problem()
+    if problem is not None:
+        raise StartupError(problem)
     if not config.pooling.enabled:
         check_shareable(config.storage.resolved_uri(), server.workers)
 
@@ -200,11 +199,14 @@ class Worker:
         self.pools.close()
 
 
-def open_worker(config: Config, metrics_dir: str | None = None) -> Worker:
+def open_worker(config: Config, metrics_dir: str | None = None,
+                notifier_status: str | None = None) -> Worker:
     """This worker's resolver, collector and app (runs in the worker, after the fork).
 
     ``metrics_dir``: the directory every worker writes its metrics to
-    (zq.metrics.multiprocess), when metrics are enabled.
+    (zq.metrics.multiprocess), when metrics are enabled. ``notifier_status``:
+    the file where the master process reports the notifier's state, for
+    ``GET /v2/health`` (zq.notifications.status).
     """
     from zq.api.app import create_app
     from zq.pooling.setup import open_pools
@@ -216,18 +218,21 @@ def open_worker(config: Config, metrics_dir: str | None = None) -> Worker:
         # A callable, not a snapshot: pools registered later are collected too.
         collector = GarbageCollector(pools.storages, config.gc.interval)
         collector.start()
-    app = create_app(config, clock=clock, pools=pools, admin=admin, metrics_dir=metrics_dir)
+    status = StatusFile(notifier_status) if notifier_status else None
+    app = create_app(config, clock=clock, pools=pools, admin=admin, metrics_dir=metrics_dir,
+                     notifier_status=status)
     return Worker(app, pools, collector)
 
 
-def load_worker_app(config: Config, metrics_dir: str | None = None) -> BufferedWSGI:
+def load_worker_app(config: Config, metrics_dir: str | None = None,
+                    notifier_status: str | None = None) -> BufferedWSGI:
     """What granian runs in each worker process."""
     # A forked worker inherits the master's SIGTERM handler, which only flags
     # the master's own loop: a SIGTERM arriving while this worker still loads
     # would be lost and the worker would serve on until killed. Until granian
     # installs the worker's handlers (after this returns), it simply ends it.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    worker = open_worker(config, metrics_dir)
+    worker = open_worker(config, metrics_dir, notifier_status)
     # multiprocessing runs these at a worker's exit (atexit handlers do not run there).
     Finalize(worker, worker.close, exitpriority=10)
     return BufferedWSGI(worker.app, threads=config.server.threads,
@@ -265,9 +270,15 @@ def serve(config: Config) -> None:
         if config.metrics.enabled:
             metrics_dir = stack.enter_context(metrics_directory(time.time()))
         announce(config, served_uri, port)
-        # Subscriptions' notifications: a process of its own (zq.notifications.process).
-        notifier = zq.notifications.process.start(config, metrics_dir)
-        stack.callback(zq.notifications.process.stop, notifier)
-        granian.serve(target_loader=partial(load_worker_app, config, metrics_dir),
+        # Subscriptions' notifications: a process of its own, restarted when it
+        # dies, its state in a file the workers read (zq.notifications.process).
+        run_dir = tempfile.mkdtemp(prefix="zq-run-")
+        stack.callback(shutil.rmtree, run_dir, ignore_errors=True)
+        status_path = os.path.join(run_dir, "notifier.json")
+        notifier = zq.notifications.process.Supervisor(
+            config, metrics_dir, StatusFile(status_path), clock=SystemClock())
+        notifier.start()
+        stack.callback(notifier.stop)
+        granian.serve(target_loader=partial(load_worker_app, config, metrics_dir, status_path),
                       wrap_loader=False)
     log.info("zq stopped")

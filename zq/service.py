@@ -619,12 +619,15 @@ class QueueService:
         """Move dead letters of ``queue`` back (``POST /v2/queues/{dlq}/redrive``).
 
         Selects with zq.poison.redrive's rule over at most ``limit`` messages (and
-        a bounded walk, ``next`` continues), checks every destination's pool
-        before anything moves (another pool: DeadLetterConflict, 409), and
-        moves each destination's messages in one atomic step of the move
-        primitive (zq.poison.moves.redriven). A message moved meanwhile by another
-        caller (a racing redrive, a consumer's claim) is matched but not
-        moved: the primitive skips it, so nothing moves twice.
+        a bounded walk, ``next`` continues), checks every destination before
+        anything moves (another pool: DeadLetterConflict, 409; missing
+        without ``create``: QueueNotFound, 404), and moves each
+        destination's messages in one atomic step of the move primitive
+        (zq.poison.moves.redriven). A message moved meanwhile by another caller (a
+        racing redrive, a consumer's claim) is matched but not moved: the
+        primitive skips it, so nothing moves twice. A dead letter queue that
+        does not exist is QueueNotFound: a typo must not look like an empty
+        queue.
         """
         queue = self._queue_name(queue)
         request = validation.redrive_document(document, self.limits)
@@ -634,11 +637,15 @@ class QueueService:
                 "messages out of it; name another queue, or leave to out to send each "
                 "message back where it was dead lettered from.")
         storage = self._storage(project, queue)
+        if not storage.queues.exists(project, queue):
+            raise QueueNotFound(
+                f"Queue {queue!r} does not exist, so there are no dead letters to redrive "
+                "from it; check the name and the project.")
         groups, matched, following = self._redrive_selection(project, queue, storage, request)
-        self._check_redrive_destinations(project, queue, list(groups), create=not request.dry_run)
+        created = self._check_redrive_destinations(project, queue, request, list(groups))
         if request.dry_run:
             counts = {to: len(ids) for to, ids in groups.items()}
-            return redrive.RedriveResult(matched, 0, counts, following)
+            return redrive.RedriveResult(matched, 0, counts, following, created)
         counts = {}
         for to, ids in groups.items():
             ttl = meta.effective(self._stored_metadata(project, to),
@@ -647,7 +654,7 @@ class QueueService:
                                           client_id=client_id)
             if moved:
                 counts[to] = len(moved)
-        return redrive.RedriveResult(matched, sum(counts.values()), counts, following)
+        return redrive.RedriveResult(matched, sum(counts.values()), counts, following, created)
 
     def _redrive_selection(
         self, project: str, queue: str, storage: Storage, request: redrive.RedriveRequest
@@ -701,11 +708,21 @@ class QueueService:
         return fingerprint
 
     def _check_redrive_destinations(
-        self, project: str, queue: str, destinations: list[str], *, create: bool
-    ) -> None:
-        """Every destination on the dead letter queue's pool; missing ones placed there."""
+        self, project: str, queue: str, request: redrive.RedriveRequest, destinations: list[str]
+    ) -> tuple[str, ...]:
+        """Every destination on the dead letter queue's pool, and existing unless ``create``.
+
+        Returns the missing destinations that messages go to, which the
+        moves create (a dry run: would create); outside a dry run they are
+        first registered beside the dead letter queue, so the catalog says
+        where they are.
+        """
         home = self.pools.pool_of(project, queue)
-        for to in sorted(destinations):
+        missing = []
+        # A "to" is checked even when nothing matched: a misspelt one is
+        # refused before the first page, not when a later page finds messages.
+        named_to = [] if request.to is None else [request.to]
+        for to in sorted({*destinations, *named_to}):
             pool = self.pools.pool_of(project, to)
             if pool is not None and pool != home:
                 raise DeadLetterConflict(
@@ -713,10 +730,26 @@ class QueueService:
                     f"lives on pool {home!r}: a redrive moves messages within one pool. "
                     "Nothing was moved; leave this destination out with filter.from, "
                     "or redrive to a queue of that pool.")
-            if pool is None and create:
-                # Created by the move in the dead letter queue's backend:
-                # registered there first, so the catalog says where it is.
-                self.pools.place_beside(project, to, beside=queue)
+            if not self._storage(project, to).queues.exists(project, to):
+                missing.append(to)
+        if missing and not request.create:
+            # Creating a queue nobody consumes from would strand the
+            # messages: a misspelt "to", or a source deleted on purpose.
+            named = ", ".join(repr(to) for to in missing)
+            subject = f"Queue {named}" if len(missing) == 1 else f"Queues {named}"
+            if request.to is None:
+                subject += ", which the messages were dead lettered from,"
+            verb = "does" if len(missing) == 1 else "do"
+            raise QueueNotFound(
+                f"{subject} {verb} not exist. A redrive creates a missing destination "
+                'only when asked: "create": true (zq redrive --create), or create the '
+                "queue first. Nothing was moved.")
+        created = tuple(to for to in missing if to in destinations)
+        if not request.dry_run:
+            for to in created:
+                if self.pools.pool_of(project, to) is None:
+                    self.pools.place_beside(project, to, beside=queue)
+        return created
 
     # -- operations -----------------------------------------------------
 

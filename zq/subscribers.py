@@ -8,9 +8,9 @@ must never be stored, or it is retried until its retry policy gives up.
 What http.client can put on the wire (RFC 9110): a header name is a token;
 a value visible ASCII, spaces and tabs (no CR or LF: a header injection); a
 URL visible ASCII (a path or query in another script is percent-encoded, a
-host name written in punycode). A ``mailto:`` subscriber's address,
-``subject`` and ``from`` become mail headers once percent-decoded: no
-control character there (``%0d%0a``).
+host name written in punycode). A ``mailto:`` subscriber is one plain
+address and nothing else (``mail_recipient``): its URI is the tenant's,
+the SMTP host and sender the operator's.
 """
 
 from __future__ import annotations
@@ -64,4 +64,36 @@ def mailto_problem(subscriber: str) -> str | None:
     if any(CONTROL_CHARACTERS.search(text) for text in decoded):
         return (f"The subscriber {subscriber!r} holds a control character (a line break?) "
                 "once percent-decoded.")
+    try:
+        mail_recipient(subscriber)
+    except ValueError as exc:
+        return f"The subscriber {subscriber!r} is refused: {exc}."
     return None
+
+
+# A conservative address: no percent-encoding, separators, quotes, comments
+# or query, so what is checked is the one recipient SMTP is given.
+_ADDRESS = re.compile(
+    r"[A-Za-z0-9!#$&'*+/=^_`{|}~.-]+"
+    r"@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*")
+
+
+def mail_recipient(subscriber: str) -> str:
+    """The one address of a ``mailto:`` subscriber; ValueError says why there is none.
+
+    The URI is the tenant's; the mail goes out through the operator's SMTP
+    host from the operator's ``smtp_from``. So it names exactly one
+    recipient and carries no header (``?subject=``, ``?from=``, ``?cc=``):
+    otherwise any tenant could relay mail to many addresses, or as anyone.
+    The API refuses others (400); the notifier refuses any stored before.
+    """
+    scheme, _, rest = subscriber.partition(":")
+    if scheme.lower() != "mailto":
+        raise ValueError("it is not a mailto: URI")
+    if "?" in rest:
+        raise ValueError("a mailto: subscriber takes no query (no subject, from or other "
+                         "header: the operator's [notifications] smtp_from sends every mail)")
+    if not _ADDRESS.fullmatch(rest):
+        raise ValueError("a mailto: subscriber names exactly one plain address "
+                         "(local@domain: no list, no percent-encoding, no quotes)")
+    return rest

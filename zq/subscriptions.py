@@ -28,6 +28,7 @@ from zq.errors import InvalidRequest, SubscriptionConflict, SubscriptionNotFound
 from zq.pooling import Pools
 from zq.storage.base import Storage
 from zq.storage.records import SubscriptionRecord
+from zq.storage.subscriptions import new_subscription_id
 from zq.subscribed import SubscribedQueues
 
 # Zaqar's subscriber_types less trust+http(s), which need Keystone trusts.
@@ -46,6 +47,13 @@ class SubscriptionChanges:
     subscriber: str | None = None
     ttl: int | None = None
     options: dict[str, Any] | None = None
+
+
+class Webhooks(Protocol):
+    """Where webhooks may go (zq.notifications.hosts.AllowedHosts)."""
+
+    def never(self, url: str) -> str | None:
+        """Why ``url`` can never be notified; None when it may be."""
 
 
 class ConfirmationRequests(Protocol):
@@ -159,6 +167,18 @@ def purge(storage: Storage, project: str, queue: str) -> int:
     return len(found)
 
 
+def _start_notifications(storage: Storage, subscription_id: str) -> None:
+    """A new subscription's notifications start at the log's end.
+
+    Its cursor is stored before the subscription (the notifier never finds
+    one without it), so its first notification does not wait for a read of
+    the whole log; nothing before the subscription is its business anyway.
+    """
+    end = storage.events.end()
+    if end is not None:  # an empty log: reading it from its start costs nothing
+        storage.notification_cursors.start(subscription_id, end)
+
+
 def _id_shaped(subscription_id: str) -> bool:
     return len(subscription_id) == ID_LENGTH and validation.is_id_shaped(subscription_id)
 
@@ -168,8 +188,12 @@ class SubscriptionService:
 
     def __init__(self, limits: Limits, pools: Pools, *, require_confirmation: bool = False,
                  confirmations: ConfirmationRequests | None = None,
-                 subscribed: SubscribedQueues | None = None) -> None:
+                 subscribed: SubscribedQueues | None = None,
+                 webhooks: Webhooks | None = None) -> None:
         self.limits = limits
+        # [notifications] allowed_hosts, when it lists hosts: a webhook it
+        # can never allow is refused here rather than failing every attempt.
+        self.webhooks = webhooks
         self.pools = pools
         # The posts' cache of subscribed queues (zq.subscribed), told at once
         # of this process's changes.
@@ -186,6 +210,7 @@ class SubscriptionService:
         queue = validation.queue_name(queue, self.limits)
         checked = posting(document, self.limits)
         assert checked.subscriber is not None
+        self._check_reachable(checked.subscriber)
         ttl = self.limits.default_subscription_ttl if checked.ttl is None else checked.ttl
         storage = self.pools.place(project, queue)
         if not storage.queues.exists(project, queue):
@@ -193,9 +218,14 @@ class SubscriptionService:
         # Twice at most: the subscription that made the first attempt fail
         # may expire or be deleted before it is read.
         for _ in range(2):
+            sid = new_subscription_id()
+            _start_notifications(storage, sid)
             created = storage.subscriptions.create(
-                project, queue, checked.subscriber, ttl, checked.options or {})
+                project, queue, checked.subscriber, ttl, checked.options or {},
+                subscription_id=sid)
             self._changed(project, queue)
+            if created is None:
+                storage.notification_cursors.forget(sid)  # not made: its cursor goes too
             if created is not None:
                 self._ask_confirmation(storage.subscriptions.get(project, queue, created))
                 return created, True
@@ -234,6 +264,8 @@ class SubscriptionService:
     def update(self, project: str, queue: str, subscription_id: str, document: Any) -> None:
         queue = validation.queue_name(queue, self.limits)
         checked = patching(document, self.limits)
+        if checked.subscriber is not None:
+            self._check_reachable(checked.subscriber)
         if not _id_shaped(subscription_id):
             raise SubscriptionNotFound.gone(subscription_id)
         self._storage(project, queue).subscriptions.update(
@@ -257,6 +289,14 @@ class SubscriptionService:
         if not confirmed:
             self._ask_confirmation(subscriptions.get(project, queue, subscription_id),
                                    unsubscribed=True)
+
+    def _check_reachable(self, subscriber: str) -> None:
+        if self.webhooks is None or urlparse(subscriber).scheme not in ("http", "https"):
+            return
+        why = self.webhooks.never(subscriber)
+        if why is not None:
+            raise InvalidRequest(f"The subscriber {subscriber!r} can never be notified: {why} "
+                                 "([notifications] allowed_hosts).")
 
     def _storage(self, project: str, queue: str) -> Storage:
         return self.pools.storage_for(project, queue)

@@ -421,7 +421,7 @@ def message_marker(value: str | None) -> int | None:
 
 # -- redrive (zq.poison.redrive) -------------------------------------------------
 
-REDRIVE_FIELDS = frozenset({"to", "filter", "limit", "dry_run", "marker"})
+REDRIVE_FIELDS = frozenset({"to", "filter", "limit", "dry_run", "marker", "create"})
 REDRIVE_FILTER_FIELDS = frozenset({"ids", "reason", "from", "fingerprint",
                                    "dead_lettered_before", "dead_lettered_after"})
 # zq.events.fingerprint and zq.encryption.BodyCipher.fingerprint: 16 hex digits.
@@ -438,7 +438,7 @@ def redrive_document(document: Any, limits: Limits) -> RedriveRequest:
 
     ``{"to", "filter": {"ids", "reason", "from", "fingerprint",
     "dead_lettered_before", "dead_lettered_after"}, "limit", "dry_run",
-    "marker"}``; ``null`` values count as absent. Unknown fields, here or
+    "marker", "create"}``; ``null`` values count as absent. Unknown fields, here or
     in the filter, are refused: they would be silently ignored.
     """
     document = {} if document is None else object_document(document, "The redrive body")
@@ -451,6 +451,8 @@ def redrive_document(document: Any, limits: Limits) -> RedriveRequest:
     limit = cap if limit is None else integer(limit, "limit", 1, cap)
     dry_run = document.get("dry_run")
     dry_run = False if dry_run is None else boolean(dry_run, "dry_run")
+    create = document.get("create")
+    create = False if create is None else boolean(create, "create")
     marker = document.get("marker")
     if marker is not None and (not isinstance(marker, str) or not marker.isascii()
                                or not marker.isdigit() or len(marker) > len(str(MAX_MARKER))):
@@ -486,7 +488,8 @@ def redrive_document(document: Any, limits: Limits) -> RedriveRequest:
             "no message was dead lettered between them.")
     selected = RedriveFilter(ids=ids, reason=reason, source=source, fingerprint=fingerprint,
                              dead_lettered_before=before, dead_lettered_after=after)
-    return RedriveRequest(to=to, filter=selected, limit=limit, dry_run=dry_run, marker=marker)
+    return RedriveRequest(to=to, filter=selected, limit=limit, dry_run=dry_run, marker=marker,
+                          create=create)
 
 
 def _posix_time(value: Any, field: str) -> float | None:

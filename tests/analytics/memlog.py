@@ -34,6 +34,9 @@ class MemoryEventLog(EventLog):
     def count(self, *, after: str | None = None) -> int:
         return len(self.read(after=after, limit=len(self.events)))
 
+    def end(self) -> str | None:
+        return self.events[-1].cursor if self.events else None
+
     def trim(self, *, up_to: str) -> int:
         before = len(self.events)
         self.events = [e for e in self.events if int(e.cursor) > int(up_to)]

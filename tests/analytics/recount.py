@@ -171,7 +171,7 @@ def recount(log: list[Event], top: int = 20, backend: str = "a", bucket: int | N
                                   "sample": None})
     for e, seq, key, posted_fp in moves:
         fp = e.detail.get("fingerprint") or posted_fp
-        entry = prints[fp]
+        entry = prints[(e.project, fp)]
         entry["dead_letters"] += 1
         entry["messages"].add(key)
         entry["queues"].add(e.queue)
@@ -179,10 +179,11 @@ def recount(log: list[Event], top: int = 20, backend: str = "a", bucket: int | N
                 entry["sample"] is None or (e.time, seq) < entry["sample"][0]):
             entry["sample"] = ((e.time, seq), e.detail["sample"])
     fingerprints = sorted(
-        ({"fingerprint": fp, "dead_letters": v["dead_letters"], "messages": len(v["messages"]),
-          "queues": ",".join(sorted(v["queues"])),
-          "sample": v["sample"][1] if v["sample"] else None} for fp, v in prints.items()),
-        key=lambda r: (-r["dead_letters"], r["fingerprint"]))[:top]
+        ({"project": project, "fingerprint": fp, "dead_letters": v["dead_letters"],
+          "messages": len(v["messages"]), "queues": ",".join(sorted(v["queues"])),
+          "sample": v["sample"][1] if v["sample"] else None}
+         for (project, fp), v in prints.items()),
+        key=lambda r: (-r["dead_letters"], r["project"], r["fingerprint"]))[:top]
 
     clients = defaultdict(lambda: {"deliveries": 0, "claims": set(), "deleted": 0,
                                    "released": 0, "rejected": 0, "expired": 0,

@@ -169,12 +169,12 @@ def iso(t: float) -> str:
     return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def signature_id(by: str, signature: str) -> str:
-    return hashlib.sha256(f"{by}:{signature}".encode()).hexdigest()[:12]
+def signature_id(project: str, by: str, signature: str) -> str:
+    return hashlib.sha256(f"{project}\n{by}:{signature}".encode()).hexdigest()[:12]
 
 
 def failing(log: list[Event], backend: str = "a"):
-    """{(by, signature): {message: [(time, seq, queue)]}}"""
+    """{(project, by, signature): {message: [(time, seq, queue)]}}"""
     groups = defaultdict(lambda: defaultdict(list))
     for seq, e in enumerate(log):
         if e.kind not in ("dead_lettered", "rejected") or e.message_id is None:
@@ -182,30 +182,31 @@ def failing(log: list[Event], backend: str = "a"):
         key = (backend, e.project, e.message_id)
         found = shape(e.detail.get("sample"))
         if found is not None:
-            groups[("shape", found)][key].append((e.time, seq, e.queue))
+            groups[(e.project, "shape", found)][key].append((e.time, seq, e.queue))
         if e.detail.get("description") is not None:
-            groups[("description", e.detail["description"])][key].append(
+            groups[(e.project, "description", e.detail["description"])][key].append(
                 (e.time, seq, e.queue))
     return groups
 
 
 def signatures(log: list[Event], top: int = 20, backend: str = "a"):
     rows = []
-    for (by, sig), messages in failing(log, backend).items():
+    for (project, by, sig), messages in failing(log, backend).items():
         seen = [(min(v)[:2], k[2]) for k, v in messages.items()]
         rows.append({
-            "signature_id": signature_id(by, sig),
+            "signature_id": signature_id(project, by, sig), "project": project,
             "by": by, "signature": sig, "messages": len(messages),
             "events": sum(len(v) for v in messages.values()),
             "first": iso(min(t for v in messages.values() for t, _, _ in v)),
             "last": iso(max(t for v in messages.values() for t, _, _ in v)),
             "queues": ",".join(sorted({q for v in messages.values() for _, _, q in v})),
             "sample_ids": ",".join(m for _, m in sorted(seen)[:5])})
-    rows.sort(key=lambda r: (-r["messages"], -r["events"], r["by"], r["signature"]))
+    rows.sort(key=lambda r: (-r["messages"], -r["events"], r["project"], r["by"],
+                             r["signature"]))
     return rows[:top]
 
 
 def signature_messages(log: list[Event], backend: str = "a") -> dict[str, set[str]]:
     """{signature_id: the ids of every message that failed with it}"""
-    return {signature_id(by, sig): {key[2] for key in messages}
-            for (by, sig), messages in failing(log, backend).items()}
+    return {signature_id(*signature): {key[2] for key in messages}
+            for signature, messages in failing(log, backend).items()}

@@ -54,8 +54,8 @@ def test_edge_cases_are_classified_as_documented(spark, dataset):
                     for r in printed["claims_distribution"]}
     assert distribution == {("deleted", 2): 1, ("deleted", 1): 2, ("dead_lettered", 1): 1}
     assert printed["failing_fingerprints"] == [{
-        "fingerprint": "fp-e3", "dead_letters": 1, "messages": 1, "queues": "edge",
-        "sample": "[3]"}]
+        "project": "edge-project", "fingerprint": "fp-e3", "dead_letters": 1, "messages": 1,
+        "queues": "edge", "sample": "[3]"}]
     latency = {r["metric"]: r for r in printed["latency"]}
     assert latency["post_to_dead_letter"]["p50"] == pytest.approx(395.0)
 

@@ -606,13 +606,14 @@ def test_redrive(client: CheckedClient) -> None:
     assert dry.json["next"] is not None
     result = client.post("/v2/queues/dlq/redrive",
                          json={"filter": {"reason": "rejected", "from": "src"}})
-    assert result.json == {"matched": 3, "moved": 3, "to": {"src": 3}, "next": None}
+    assert result.json == {"matched": 3, "moved": 3, "to": {"src": 3}, "created": [],
+                           "next": None}
     back = client.get(f"/v2/queues/src/messages/{posted[0]}",
                       params={"include_history": "true"}).json
     assert back["redrive_count"] == 1
     assert {h["reason"] for h in back["history"]} == {"rejected", "redriven"}
     empty = client.post("/v2/queues/dlq/redrive")
-    assert empty.json == {"matched": 0, "moved": 0, "to": {}, "next": None}
+    assert empty.json == {"matched": 0, "moved": 0, "to": {}, "created": [], "next": None}
 
 
 def test_redrive_errors(client: CheckedClient) -> None:
@@ -625,3 +626,7 @@ def test_redrive_errors(client: CheckedClient) -> None:
         assert client.post(path, json=bad, request_valid=False).status_code == 400, bad
     assert client.post(path, json={"to": "dlq"}).status_code == 400
     assert client.post(path, json=[1], request_valid=False).status_code == 400
+    assert client.post(path, json={"to": "nowhere"}).status_code == 404
+    assert client.post("/v2/queues/no-such-dlq/redrive").status_code == 404
+    made = client.post(path, json={"to": "nowhere", "create": True, "dry_run": True})
+    assert made.json["created"] == ["nowhere"]

@@ -29,7 +29,8 @@ def test_redrive_sends_messages_back_with_their_history(api, clock):
     clock.advance(3)
     result = redrive(api)
     assert result.status_code == 200
-    assert result.json == {"matched": 2, "moved": 2, "to": {"orders": 2}, "next": None}
+    assert result.json == {"matched": 2, "moved": 2, "to": {"orders": 2}, "created": [],
+                           "next": None}
     shown = api.get(f"/v2/queues/orders/messages/{posted[0]}",
                     params={"include_history": "true"}).json
     assert shown["redrive_count"] == 1 and shown["claim_count"] == 0
@@ -60,8 +61,9 @@ def test_filter_by_fingerprint_from_the_events(api, storage, project):
     posted = dead_lettered(api, count=2)
     wanted = next(e.detail["fingerprint"] for e in events_of(storage, project, "dead_lettered")
                   if e.message_id == posted[1])
-    result = redrive(api, filter={"fingerprint": wanted}, to="orders-retry")
+    result = redrive(api, filter={"fingerprint": wanted}, to="orders-retry", create=True)
     assert result.json["to"] == {"orders-retry": 1}
+    assert result.json["created"] == ["orders-retry"]
     assert api.get(f"/v2/queues/orders-retry/messages/{posted[1]}").status_code == 200
 
 
@@ -69,6 +71,7 @@ def test_filter_by_fingerprint_from_the_events(api, storage, project):
     ({"limit": 500}, "limit must be between 1 and 200"),
     ({"limit": True}, "limit must be an integer"),
     ({"dry_run": 1}, "dry_run must be true or false"),
+    ({"create": "yes"}, "create must be true or false"),
     ({"to": ".."}, "to may not be '..'"),
     ({"to": "dlq"}, "dead letter queue itself"),
     ({"colour": "red"}, "not 'colour'"),
@@ -97,3 +100,30 @@ def test_a_body_that_is_not_an_object_is_400(api):
 
 def test_a_bad_queue_name_is_400(api):
     assert_error(redrive(api, queue="bad%20name"), 400)
+
+
+def test_a_dead_letter_queue_that_does_not_exist_is_404(api):
+    # A typo must not look like an empty queue (nor create anything).
+    answer = redrive(api, queue="no-such-dlq")
+    assert_error(answer, 404, "'no-such-dlq' does not exist")
+    assert answer.json["title"] == "Queue not found"
+    assert_error(redrive(api, queue="no-such-dlq", dry_run=True), 404)
+    assert api.get("/v2/queues").json["queues"] == []
+
+
+def test_an_empty_dead_letter_queue_is_200_with_nothing_matched(api):
+    api.put("/v2/queues/dlq")
+    assert redrive(api).json == {"matched": 0, "moved": 0, "to": {}, "created": [],
+                                 "next": None}
+
+
+def test_a_missing_destination_is_404_unless_create_says_so(api):
+    posted = dead_lettered(api, count=1)
+    answer = redrive(api, to="orders-retyr")
+    assert_error(answer, 404, '"create": true')
+    assert answer.json["title"] == "Queue not found"
+    assert api.get("/v2/queues/dlq/stats").json["messages"]["total"] == 1
+    assert "orders-retyr" not in [q["name"] for q in api.get("/v2/queues").json["queues"]]
+    created = redrive(api, to="orders-retry", create=True)
+    assert created.json["created"] == ["orders-retry"]
+    assert api.get(f"/v2/queues/orders-retry/messages/{posted[0]}").status_code == 200

@@ -177,6 +177,40 @@ def test_redrive_previews_with_a_dry_run_then_moves_on_confirm(
     assert served.script_errors(watched.console_errors) == []
 
 
+def test_redrive_by_filter_to_a_new_queue_needs_create(served: Served,
+                                                       watched: Watched) -> None:
+    api = served.admin
+    poison(api, "bill", "bill-dlq", {KEY_ERROR: ({"bill": 1}, 2)})
+    page = watched.page
+    sign_in(page, served.url, api.token)
+    page.goto(f"{served.url}/console#/dlq/bill-dlq")
+    page.wait_for_selector("section.group")
+    if not served.has_route("POST", "/v2/queues/bill-dlq/redrive"):
+        pytest.skip("this zq has no POST /v2/queues/{q}/redrive")
+
+    def preview(create: bool) -> None:
+        page.get_by_role("button", name="Redrive by filter…").click()
+        dialog = page.get_by_role("dialog")
+        dialog.get_by_label("Send to (empty: back where each came from)").fill("bill-manual")
+        if create:
+            dialog.get_by_label("create the queue if it does not exist").check()
+        dialog.get_by_role("button", name="Preview…").click()
+
+    # A misspelt or new destination is not created behind the operator's back.
+    preview(create=False)
+    page.get_by_text("Queue 'bill-manual' does not exist.", exact=False).wait_for()
+    assert stats(api, "bill-dlq")["total"] == 2
+    preview(create=True)
+    dialog = page.get_by_role("dialog")
+    assert dialog.locator("#dry-run").inner_text() == (
+        "Dry run: 2 messages of bill-dlq (every message) would move to: bill-manual 2. "
+        "Would create: bill-manual.")
+    dialog.get_by_role("button", name="Redrive 2").click()
+    page.get_by_text("Redrove 2 messages to bill-manual 2.").wait_for()
+    assert stats(api, "bill-manual")["total"] == 2
+    assert served.script_errors(watched.console_errors) == []
+
+
 def test_delete_selection_and_purge_ask_first_and_report(served: Served,
                                                          watched: Watched) -> None:
     api = served.admin

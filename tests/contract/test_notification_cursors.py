@@ -117,3 +117,29 @@ def test_confirmation_request_rows_follow_the_same_leases(storage: Storage) -> N
     assert taken is not None and taken.cursor == UNSUBSCRIBE
     assert cursors.advance(row, "c", SENT, LEASE)
     assert cursors.positions()[row] == SENT
+
+
+def test_end_is_the_last_event_and_a_read_after_it_gets_only_newer_ones(
+        storage: Storage) -> None:
+    storage.messages.post("p", "q-end", [_message(i) for i in range(2)], client_id=None)
+    end = storage.events.end()
+    assert end is not None
+    assert [e.cursor for e in storage.events.read(after=end, limit=100000)] == []
+    assert end in {e.cursor for e in storage.events.read(limit=100000)}
+    storage.messages.post("p", "q-end", [_message(7)], client_id=None)
+    [newer] = storage.events.read(after=end, limit=100000)
+    assert newer.queue == "q-end" and storage.events.end() == newer.cursor
+
+
+def test_start_gives_a_new_subscription_its_first_cursor_held_by_nobody(
+        storage: Storage) -> None:
+    cursors = storage.notification_cursors
+    assert cursors is not None
+    cursors.start("sub-start", "41")
+    assert cursors.positions()["sub-start"] == "41"
+    lease = cursors.acquire("sub-start", "a", LEASE)
+    assert lease is not None and lease.cursor == "41"
+    assert cursors.advance("sub-start", "a", "42", LEASE)
+    cursors.start("sub-start", "7")  # it has a row: nothing changes, the lease stays
+    assert cursors.positions()["sub-start"] == "42"
+    assert cursors.acquire("sub-start", "b", LEASE) is None

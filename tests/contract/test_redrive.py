@@ -11,7 +11,7 @@ import pytest
 
 from zq import events as kinds
 from zq.config import Limits
-from zq.errors import InvalidRequest, MessageNotFound
+from zq.errors import InvalidRequest, MessageNotFound, QueueNotFound
 from zq.events import fingerprint
 from zq.poison import moves
 from zq.pooling import SingleBackend
@@ -57,7 +57,7 @@ def test_each_message_goes_back_to_the_queue_it_was_dead_lettered_from(
     clock.advance(5)
     result = service.redrive(project, "dlq", None, client_id="operator")
     assert result.as_dict() == {"matched": 3, "moved": 3, "to": {"orders": 2, "refunds": 1},
-                                "next": None}
+                                "created": [], "next": None}
     for mid in from_orders:
         assert where(storage, project, mid, ("orders", "refunds", "dlq")) == ["orders"]
     assert where(storage, project, from_refunds[0], ("orders", "refunds", "dlq")) == ["refunds"]
@@ -86,24 +86,78 @@ def test_a_redriven_message_is_claimable_again_in_its_queue(storage, service, pr
     assert ids(claimed.messages) == [mid] and claimed.messages[0].claim_count == 1
 
 
-def test_to_overrides_the_source_and_a_missing_destination_is_created(
+def test_to_overrides_the_source_and_a_missing_destination_is_created_only_when_asked(
         storage, service, project):
     posted = dead_letter(storage, project, "orders", 2)
     assert not storage.queues.exists(project, "orders-retry")
-    result = service.redrive(project, "dlq", {"to": "orders-retry"}, client_id=None)
-    assert (result.moved, result.to) == (2, {"orders-retry": 2})
+    with pytest.raises(QueueNotFound, match=r"Queue 'orders-retry' does not exist\. "
+                                            r'.*"create": true'):
+        service.redrive(project, "dlq", {"to": "orders-retry"}, client_id=None)
+    assert not storage.queues.exists(project, "orders-retry")
+    assert ids(storage.messages.list(project, "dlq", **EVERYTHING)) == posted
+    result = service.redrive(project, "dlq", {"to": "orders-retry", "create": True},
+                             client_id=None)
+    assert (result.moved, result.to, result.created) == (2, {"orders-retry": 2},
+                                                         ("orders-retry",))
     assert storage.queues.exists(project, "orders-retry")
     assert ids(storage.messages.list(project, "orders-retry", **EVERYTHING)) == posted
+
+
+def test_an_existing_destination_is_not_reported_as_created(storage, service, project):
+    dead_letter(storage, project, "orders", 1)
+    service.create_queue(project, "orders-retry", None)
+    result = service.redrive(project, "dlq", {"to": "orders-retry", "create": True},
+                             client_id=None)
+    assert (result.moved, result.created) == (1, ())
+
+
+def test_a_deleted_source_queue_is_recreated_only_when_asked(storage, service, project):
+    [mid] = dead_letter(storage, project, "orders", 1)
+    service.delete_queue(project, "orders")
+    with pytest.raises(QueueNotFound, match="'orders', which the messages were dead lettered "
+                                            "from, does not exist"):
+        service.redrive(project, "dlq", None, client_id=None)
+    dry = service.redrive(project, "dlq", {"dry_run": True, "create": True}, client_id=None)
+    assert (dry.matched, dry.moved, dry.created) == (1, 0, ("orders",))
+    assert not storage.queues.exists(project, "orders")
+    result = service.redrive(project, "dlq", {"create": True}, client_id=None)
+    assert (result.moved, result.created) == (1, ("orders",))
+    assert where(storage, project, mid, ("orders", "dlq")) == ["orders"]
+
+
+def test_a_missing_to_is_refused_even_when_nothing_matches(storage, service, project):
+    dead_letter(storage, project, "orders", 1)
+    with pytest.raises(QueueNotFound, match="'orders-retyr' does not exist"):
+        service.redrive(project, "dlq", {"to": "orders-retyr", "filter": {"from": "refunds"}},
+                        client_id=None)
+
+
+def test_a_dead_letter_queue_that_does_not_exist_is_not_found(storage, service, project):
+    for body in (None, {"dry_run": True}, {"to": "orders", "create": True}):
+        with pytest.raises(QueueNotFound, match="'no-such-dlq' does not exist"):
+            service.redrive(project, "no-such-dlq", body, client_id=None)
+    assert not storage.queues.exists(project, "orders")
+
+
+def test_an_empty_dead_letter_queue_matches_nothing(storage, service, project):
+    service.create_queue(project, "dlq", None)
+    assert service.redrive(project, "dlq", None, client_id=None).as_dict() == {
+        "matched": 0, "moved": 0, "to": {}, "created": [], "next": None}
 
 
 def test_a_dry_run_moves_nothing_and_says_what_would_move(storage, service, project):
     posted = dead_letter(storage, project, "orders", 3)
     result = service.redrive(project, "dlq", {"dry_run": True}, client_id=None)
-    assert result.as_dict() == {"matched": 3, "moved": 0, "to": {"orders": 3}, "next": None}
+    assert result.as_dict() == {"matched": 3, "moved": 0, "to": {"orders": 3}, "created": [],
+                                "next": None}
     assert ids(storage.messages.list(project, "dlq", **EVERYTHING)) == posted
     assert events_of(storage, project, kinds.REDRIVEN) == []
     assert not storage.queues.exists(project, "nowhere")
-    service.redrive(project, "dlq", {"dry_run": True, "to": "nowhere"}, client_id=None)
+    with pytest.raises(QueueNotFound):  # as the real run would answer
+        service.redrive(project, "dlq", {"dry_run": True, "to": "nowhere"}, client_id=None)
+    result = service.redrive(project, "dlq", {"dry_run": True, "to": "nowhere", "create": True},
+                             client_id=None)
+    assert (result.to, result.created) == ({"nowhere": 3}, ("nowhere",))
     assert not storage.queues.exists(project, "nowhere")
 
 
@@ -204,8 +258,12 @@ def test_a_message_posted_into_the_dead_letter_queue_needs_to(storage, service, 
     [direct] = post(storage, project, "dlq", 1)
     assert service.redrive(project, "dlq", None, client_id=None).matched == 0
     assert service.redrive(project, "dlq", {"filter": {"reason": "rejected"},
-                                            "to": "orders"}, client_id=None).matched == 0
-    assert service.redrive(project, "dlq", {"to": "orders"}, client_id=None).moved == 1
+                                            "to": "orders", "create": True},
+                           client_id=None).as_dict() == {
+        "matched": 0, "moved": 0, "to": {}, "created": [], "next": None}
+    assert not storage.queues.exists(project, "orders")
+    assert service.redrive(project, "dlq", {"to": "orders", "create": True},
+                           client_id=None).moved == 1
     assert where(storage, project, direct, ("orders", "dlq")) == ["orders"]
 
 

@@ -107,7 +107,8 @@ def test_pools_queues_dead_letters_gc_and_export(
     assert "'pool-b'" in refused.json()["description"]
 
     health = http.get("/health").json()
-    assert set(health) == {"pool-a", "pool-b"}
+    assert set(health) == {"pool-a", "pool-b", "notifier"}
+    assert health.pop("notifier")["state"] == "running"
     assert all(pool["storage_reachable"] for pool in health.values())
 
     # The maintenance commands find the pools in the same management store.

@@ -12,6 +12,7 @@ from typing import Any
 
 from zq.clock import Clock
 from zq.config import NotificationsConfig
+from zq.errors import SubscriptionNotFound
 from zq.notifications.pump import Report, fetcher
 from zq.notifications.runner import Notifier
 from zq.storage.base import Storage
@@ -38,6 +39,12 @@ class FakeSubscriptions:
 
     def live(self) -> list[FakeSubscription]:
         return list(self.records)
+
+    def get(self, project: str, queue: str, subscription_id: str) -> FakeSubscription:
+        for record in self.records:
+            if (record.id, record.project, record.queue) == (subscription_id, project, queue):
+                return record
+        raise SubscriptionNotFound.gone(subscription_id)
 
     def add(self, sub_id: str, project: str, queue: str, subscriber: str,
             **options: Any) -> FakeSubscription:

@@ -252,8 +252,9 @@ def test_a_live_subscriptions_row_is_kept_and_a_deleted_ones_forgotten(
         assert len(hook.on("/c")) == 1  # not asked again: its row was kept
         assert storage.notification_cursors.positions()[key(sid)] == SENT
         storage.subscriptions.delete(project, "q", sid)
-        clock.advance(61)
-        drain(notifier)
+        for _ in range(2):  # found gone twice in a row
+            clock.advance(61)
+            drain(notifier)
         assert key(sid) not in storage.notification_cursors.positions()
 
 

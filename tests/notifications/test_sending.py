@@ -47,6 +47,26 @@ def test_allowed_urls_are_pinned_to_the_checked_address() -> None:
     assert allowed.check("http://[::1]:81/").address == "::1"
 
 
+def test_a_refusal_says_its_real_reason_and_whether_dns_could_change_it() -> None:
+    allowed = AllowedHosts.from_setting(
+        "127.0.0.1:19110, hooks.example.org:443, 10.0.0.0/8:80",
+        resolver({"hooks.example.org": ["10.1.1.1"]}))
+    with pytest.raises(Refused) as caught:
+        allowed.check("http://127.0.0.1:19111/hook")
+    assert str(caught.value) == ("port 19111 is not allowed for 127.0.0.1 (allowed_hosts "
+                                 "lists it with other ports only)")
+    assert caught.value.lasting
+    assert allowed.never("http://127.0.0.1:19111/hook") == str(caught.value)
+    # Listed, but resolving to an address listed for another port: DNS may change.
+    with pytest.raises(Refused, match=r"10\.1\.1\.1, not allowed \(listed in allowed_hosts "
+                                      r"for other ports only\)") as caught:
+        allowed.check("https://hooks.example.org/")
+    assert not caught.value.lasting
+    assert allowed.never("https://hooks.example.org/") is None
+    assert allowed.never("http://127.0.0.1:19110/") is None
+    assert allowed.never("http://8.8.8.8/") == "8.8.8.8 is not in allowed_hosts"
+
+
 def test_empty_allows_nothing_and_bad_entries_are_errors() -> None:
     with pytest.raises(Refused, match="empty"):
         AllowedHosts.from_setting("").check("http://127.0.0.1/")
@@ -140,6 +160,7 @@ def test_redirects_are_followed_to_allowed_hosts_only() -> None:
         outcome = webhook.post(hook.url("/redirect"), b"{}", {}, allowed=allowed, timeout=5,
                                max_redirects=3, secret=None, now=0)
         assert not outcome.delivered and "refused" in outcome.detail
+        assert outcome.retry  # where it redirects is the subscriber's to change
         assert [r.path for r in hook.received] == ["/redirect", "/final", "/redirect"]
 
 
@@ -177,19 +198,37 @@ def smtp() -> Iterator[tuple[int, list]]:  # type: ignore[type-arg]
 
 def test_mailto_goes_through_the_configured_smtp_server(smtp) -> None:  # type: ignore[no-untyped-def]
     port, got = smtp
-    outcome = mail.send("mailto:ops@example.com?subject=Poison", b'{"body": 1}', queue="q",
+    outcome = mail.send("mailto:ops@example.com", b'{"body": 1}', queue="q",
                         host="127.0.0.1", port=port, sender="zq@example.com", timeout=5)
     assert outcome.delivered
     [envelope] = got
     assert envelope.rcpt_tos == ["ops@example.com"] and envelope.mail_from == "zq@example.com"
     text = envelope.content.decode()
-    assert "Subject: Poison" in text and '{"body": 1}' in text
+    assert "Subject: zq notification: queue q" in text and '{"body": 1}' in text
+
+
+@pytest.mark.parametrize("subscriber", [
+    "mailto:a@x.com,b@y.org?from=ceo@bank.example",  # two recipients, a forged From
+    "mailto:a@x.com,b@y.org",
+    "mailto:ops@example.com?subject=Poison",
+    "mailto:ops@example.com?cc=b@y.org",
+    "mailto:a%40x.com%2Cb@y.org",
+    "mailto:a@x.com;b@y.org",
+])
+def test_a_mailto_subscriber_mails_one_address_and_takes_no_header(  # type: ignore[no-untyped-def]
+        smtp, subscriber: str) -> None:
+    port, got = smtp
+    outcome = mail.send(subscriber, b"{}", queue="q", host="127.0.0.1", port=port,
+                        sender="zq@example.com", timeout=5)
+    assert not outcome.delivered and outcome.detail.startswith("refused: ")
+    assert not outcome.retry and got == []
 
 
 def test_mail_without_an_smtp_host_fails_and_says_so() -> None:
     outcome = mail.send("mailto:ops@example.com", b"{}", queue="q", host="", port=25,
                         sender="zq@localhost", timeout=5)
     assert not outcome.delivered and "smtp_host" in outcome.detail
+    assert not outcome.retry  # the setting is read at start: no retry could succeed
 
 
 def test_created_at_reads_the_exact_creation_or_errs_early() -> None:

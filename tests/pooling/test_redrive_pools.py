@@ -50,7 +50,7 @@ def test_a_missing_destination_is_placed_on_the_dead_letter_queues_pool(two_pool
     home = two_pools.pools.pool_of(project, "dlq")
     for i in range(8):  # whatever the weighted choice would have said
         name = f"retry{i}"
-        result = two_pools.service.redrive(project, "dlq", {"to": name,
+        result = two_pools.service.redrive(project, "dlq", {"to": name, "create": True,
                                                            "filter": {"ids": [posted[i % 2]]}},
                                            client_id=None)
         assert two_pools.pools.pool_of(project, name) == home

@@ -13,8 +13,8 @@ The advisor needs, per queue, three small things (see zq.analytics.advice):
   per queue (one number per recovered message).
 
 ``poison_signatures`` groups the messages that failed (dead lettered or
-rejected) by body shape and by description; ``signature_messages`` lists
-every one of those messages per signature (the drill-down).
+rejected) by project and by body shape or description; ``signature_messages``
+lists every one of those messages per signature (the drill-down).
 """
 
 from __future__ import annotations
@@ -84,9 +84,14 @@ def recoveries(messages: DataFrame) -> DataFrame:
 
 
 def signature_id() -> Column:
-    """12 hex digits of sha256("by:signature"): a short, stable name for a signature."""
-    return F.substring(F.sha2(F.concat(F.col("by"), F.lit(":"), F.col("signature")), 256),
-                       1, 12)
+    """12 hex digits of sha256("project\nby:signature"): a short, stable name for a signature.
+
+    The project is part of it, so that one id is one row of
+    ``poison_signatures`` and its drill-down lists that project's messages
+    only; a line feed, which project ids may not contain, ends the project.
+    """
+    text = F.concat(F.col("project"), F.lit("\n"), F.col("by"), F.lit(":"), F.col("signature"))
+    return F.substring(F.sha2(text, 256), 1, 12)
 
 
 def _failing_messages(log: DataFrame) -> DataFrame:
@@ -114,20 +119,20 @@ def _iso(column: Column) -> Column:
 
 
 def poison_signatures(log: DataFrame, top: int = 20) -> DataFrame:
-    """Failing messages grouped by body shape and by description, most messages first."""
+    """Failing messages per project grouped by body shape and by description, most first."""
     earliest = F.array_sort(F.collect_list(F.struct("first", "message_id")))
     return (
-        _failing_messages(log).groupBy("by", "signature").agg(
+        _failing_messages(log).groupBy("project", "by", "signature").agg(
             F.count(F.lit(1)).alias("messages"), F.sum("events").alias("events"),
             F.min("first.time").alias("_first"), F.max("last").alias("_last"),
             F.array_join(F.array_sort(F.array_distinct(F.flatten(F.collect_list("queues")))),
                          ",").alias("queues"),
             F.array_join(F.slice(earliest, 1, SAMPLE_IDS).getField("message_id"), ",")
             .alias("sample_ids"))
-        .select(signature_id().alias("signature_id"), "by", "signature", "messages", "events",
-                _iso("_first").alias("first"), _iso("_last").alias("last"),
+        .select(signature_id().alias("signature_id"), "project", "by", "signature", "messages",
+                "events", _iso("_first").alias("first"), _iso("_last").alias("last"),
                 "queues", "sample_ids")
-        .orderBy(F.desc("messages"), F.desc("events"), "by", "signature")
+        .orderBy(F.desc("messages"), F.desc("events"), "project", "by", "signature")
         .limit(top))
 
 

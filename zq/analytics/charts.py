@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import io
+import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 # The object-oriented Figure API draws with Agg without touching pyplot's
 # global state, so no GUI backend is ever loaded.
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -16,6 +20,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullLocator, PercentFormatter
 
 from zq.analytics.definitions import MIN_FINISHED
+from zq.analytics.numbers import plural
 from zq.analytics.results import Result
 
 TOP_QUEUES = 6
@@ -63,6 +68,11 @@ def _grid(count: int, columns: int = 3, width: float = 4.2, height: float = 3.0
 
 def claims_histogram(distribution: Result) -> bytes:
     """Per queue (small multiples): messages by claims at delete and at dead letter, log scale."""
+    return _png_laid_out(claims_figure(distribution))
+
+
+def claims_figure(distribution: Result) -> Figure:
+    """The figure of ``claims_histogram``, laid out."""
     counts: dict[str, dict[str, dict[int, int]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(int)))
     for row in distribution.records():
@@ -89,13 +99,14 @@ def claims_histogram(distribution: Result) -> bytes:
         axis.set_xticks(claims)
         axis.set_xlabel("claims per message")
         axis.set_ylabel("messages (log)")
-        axis.set_title(f"{queue} ({count_label(total[queue])} messages)", fontsize=9)
+        axis.set_title(f"{queue} ({count_label(total[queue])} "
+                       f"{plural(total[queue], 'message')})", fontsize=9)
     handles = [Patch(color="#4c9f70", label="deleted after N claims"),
                Patch(color="#d1495b", label="dead lettered after N claims")]
     figure.legend(handles=handles, loc="lower center", ncol=2, fontsize=9, frameon=False)
     figure.suptitle(f"Claims per message, per queue (the {len(shown)} busiest)")
     figure.tight_layout(rect=(0, 0.05, 1, 1))
-    return _png_laid_out(figure)
+    return figure
 
 
 def _png_laid_out(figure: Figure) -> bytes:
@@ -115,9 +126,43 @@ _LABELLED_POINTS = 24
 _QUEUE_LINES = 40
 
 
+def _line(axis: Axes, points: Sequence[tuple[datetime, float]], width: int, *,
+          marker: str | None, **style: Any) -> None:
+    """A line over bucket middles that joins adjacent buckets only.
+
+    Between two points more than a bucket apart (buckets without events, or
+    whose value is not drawn) the line breaks: a straight segment would
+    show traffic, or a rate, where none was measured. A point left alone
+    by the breaks gets a marker even on a line drawn without, or it would
+    not show at all.
+    """
+    xs: list[datetime] = []
+    ys: list[float] = []
+    step = timedelta(seconds=width)
+    for index, (moment, value) in enumerate(points):
+        if index and moment - points[index - 1][0] > step:
+            xs.append(points[index - 1][0] + step)
+            ys.append(math.nan)
+        xs.append(moment)
+        ys.append(value)
+    line, = axis.plot(xs, ys, marker=marker, **style)
+    if marker is None:
+        def drawn(i: int) -> bool:
+            return 0 <= i < len(ys) and not math.isnan(ys[i])
+
+        alone = [i for i in range(len(ys)) if drawn(i) and not drawn(i - 1) and not drawn(i + 1)]
+        axis.plot([xs[i] for i in alone], [ys[i] for i in alone], linestyle="none",
+                  marker=".", color=line.get_color())
+
+
 def trend(overall: Result, per_queue: Result) -> bytes:
     """Per time bucket: messages posted, deleted and dead lettered, and the dead letter rate
     (all queues, and the queues that fail most)."""
+    return _png(trend_figure(overall, per_queue))
+
+
+def trend_figure(overall: Result, per_queue: Result) -> Figure:
+    """The figure of ``trend``."""
     from zq.analytics.buckets import describe
 
     rows = overall.records()
@@ -136,8 +181,11 @@ def trend(overall: Result, per_queue: Result) -> bytes:
     volume.bar(starts, [r["dead_lettered"] for r in rows], bar, bottom=deleted, align="edge",
                color="#d1495b", label="dead lettered")
     middle = [s + timedelta(seconds=width / 2) for s in starts]
-    volume.plot(middle, [posted.get(r["bucket"], 0) for r in rows], color="#023047",
-                marker="." if len(rows) <= 200 else None, linewidth=1.2, label="posted")
+    # A bucket with events but no post is a true 0; a bucket without
+    # events has no row, and the line breaks over it.
+    _line(volume, [(m, posted.get(r["bucket"], 0)) for m, r in zip(middle, rows, strict=True)],
+          width, color="#023047", marker="." if len(rows) <= 200 else None, linewidth=1.2,
+          label="posted")
     volume.set_ylabel("messages per bucket")
     volume.yaxis.set_major_formatter(FuncFormatter(lambda v, _: count_label(v)))
     volume.legend(fontsize=8, ncol=3, loc="upper left", frameon=False)
@@ -150,12 +198,11 @@ def trend(overall: Result, per_queue: Result) -> bytes:
     for queue in top if len(rows) <= _QUEUE_LINES else []:
         points = [(_when(r["bucket"]) + timedelta(seconds=width / 2), r["dead_letter_rate"])
                   for r in per_queue.records() if _queue(r) == queue and _rated(r)]
-        rate.plot([p[0] for p in points], [p[1] for p in points], marker=".", alpha=0.6,
-                  linewidth=1, label=queue)
+        _line(rate, points, width, marker=".", alpha=0.6, linewidth=1, label=queue)
         shown += [p[1] for p in points]
     known = [(m, r["dead_letter_rate"]) for m, r in zip(middle, rows, strict=True) if _rated(r)]
-    rate.plot([k[0] for k in known], [k[1] for k in known], color="black", linewidth=2.2,
-              marker="o" if len(known) <= 60 else None, markersize=4, label="all queues")
+    _line(rate, known, width, color="black", linewidth=2.2,
+          marker="o" if len(known) <= 60 else None, markersize=4, label="all queues")
     few = sum(1 for r in rows if r["dead_letter_rate"] is not None and not _rated(r))
     labelled = known if len(known) <= _LABELLED_POINTS else [max(known, key=lambda k: k[1])]
     for moment, value in labelled:
@@ -167,15 +214,15 @@ def trend(overall: Result, per_queue: Result) -> bytes:
     per_queue_note = "" if len(rows) <= _QUEUE_LINES else (
         f"; per queue in queue_trend ({len(rows)} buckets are too many to draw each queue)")
     if few:
-        per_queue_note += (f"\n{few} bucket(s) with fewer than {MIN_FINISHED} finished messages "
-                           "not drawn (their rates are in dead_letter_rate)")
+        per_queue_note += (f"\n{few} {plural(few, 'bucket')} with fewer than {MIN_FINISHED} "
+                           "finished messages not drawn (their rates are in dead_letter_rate)")
     rate.set_title(f"Dead letter rate per {describe(width)} bucket (UTC){per_queue_note}",
                    fontsize=10)
     rate.legend(fontsize=7, ncol=4, loc="upper left", frameon=False)
     locator = AutoDateLocator()
     rate.xaxis.set_major_locator(locator)
     rate.xaxis.set_major_formatter(ConciseDateFormatter(locator))
-    return _png(figure)
+    return figure
 
 
 def _rated(row: Mapping) -> bool:
@@ -214,7 +261,8 @@ def latency_percentiles(latency: Result) -> bytes:
         axis.xaxis.set_minor_locator(NullLocator())  # as in claims_histogram: time, no label
         axis.set_xlim(low, high)
         axis.set_yticks(range(len(metrics)), [
-            f"{m.replace('_', ' ')}\n({count_label(rows[m]['messages'])} msgs)" if m in rows
+            f"{m.replace('_', ' ')}\n({count_label(rows[m]['messages'])} "
+            f"{plural(rows[m]['messages'], 'msg')})" if m in rows
             else f"{m.replace('_', ' ')}\n(none)" for m in metrics], fontsize=8)
         axis.invert_yaxis()
         axis.set_xlabel("seconds (log)")
@@ -231,36 +279,74 @@ _OUTFLOWS = (("deleted", "#4c9f70"), ("dead_lettered", "#d1495b"), ("redriven", 
              ("expired", "#8d99ae"), ("purged", "#5c4d7d"), ("present", "#bde0fe"))
 
 
-def flow_per_queue(totals: Result) -> bytes:
-    """Per queue, where its messages went; the bar's end is what came in."""
-    rows = sorted(totals.records(), key=lambda r: -(r["posted"] + r["dead_lettered_in"]
-                                                    + r["redriven_in"]))[:12]
+def _stacked(rows: Sequence[Mapping], segments: Sequence[tuple[str, str]], *,
+             names: Sequence[str], notes: Sequence[str], xlabel: str, title: str,
+             room: float) -> Figure:
+    """One horizontal bar per row, stacked from ``segments`` (column, colour), laid out.
+
+    Each segment carries its count in its middle when the count fits inside
+    it; a segment too short for it stays unlabelled (a label wider than its
+    bar would run over its neighbours and, on the first segment, over the
+    axis and the row's name): the figures are in the table. ``notes`` go
+    after each bar's end; ``room`` is how far the axis reaches past the
+    longest bar, for them.
+    """
     figure = Figure(figsize=(9, 1.4 + 0.5 * max(len(rows), 1)))
+    FigureCanvasAgg(figure)  # a renderer, to measure the labels against their bars
     axis = figure.subplots()
+    # Positions, not names, place the bars: two rows may share a name.
     places = list(range(len(rows)))
     left = [0] * len(rows)
-    for key, colour in _OUTFLOWS:
+    drawn = []
+    for key, colour in segments:
         values = [r[key] for r in rows]
         bars = axis.barh(places, values, left=left, color=colour, label=key.replace("_", " "))
-        inflow = [r["posted"] + r["dead_lettered_in"] + r["redriven_in"] for r in rows]
-        axis.bar_label(bars, labels=[count_label(v) if v and v >= 0.06 * max(inflow) else ""
-                                     for v in values], label_type="center", fontsize=7)
+        drawn += [(bar, value) for bar, value in zip(bars, values, strict=True) if value]
         left = [a + b for a, b in zip(left, values, strict=True)]
-    for index, r in enumerate(rows):
-        inflow = r["posted"] + r["dead_lettered_in"] + r["redriven_in"]
-        note = f"in {count_label(inflow)}" + (
-            f", unaccounted {r['unaccounted']:,}" if r["unaccounted"] else "")
+    for index, note in enumerate(notes):
         axis.annotate(note, (left[index], index), xytext=(4, 0), textcoords="offset points",
                       va="center", fontsize=8)
-    axis.set_yticks(places, [_queue(r) for r in rows])
+    axis.set_yticks(places, names)
     axis.invert_yaxis()
-    axis.set_xlim(right=max(left, default=1) * 1.25)
-    axis.set_xlabel("messages")
-    axis.set_title("Flow per queue: in = posted + dead lettered in + redriven in "
-                   "= the outflows below", fontsize=10)
-    axis.legend(fontsize=8, ncol=6, loc="lower center", bbox_to_anchor=(0.5, 1.08),
+    axis.set_xlim(right=max([*left, 1]) * room)
+    axis.set_xlabel(xlabel)
+    axis.set_title(title, fontsize=10)
+    axis.legend(fontsize=8, ncol=len(segments), loc="lower center", bbox_to_anchor=(0.5, 1.08),
                 frameon=False)
-    return _png(figure)
+    figure.tight_layout()
+    renderer = figure.canvas.get_renderer()
+    for bar, value in drawn:
+        x, y = bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2
+        label = axis.text(x, y, count_label(value), ha="center", va="center", fontsize=7)
+        room_for = bar.get_window_extent(renderer)
+        size = label.get_window_extent(renderer)
+        if size.width + _LABEL_MARGIN > room_for.width or size.height > room_for.height:
+            label.remove()
+    return figure
+
+
+# Pixels a bar's count keeps clear of the bar's ends, at least.
+_LABEL_MARGIN = 4
+
+
+def flow_per_queue(totals: Result) -> bytes:
+    """Per queue, where its messages went; the bar's end is what came in."""
+    return _png_laid_out(flow_figure(totals))
+
+
+def flow_figure(totals: Result) -> Figure:
+    """The figure of ``flow_per_queue``, laid out."""
+    rows = sorted(totals.records(), key=lambda r: -(r["posted"] + r["dead_lettered_in"]
+                                                    + r["redriven_in"]))[:12]
+    notes = []
+    for r in rows:
+        inflow = r["posted"] + r["dead_lettered_in"] + r["redriven_in"]
+        notes.append(f"in {count_label(inflow)}" + (
+            f", unaccounted {r['unaccounted']:,}" if r["unaccounted"] else ""))
+    return _stacked(rows, _OUTFLOWS, names=[_queue(r) for r in rows], notes=notes,
+                    xlabel="messages", room=1.25,
+                    title="Flow per queue: in = posted + dead lettered in + redriven in "
+                          "= the outflows below")
 
 
 _OUTCOMES = (("succeeded", "#4c9f70"), ("failed_again", "#f4a259"),
@@ -269,31 +355,19 @@ _OUTCOMES = (("succeeded", "#4c9f70"), ("failed_again", "#f4a259"),
 
 def redrive_outcomes(outcomes: Result) -> bytes:
     """What the redriven messages did next, per queue they were redriven to."""
+    return _png_laid_out(redrive_figure(outcomes))
+
+
+def redrive_figure(outcomes: Result) -> Figure:
+    """The figure of ``redrive_outcomes``, laid out."""
     rows = outcomes.records()[:12]
-    figure = Figure(figsize=(9, 1.4 + 0.5 * len(rows)))
-    axis = figure.subplots()
-    # Positions, not labels, place the bars: two rows may not share a label.
-    places = list(range(len(rows)))
-    left = [0] * len(rows)
-    for key, colour in _OUTCOMES:
-        values = [r[key] for r in rows]
-        bars = axis.barh(places, values, left=left, color=colour, label=key.replace("_", " "))
-        axis.bar_label(bars, labels=[count_label(v) if v else "" for v in values],
-                       label_type="center", fontsize=7)
-        left = [a + b for a, b in zip(left, values, strict=True)]
-    for index, r in enumerate(rows):
-        rate = "" if r["success_rate"] is None else f", {r['success_rate']:.0%} succeeded"
-        axis.annotate(f"{r['redriven']:,} redriven{rate}", (left[index], index), xytext=(4, 0),
-                      textcoords="offset points", va="center", fontsize=8)
-    axis.set_yticks(places, [f"{r['project']}: {r['dead_letter_queue']} -> {r['queue']}"
-                             for r in rows])
-    axis.invert_yaxis()
-    axis.set_xlim(right=max(left, default=1) * 1.4)
-    axis.set_xlabel("redrives")
-    axis.set_title("What redriven messages did next", fontsize=10)
-    axis.legend(fontsize=8, ncol=5, loc="lower center", bbox_to_anchor=(0.5, 1.08),
-                frameon=False)
-    return _png(figure)
+    notes = [f"{r['redriven']:,} redriven" + (
+        "" if r["success_rate"] is None else f", {r['success_rate']:.0%} succeeded")
+        for r in rows]
+    return _stacked(rows, _OUTCOMES, notes=notes, xlabel="redrives", room=1.4,
+                    names=[f"{r['project']}: {r['dead_letter_queue']} -> {r['queue']}"
+                           for r in rows],
+                    title="What redriven messages did next")
 
 
 def retry_advice(claims: Result, advice: Result) -> bytes:

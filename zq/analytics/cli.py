@@ -11,9 +11,31 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from zq.analytics.arguments import add_stats_arguments, positive, seconds
+from zq.analytics.arguments import add_stats_arguments, positive, positive_seconds, seconds
+
+# Wrapped by hand, as every zq command's: the formatter keeps the epilog's
+# example lines as written, so it prints descriptions as written too.
+EVENTS_DESCRIPTION = """\
+Work with the event log every backend keeps: each post, claim, renewal,
+release, delete, dead letter move and expiry is an event."""
+
+EXPORT_DESCRIPTION = """\
+Append every new event of each backend to a date-partitioned Parquet
+dataset; safe to re-run after a crash. Without --storage: the configured
+storage, or with pooling on (--pooling or [pooling] enabled) every pool of
+the management store, one line per pool; a pool that fails is reported and
+the others are still exported (exit status 1). Needs the spark extra
+(pyarrow): pip install 'zq[spark]'."""
+
+STATS_DESCRIPTION = """\
+Compute per-queue counts, claims per message, latencies, failing
+fingerprints, poison signatures and consumers from exported events, with
+PySpark. 'zq stats advise' instead recommends _max_claim_count and a
+backoff per queue, with the evidence, and 'zq stats signatures' lists every
+message of a poison signature (docs/analytics.md)."""
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +57,11 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="on MariaDB/MySQL and MongoDB without transactions, export only "
                              "events at least this old, so an event whose transaction commits "
                              "late is never skipped (default 30); other backends need no window")
+    parser.add_argument("--subscription-hold", type=positive_seconds, default=None,
+                        metavar="SECONDS",
+                        help="the longest a live subscription keeps events it has not been "
+                             "notified of from the trim (default 86400); older ones are "
+                             "trimmed and reported")
     add_pooling_arguments(parser)
 
 
@@ -42,19 +69,14 @@ def register(subparsers: Any) -> None:
     """Add ``events`` (with ``export``) and ``stats`` to zq's subcommands."""
     events = subparsers.add_parser(
         "events", help="the event log of claim statistics",
-        description="Work with the event log every backend keeps: each post, claim, "
-                    "renewal, release, delete, dead letter move and expiry is an event.",
+        description=EVENTS_DESCRIPTION,
         epilog="examples:\n  zq events export --to /data/zq-events\n"
                "  zq events export --to s3a://bucket/zq-events --storage redis://cache:6379",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = events.add_subparsers(dest="events_command", metavar="ACTION", required=True)
     export = actions.add_parser(
         "export", help="drain the backends' event logs into a Parquet dataset",
-        description="Append every new event of each backend to a date-partitioned Parquet "
-                    "dataset; safe to re-run after a crash. Without --storage: the configured "
-                    "storage, or with pooling on (--pooling or [pooling] enabled) every pool "
-                    "of the management store, one line per pool; a pool that fails is "
-                    "reported and the others are still exported (exit status 1).",
+        description=EXPORT_DESCRIPTION,
         epilog="examples:\n  zq events export --to /data/zq-events\n"
                "  zq events export --to /data/zq-events --storage postgresql://zq@db/zq "
                "--storage redis://cache:6379\n"
@@ -65,18 +87,14 @@ def register(subparsers: Any) -> None:
 
     stats = subparsers.add_parser(
         "stats", help="claim statistics with Spark over an exported dataset",
-        description="Compute per-queue counts, claims per message, latencies, failing "
-                    "fingerprints, poison signatures and consumers from exported events, "
-                    "with PySpark. 'zq stats advise' instead recommends _max_claim_count and "
-                    "a backoff per queue, with the evidence, and 'zq stats signatures' lists "
-                    "every message of a poison signature (docs/analytics.md).",
+        description=STATS_DESCRIPTION,
         epilog="examples:\n  zq stats --events /data/zq-events\n"
                "  zq stats --events /data/zq-events --queue orders --format json\n"
                "  zq stats --events /data/zq-events --out /tmp/report  # CSV, Parquet, PNG, HTML\n"
                "  zq stats --events /data/zq-events --sql \"SELECT queue, count(*) FROM events "
                "GROUP BY queue\"\n"
                "  zq stats --events /data/zq-events --since 2026-11-27T09:00Z --bucket 5m\n"
-               "  zq stats signatures --events /data/zq-events --signature 82cd7e6e0a36 "
+               "  zq stats signatures --events /data/zq-events --signature bea0bcd6026f "
                "--format csv  # every message id of one poison signature\n"
                "  zq stats advise --events /data/zq-events               # retry-policy advice\n"
                "  zq stats advise --events /data/zq-events --queue orders --tolerance 0 "
@@ -93,17 +111,23 @@ def _say(message: str) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     """``zq events export``: each backend (storage or pool) drained on its own."""
-    from zq.analytics.export import DEFAULT_SETTLE, ExportError, backend_id, export
-    from zq.commands.options import config_from_args
+    try:
+        from zq.analytics.export import DEFAULT_SETTLE, ExportError, backend_id, export
+    except ImportError as exc:  # pyarrow, of the spark extra
+        return _needs_extra("zq events export", exc)
+    from zq.commands.options import UsageError, config_from_args
     from zq.commands.pooling import StorageTarget, backends
     from zq.config import ConfigError
     from zq.errors import ZqError
+    from zq.notifications.retention import HOLD_SECONDS
     from zq.startup import StartupError, first_line
     from zq.storage import open_storage
 
     try:
         targets = ([StorageTarget(uri) for uri in args.storages] if args.storages
                    else backends(config_from_args(args)))
+    except UsageError:
+        raise  # a bad flag: zq.cli shows the usage, exit status 2
     except (ConfigError, StartupError) as exc:
         print(f"zq: error: {exc}", file=sys.stderr)
         return 1
@@ -120,8 +144,11 @@ def run_export(args: argparse.Namespace) -> int:
         try:
             storage = open_storage(target.uri)
             settle = DEFAULT_SETTLE if args.settle is None else args.settle
+            hold = (HOLD_SECONDS if args.subscription_hold is None
+                    else args.subscription_hold)
             (result,) = export({name: storage}, args.to, batch_size=args.batch_size,
-                               trim=args.trim, progress=_say, settle=settle)
+                               trim=args.trim, progress=_say, settle=settle,
+                               subscription_hold=hold)
         except (ExportError, ZqError, ValueError, OSError) as exc:
             print(f"zq: error: {shown}: {first_line(exc)}", file=sys.stderr)
             failed += 1
@@ -144,11 +171,41 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_stats(args: argparse.Namespace) -> int:
     """``zq stats``: imports the job (pyarrow) only now, and Spark only if needed."""
+    problem = out_problem(args.out)
+    if problem is not None:  # before the work, not when writing its results
+        print(f"zq: error: {problem}", file=sys.stderr)
+        return 1
     try:
         from zq.analytics.job import run
     except ImportError as exc:
-        print(f"zq: error: zq stats needs the spark extra ({exc}): pip install 'zq[spark]' "
-              "(and a Java 17+ runtime).", file=sys.stderr)
-        return 1
+        return _needs_extra("zq stats", exc, " (and a Java 17+ runtime)")
     return run(args)
+
+
+def out_problem(out: str | None) -> str | None:
+    """Why ``--out`` cannot be the directory the results go to; None when it can.
+
+    The directory is created when missing, so only something in the way
+    is a problem: ``out`` itself, or one of its parents, being a file.
+    """
+    if not out:
+        return None
+    path = Path(out)
+    for place in (path, *path.parents):
+        if place.exists():
+            if place.is_dir():
+                return None
+            if place == path:
+                return f"--out {out} is a file: name a directory (it is created if missing)."
+            return f"--out {out} cannot be created: {place} is a file, not a directory."
+    return None
+
+
+def _needs_extra(command: str, exc: ImportError, also: str = "") -> int:
+    """Say which extra installs what ``command`` could not import; exit status 1."""
+    from zq.analytics.spark import INSTALL_HINT
+
+    print(f"zq: error: {command} needs the spark extra ({exc}): {INSTALL_HINT}{also}.",
+          file=sys.stderr)
+    return 1
 

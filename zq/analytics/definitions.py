@@ -27,8 +27,9 @@ _BUCKET = {"bucket": "the time bucket's start, UTC; its width adapts to the even
                      "range (1 minute under 2 hours, 1 hour under 3 days, else 1 day) unless "
                      "--bucket names one",
            "bucket_seconds": "the bucket's width in seconds (60, 3600, 86400, ...)"}
-_SIGNATURE_ID = ("12 hex digits naming the signature (sha256 of 'by:signature'); "
-                 "zq stats signatures --signature ID lists every message of it")
+_SIGNATURE_ID = ("12 hex digits naming the signature in its project (sha256 of the project, "
+                 "a line feed and 'by:signature'); zq stats signatures --signature ID lists "
+                 "every message of it")
 _LATENCY = {"p50": "median, seconds", "p95": "95th percentile, seconds",
             "p99": "99th percentile, seconds", "max": "longest, seconds"}
 
@@ -46,15 +47,16 @@ DEFINITIONS: dict[str, dict[str, str]] = {
                                     "post_to_dead_letter (in the source queue), from the "
                                     "original post", "messages": "messages measured",
                 **_LATENCY},
-    "failing_fingerprints": {"fingerprint": "hash of the body", "dead_letters":
-                             "dead letter moves", "messages": "distinct messages",
-                             "queues": "source queues", "sample": "the earliest body sample"},
-    "poison_signatures": {"signature_id": _SIGNATURE_ID,
+    "failing_fingerprints": {"project": "the project", "fingerprint": "hash of the body",
+                             "dead_letters": "dead letter moves", "messages":
+                             "distinct messages", "queues": "source queues, in the project",
+                             "sample": "the earliest body sample"},
+    "poison_signatures": {"signature_id": _SIGNATURE_ID, "project": "the project",
                           "by": "shape (JSON key paths and value types) or description",
                           "signature": "the shape or the description", "messages":
                           "distinct failing messages", "events": "failure events (dead letter "
                           "moves and rejects)", "first": "first failure, UTC", "last":
-                          "last failure, UTC", "queues": "queues they failed in",
+                          "last failure, UTC", "queues": "queues they failed in, in the project",
                           "sample_ids": "the first five messages to fail; the signature_id "
                                         "links to all of them"},
     "signature_messages": {"signature_id": _SIGNATURE_ID,

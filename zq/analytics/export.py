@@ -11,7 +11,8 @@ next begins:
 3. the state commits: the cursor moves to the batch's last event and
    ``pending`` is cleared;
 4. the backend log is trimmed up to the cursor (never past an event a live
-   subscription has not been notified of: zq.notifications.retention).
+   subscription has not been notified of, for at most ``subscription_hold``
+   seconds: zq.notifications.retention).
 
 A crash before (3) leaves ``pending``: the next run reads exactly the same
 ``count`` events after the same cursor (the log is append-only and not yet
@@ -67,6 +68,8 @@ DEFAULT_BATCH = 50_000
 DEFAULT_SETTLE = 30.0  # seconds an event must be old before it is exported
 
 Progress = Callable[[str], None]
+# Trims a backend's log up to an exported cursor, as far as subscriptions allow.
+Trim = Callable[[Storage, str], int]
 
 
 class ExportError(RuntimeError):
@@ -117,6 +120,7 @@ def export(
     progress: Progress | None = None,
     settle: float = DEFAULT_SETTLE,
     now: Callable[[], float] = time.time,
+    subscription_hold: float = notification_retention.HOLD_SECONDS,
 ) -> list[BackendResult]:
     """Append every new event of every backend to the dataset at ``to``.
 
@@ -125,20 +129,30 @@ def export(
     stay the same from run to run. With ``trim`` the backend log is trimmed
     up to the exported cursor. On a log without ``final_order``, events
     younger than ``settle`` seconds (by ``now()``) wait for the next run (see
-    the module docstring).
+    the module docstring). A live subscription holds the events it has not
+    been notified of back from the trim for at most ``subscription_hold``
+    seconds (zq.notifications.retention); the events it loses are reported.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     if settle < 0:
         raise ValueError("settle must not be negative")
+    if subscription_hold <= 0:
+        raise ValueError("subscription_hold must be positive")
     sink = open_sink(to) if isinstance(to, str) else to
     say = progress or (lambda _msg: None)
+
+    def trimmer(storage: Storage, cursor: str) -> int:
+        return notification_retention.trim(storage, cursor, now=now(),
+                                           hold_seconds=subscription_hold, report=say)
+
     state = _State.load(sink)
     results = []
     for name, storage in storages.items():
         _check_backend_name(name)
         window = None if storage.events.final_order else settle
-        result = _export_backend(name, storage, sink, state, batch_size, trim, say,
+        result = _export_backend(name, storage, sink, state, batch_size,
+                                 trimmer if trim else None, say,
                                  None if window is None else now() - window)
         result.settle = window
         result.held_back = storage.events.count(after=result.cursor)
@@ -153,15 +167,15 @@ def _export_backend(
     sink: Sink,
     state: _State,
     batch_size: int,
-    trim: bool,
+    trim: Trim | None,
     say: Progress,
     settled_before: float | None,
 ) -> BackendResult:
     entry = state.backend(name)
     result = BackendResult(name, cursor=entry["cursor"])
-    if trim and entry["cursor"] is not None:
+    if trim is not None and entry["cursor"] is not None:
         # Finish the trim an earlier run may have crashed before.
-        result.trimmed += notification_retention.trim(storage, entry["cursor"])
+        result.trimmed += trim(storage, entry["cursor"])
     pending = entry["pending"]
     if pending is not None:
         say(f"{name}: redoing an interrupted batch of {pending['count']} events")
@@ -201,7 +215,7 @@ def _finish_batch(
     state: _State,
     events: list[Event],
     first_seq: int,
-    trim: bool,
+    trim: Trim | None,
     result: BackendResult,
 ) -> None:
     """Steps 2-4 of a batch: files, then state, then trim."""
@@ -214,8 +228,8 @@ def _finish_batch(
     state.save(sink)
     result.events += len(events)
     result.cursor = entry["cursor"]
-    if trim:
-        result.trimmed += notification_retention.trim(storage, entry["cursor"])
+    if trim is not None:
+        result.trimmed += trim(storage, entry["cursor"])
 
 
 def write_batch(sink: Sink, backend: str, events: list[Event], first_seq: int) -> list[str]:

@@ -28,6 +28,7 @@ from zq.analytics.arguments import (
     add_stats_arguments,
     stats_arguments_problem,
 )
+from zq.analytics.numbers import plural
 from zq.analytics.selection import DatasetMissing, EventFilter, Selection, select
 from zq.analytics.spark import SparkMissing, spark_session
 
@@ -162,7 +163,7 @@ def _drill_down(args: argparse.Namespace, messages: Result, out: IO[str],
     if args.out:
         say(f"writing {messages.name} to {args.out}")
         report.write_table(messages, args.out)
-    say(f"{len(messages.rows):,} messages")
+    say(f"{len(messages.rows):,} {plural(len(messages.rows), 'message')}")
     return 0
 
 
@@ -256,14 +257,14 @@ def _run(args: argparse.Namespace, where: EventFilter, spark: SparkSession | Non
             print(f"zq: error: {exc}", file=sys.stderr)
             return 2
         out.write(report.render([result], args.format))
-        say(f"{len(result.rows)} rows")
+        say(f"{len(result.rows)} {plural(len(result.rows), 'row')}")
         return 0
 
     results = {}
     for name, frame in computed.items():
         say(f"computing {name}")
         results[name] = collect(name, frame)
-        say(f"  {name}: {len(results[name].rows)} rows")
+        say(f"  {name}: {len(results[name].rows)} {plural(len(results[name].rows), 'row')}")
     out.write(report.render(list(results.values()), args.format))
     if args.out:
         chosen = results["poison_signatures"].column("signature_id")

@@ -37,9 +37,10 @@ COLUMNS = {
     "queue_trend": ["bucket", "bucket_seconds", "project", "queue", *FLOWS, "dead_letter_rate"],
     "claims_distribution": ["project", "queue", "outcome", "claims", "messages"],
     "latency": ["project", "queue", "metric", "messages", "p50", "p95", "p99", "max"],
-    "failing_fingerprints": ["fingerprint", "dead_letters", "messages", "queues", "sample"],
-    "poison_signatures": ["signature_id", "by", "signature", "messages", "events", "first",
-                          "last", "queues", "sample_ids"],
+    "failing_fingerprints": ["project", "fingerprint", "dead_letters", "messages", "queues",
+                             "sample"],
+    "poison_signatures": ["signature_id", "project", "by", "signature", "messages", "events",
+                          "first", "last", "queues", "sample_ids"],
     "consumers": ["client_id", "deliveries", "claims", "deleted", "released", "rejected",
                   "expired", "expired_claims"],
     "dead_letter_rate": ["bucket", "bucket_seconds", "deleted", "dead_lettered",
@@ -245,7 +246,7 @@ def _per_message(messages: dict[tuple, list[Row]], top: int) -> dict[str, list[d
     """claims_distribution, latency and failing_fingerprints: one walk over each message."""
     distribution: dict[tuple, int] = defaultdict(int)
     latencies: dict[tuple, list[float]] = defaultdict(list)
-    prints: dict[str | None, dict] = defaultdict(
+    prints: dict[tuple[str, str | None], dict] = defaultdict(
         lambda: {"dead_letters": 0, "messages": set(), "queues": set(), "sample": None})
     for key, steps in messages.items():
         posted = [r for r in steps if r.kind == "posted"]
@@ -263,7 +264,8 @@ def _per_message(messages: dict[tuple, list[Row]], top: int) -> dict[str, list[d
                     metric = "post_to_delete" if r.kind == "deleted" else "post_to_dead_letter"
                     latencies[(r.project, r.queue, metric)].append(r.time - posted_at)
             if r.kind == "dead_lettered":
-                entry = prints[r.fingerprint if r.fingerprint is not None else posted_fp]
+                entry = prints[(r.project,
+                                r.fingerprint if r.fingerprint is not None else posted_fp)]
                 entry["dead_letters"] += 1
                 entry["messages"].add(key)
                 entry["queues"].add(r.queue)
@@ -271,11 +273,13 @@ def _per_message(messages: dict[tuple, list[Row]], top: int) -> dict[str, list[d
                                              or r.at < entry["sample"][0]):
                     entry["sample"] = (r.at, r.sample)
     fingerprints = sorted(
-        ({"fingerprint": fp, "dead_letters": v["dead_letters"], "messages": len(v["messages"]),
-          "queues": ",".join(sorted(v["queues"])),
-          "sample": v["sample"][1] if v["sample"] else None} for fp, v in prints.items()),
+        ({"project": project, "fingerprint": fp, "dead_letters": v["dead_letters"],
+          "messages": len(v["messages"]), "queues": ",".join(sorted(v["queues"])),
+          "sample": v["sample"][1] if v["sample"] else None}
+         for (project, fp), v in prints.items()),
         # Spark sorts nulls first.
-        key=lambda r: (-r["dead_letters"], r["fingerprint"] is not None, r["fingerprint"] or ""))
+        key=lambda r: (-r["dead_letters"], r["project"], r["fingerprint"] is not None,
+                       r["fingerprint"] or ""))
     return {
         "claims_distribution": [
             {"project": p, "queue": q, "outcome": o, "claims": c, "messages": n}
@@ -349,37 +353,38 @@ def _dead_letter_rate(rows: list[Row], width: int) -> list[dict]:
              "dead_letter_rate": rate(n[1], n[0])} for b, n in sorted(per_bucket.items())]
 
 
-def signature_id(by: str, signature: str) -> str:
-    """12 hex digits of sha256("by:signature"), as zq.analytics.attempts names it."""
-    return hashlib.sha256(f"{by}:{signature}".encode()).hexdigest()[:12]
+def signature_id(project: str, by: str, signature: str) -> str:
+    """12 hex digits of sha256("project\nby:signature"), as zq.analytics.attempts names it."""
+    return hashlib.sha256(f"{project}\n{by}:{signature}".encode()).hexdigest()[:12]
 
 
 def _failing_messages(rows: list[Row]) -> dict[tuple, dict[tuple, list[Row]]]:
-    """{(by, signature): {message: its failure events}}."""
+    """{(project, by, signature): {message: its failure events}}."""
     groups: dict[tuple, dict] = defaultdict(lambda: defaultdict(list))
     for r in rows:
         if r.kind not in ("dead_lettered", "rejected") or r.message_id is None:
             continue
         if r.shape is not None:
-            groups[("shape", r.shape)][r.message].append(r)
+            groups[(r.project, "shape", r.shape)][r.message].append(r)
         if r.description is not None:
-            groups[("description", r.description)][r.message].append(r)
+            groups[(r.project, "description", r.description)][r.message].append(r)
     return groups
 
 
 def _signatures(rows: list[Row], top: int) -> list[dict]:
     table = []
-    for (by, signature), per_message in _failing_messages(rows).items():
+    for (project, by, signature), per_message in _failing_messages(rows).items():
         failures = [r for found in per_message.values() for r in found]
         earliest = sorted((min(r.at for r in found), key[2]) for key, found in per_message.items())
         table.append({
-            "signature_id": signature_id(by, signature),
+            "signature_id": signature_id(project, by, signature), "project": project,
             "by": by, "signature": signature, "messages": len(per_message),
             "events": len(failures),
             "first": iso(min(r.time for r in failures)), "last": iso(max(r.time for r in failures)),
             "queues": ",".join(sorted({r.queue for r in failures})),
             "sample_ids": ",".join(m for _, m in earliest[:SAMPLE_IDS])})
-    table.sort(key=lambda r: (-r["messages"], -r["events"], r["by"], r["signature"]))
+    table.sort(key=lambda r: (-r["messages"], -r["events"], r["project"], r["by"],
+                              r["signature"]))
     return table[:top]
 
 
@@ -388,11 +393,11 @@ def signature_messages(rows: list[Row], chosen: Iterable[str] | None = None) -> 
     given), earliest failure first."""
     wanted = None if chosen is None else set(chosen)
     table = []
-    for (by, signature), per_message in _failing_messages(rows).items():
-        sid = signature_id(by, signature)
+    for (project, by, signature), per_message in _failing_messages(rows).items():
+        sid = signature_id(project, by, signature)
         if wanted is not None and sid not in wanted:
             continue
-        for (backend, project, message_id), found in per_message.items():
+        for (backend, _, message_id), found in per_message.items():
             table.append((sid, min(r.at for r in found), backend, project, message_id, {
                 "signature_id": sid, "by": by, "backend": backend, "project": project,
                 "message_id": message_id, "queues": ",".join(sorted({r.queue for r in found})),

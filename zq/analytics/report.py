@@ -13,7 +13,7 @@ import html
 import io
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from zq.analytics.definitions import DEFINITIONS, MIN_FINISHED
+from zq.analytics.numbers import column_format, plural
 from zq.analytics.results import Result
 
 FORMATS = ("table", "json", "csv")
@@ -33,34 +34,19 @@ TABLE_NAMES = (
 )
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if abs(value) >= 1000:
-            return f"{value:.0f}"
-        return f"{value:.4f}" if abs(value) < 1 else f"{value:.2f}"
-    return str(value)
-
-
-def _html_cell(value: Any) -> str:
-    """A number as people read it: thousands separated, the same decimals at every size."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return _cell(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if math.isnan(value):
-        return "nan"
-    return f"{value:.4f}" if abs(value) < 1 else f"{value:,.2f}"
+def _column_formats(result: Result, rows: Sequence[tuple], *, separators: bool = False
+                    ) -> list[Callable[[Any], str]]:
+    return [column_format([row[i] for row in rows], separators=separators)
+            for i in range(len(result.columns))]
 
 
 def render_text(results: Sequence[Result], *, max_width: int = 48) -> str:
     """Aligned plain-text tables, one after the other."""
     blocks = []
     for result in results:
-        cells = [[_cell(v)[:max_width] for v in row] for row in result.rows]
+        formats = _column_formats(result, result.rows)
+        cells = [[show(v)[:max_width] for show, v in zip(formats, row, strict=True)]
+                 for row in result.rows]
         widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(result.columns)]
         numeric = [all(isinstance(r[i], int | float) or r[i] is None for r in result.rows)
                    for i in range(len(result.columns))]
@@ -70,7 +56,8 @@ def render_text(results: Sequence[Result], *, max_width: int = 48) -> str:
             return "  ".join(v.rjust(w) if n else v.ljust(w)
                              for v, w, n in zip(values, widths, numeric, strict=True)).rstrip()
 
-        lines = [f"== {result.name} ({len(result.rows)} rows)", line(result.columns),
+        count = len(result.rows)
+        lines = [f"== {result.name} ({count} {plural(count, 'row')})", line(result.columns),
                  line(["-" * w for w in widths])]
         lines += [line(r) for r in cells] or ["(no rows)"]
         blocks.append("\n".join(lines))
@@ -205,9 +192,11 @@ def html_report(results: Mapping[str, Result], images: Mapping[str, bytes], *,
         parts += [f"<th>{esc(c)}</th>" for c in result.columns]
         parts.append("</tr>")
         linked = drill_down is not None and result.name == "poison_signatures"
-        for row in result.rows[:max_rows]:
-            cells = [f"<td class='n'>{esc(_html_cell(v))}</td>" if isinstance(v, int | float)
-                     else f"<td>{esc(_cell(v))}</td>" for v in row]
+        shown = result.rows[:max_rows]
+        formats = _column_formats(result, shown, separators=True)
+        for row in shown:
+            cells = [f"<td class='n'>{esc(show(v))}</td>" if isinstance(v, int | float)
+                     else f"<td>{esc(show(v))}</td>" for show, v in zip(formats, row, strict=True)]
             if linked:
                 sid = esc(str(row[0]))
                 cells[0] = (f"<td><a href='{SIGNATURES_DIR}/{sid}.csv' "
@@ -227,7 +216,8 @@ def html_report(results: Mapping[str, Result], images: Mapping[str, bytes], *,
                          + "".join(f"<dt>{esc(c)}</dt><dd>{esc(meanings.get(c, ''))}</dd>"
                                    for c in result.columns) + "</dl></details>")
         if len(result.rows) > max_rows:
-            parts.append(f"<p class='note'>{len(result.rows) - max_rows} more rows in "
+            more = len(result.rows) - max_rows
+            parts.append(f"<p class='note'>{more:,} more {plural(more, 'row')} in "
                          f"{esc(result.name)}.csv</p>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -21,10 +21,14 @@ Definitions (the tests recount every one of them in plain Python):
   (``post_to_delete``, in the queue that deleted it) and to dead letter
   (``post_to_dead_letter``, in the source queue): exact p50/p95/p99 (linear
   interpolation) and max. Messages posted before ``--since`` are left out.
-- ``failing_fingerprints``: body fingerprints by dead letter moves, with the
-  earliest sample body.
-- ``poison_signatures``: messages that failed (dead lettered or rejected)
-  grouped by body shape and by description (``zq.analytics.attempts``).
+- ``failing_fingerprints``: per project, body fingerprints by dead letter
+  moves, with the earliest sample body.
+- ``poison_signatures``: per project, messages that failed (dead lettered
+  or rejected) grouped by body shape and by description
+  (``zq.analytics.attempts``).
+
+Every table that names a queue names its project: queue names are a
+project's own, and two tenants' ``orders`` are different queues.
 - ``consumers``: per Client-ID, deliveries and how they ended (see
   ``lifecycles.claim_holds``), and ``expired_claims``: distinct claims that
   ran out, inferred or reported by the garbage collector.
@@ -228,14 +232,14 @@ def failing_fingerprints(steps: DataFrame, top: int = 20) -> DataFrame:
     )
     earliest_sample = F.min(F.when(F.col("sample").isNotNull(), F.struct("time", "seq", "sample")))
     return (
-        moves.groupBy(F.col("fp").alias("fingerprint"))
+        moves.groupBy("project", F.col("fp").alias("fingerprint"))
         .agg(
             F.count(F.lit(1)).alias("dead_letters"),
             F.countDistinct("backend", "project", "message_id").alias("messages"),
             F.array_join(F.array_sort(F.collect_set("queue")), ",").alias("queues"),
             earliest_sample.getField("sample").alias("sample"),
         )
-        .orderBy(F.desc("dead_letters"), "fingerprint")
+        .orderBy(F.desc("dead_letters"), "project", "fingerprint")
         .limit(top)
     )
 

@@ -27,6 +27,8 @@ from zq.encryption import BodyCipher
 from zq.metadata_cache import MetadataCache
 from zq.metrics.setup import Telemetry, open_telemetry
 from zq.notifications.confirmation_requests import StoredRequests
+from zq.notifications.hosts import AllowedHosts
+from zq.notifications.status import StatusFile
 from zq.pooling import Pools
 from zq.pooling.admin import PoolAdmin
 from zq.pooling.setup import open_pools
@@ -36,7 +38,6 @@ from zq.subscriptions import SubscriptionService
 
 ROUTES: list[tuple[str, type[Resource]]] = [
     ("/v2/ping", Ping),
-    ("/v2/health", Health),
     ("/v2/queues", QueueCollection),
     ("/v2/queues/{queue_name}", QueueItem),
     ("/v2/queues/{queue_name}/stats", QueueStatsResource),
@@ -59,6 +60,7 @@ def create_app(
     pools: Pools | None = None,
     admin: PoolAdmin | None = None,
     metrics_dir: str | None = None,
+    notifier_status: StatusFile | None = None,
 ) -> keystone.WsgiApp:
     """The WSGI app serving the Zaqar v2 API.
 
@@ -68,7 +70,8 @@ def create_app(
     pass their own ``pools`` (and ``admin``). With ``[auth] strategy =
     "keystone"`` the falcon app is returned wrapped in keystonemiddleware.
     With ``[metrics] enabled`` it serves ``GET /metrics``; ``metrics_dir`` is
-    the directory ``zq serve`` shares between its workers (zq.metrics).
+    the directory ``zq serve`` shares between its workers (zq.metrics);
+    ``notifier_status`` where it reports its notifier, for ``GET /v2/health``.
     Raises ConfigError for unusable auth settings.
     """
     clock = clock or SystemClock()
@@ -82,7 +85,8 @@ def create_app(
         telemetry = open_telemetry(config.metrics, pools.storages, clock,
                                    multiprocess_dir=metrics_dir)
     return wrap_auth(
-        build_app(service, clock, config, admin=admin, telemetry=telemetry), config
+        build_app(service, clock, config, admin=admin, telemetry=telemetry,
+                  notifier_status=notifier_status), config
     )
 
 
@@ -93,6 +97,12 @@ def wrap_auth(app: falcon.App, config: Config) -> keystone.WsgiApp:
     return app
 
 
+def _webhooks(allowed_hosts: str) -> AllowedHosts | None:
+    """The hosts webhook subscribers are checked against; None when the setting
+    is empty (webhooks not set up yet: subscriptions are taken, as Zaqar's)."""
+    return AllowedHosts.from_setting(allowed_hosts) if allowed_hosts.strip() else None
+
+
 def build_app(
     service: QueueService,
     clock: Clock,
@@ -100,6 +110,7 @@ def build_app(
     *,
     admin: PoolAdmin | None = None,
     telemetry: Telemetry | None = None,
+    notifier_status: StatusFile | None = None,
 ) -> falcon.App:
     """The app around an already built service; pool admin routes when ``admin``,
     ``GET /metrics`` and the request latency histogram when ``telemetry``."""
@@ -117,6 +128,7 @@ def build_app(
     app.add_route("/v2", Home(pooling=admin is not None))
     for template, resource in ROUTES:
         app.add_route(template, resource(service, clock))
+    app.add_route("/v2/health", Health(service, clock, notifier_status))
     app.add_route(
         "/v2/queues/{queue_name}/share", QueueShare(service, clock, config.signed_urls)
     )
@@ -126,7 +138,8 @@ def build_app(
         config.limits, service.pools,
         require_confirmation=config.notifications.require_confirmation,
         confirmations=StoredRequests(service.pools.storage_for),
-        subscribed=service.subscribed)
+        subscribed=service.subscribed,
+        webhooks=_webhooks(config.notifications.allowed_hosts))
     for template, subscription_resource in SUBSCRIPTION_ROUTES:
         app.add_route(template, subscription_resource(subscriptions, clock))
     console.install(app, config.auth.strategy)

@@ -6,7 +6,10 @@ import falcon
 
 from zq.api.resource import Resource
 from zq.auth import require_admin
+from zq.clock import Clock
 from zq.errors import StorageUnavailable
+from zq.notifications.status import StatusFile
+from zq.service import QueueService
 
 
 class Ping(Resource):
@@ -19,6 +22,18 @@ class Ping(Resource):
 
 
 class Health(Resource):
+    """The backends' probes and, under ``zq serve``, the notifier's state."""
+
+    def __init__(self, service: QueueService, clock: Clock,
+                 notifier: StatusFile | None = None) -> None:
+        super().__init__(service, clock)
+        self.notifier = notifier
+
     @falcon.before(require_admin)
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.media = self.service.health()
+        report = self.service.health()
+        if self.notifier is not None:
+            # Beside the backends' reports (or the pools'): a dead notifier
+            # sends nothing while the API looks healthy (issue 25).
+            report["notifier"] = self.notifier.read()
+        resp.media = report

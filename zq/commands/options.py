@@ -11,12 +11,21 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from zq.config import Config, load_config
+from zq.config import Config, ConfigError, load_config
 from zq.startup import StartupError
 
 
 class CommandError(StartupError):
     """A command cannot do its job; zq prints the message and exits with 1."""
+
+
+class UsageError(CommandError):
+    """The command line itself is wrong; zq prints the command's usage and exits with 2.
+
+    For what argparse cannot check alone: flag values checked by the rule
+    that owns them (a port against the configuration's rule, a queue name
+    against zq.validation), so each rule stays in one place.
+    """
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +79,12 @@ def config_from_args(args: argparse.Namespace, **flag_sections: Mapping[str, Any
         for section, values in sections.items()
     }
     overrides = {section: values for section, values in overrides.items() if values}
-    config = config.with_overrides(**overrides) if overrides else config
+    if overrides:
+        try:
+            config = config.with_overrides(**overrides)
+        except ConfigError as exc:
+            # The file and the environment passed above: the flags are wrong.
+            raise UsageError(str(exc)) from exc
     if getattr(args, "management", None) is not None and not config.pooling.enabled:
         # Ignoring it would leave the operator believing pooling is on.
         raise CommandError(

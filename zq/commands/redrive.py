@@ -22,12 +22,14 @@ from typing import Any, TextIO
 from zq import validation
 from zq.clock import SystemClock
 from zq.commands.options import (
-    CommandError,
+    UsageError,
     add_config_arguments,
     add_pooling_arguments,
     config_from_args,
 )
+from zq.config import Limits
 from zq.encryption import BodyCipher
+from zq.errors import InvalidRequest
 from zq.poison.redrive import DEAD_LETTER_REASONS, RedriveResult
 from zq.pooling.setup import open_pools
 from zq.service import QueueService
@@ -46,14 +48,18 @@ queue has been walked, with a progress bar on stderr and a summary line.
 
 Ctrl-C stops after the page in flight: every message is then either moved
 or still in DLQ, never both. Run the same command again to go on. Messages
-held by a live claim in DLQ are left to their holder."""
+held by a live claim in DLQ are left to their holder.
+
+A DLQ that does not exist is an error (a misspelt name is not an empty
+queue), and so is a destination that does not exist (a misspelt --to, or
+a source queue deleted since) unless --create is given; nothing moves then."""
 
 EPILOG = """\
 examples:
   zq redrive orders-dlq --project shop --dry-run          what would move, and where
   zq redrive orders-dlq --project shop                    everything back to its source
   zq redrive orders-dlq --project shop --reason rejected --from orders
-  zq redrive orders-dlq --project shop --fingerprint 9f2c61d0a4b3e8f7 --to orders-retry
+  zq redrive orders-dlq --project shop --fingerprint 9f2c61d0a4b3e8f7 --to orders-retry --create
   zq redrive orders-dlq --project shop --rate 200/s --limit 10000
   zq redrive orders-dlq --project shop --storage postgresql://zq@db/zq
 
@@ -80,6 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="only messages dead lettered from queue Q")
     parser.add_argument("--fingerprint", metavar="F",
                         help="only messages with this body fingerprint (as zq stats shows)")
+    parser.add_argument("--create", action="store_true",
+                        help="create a destination queue that does not exist (without it, "
+                             "a missing destination is an error and nothing moves)")
     parser.add_argument("--dry-run", action="store_true",
                         help="count what would move and where, move nothing")
     parser.add_argument("--rate", metavar="N/s", type=parse_rate,
@@ -106,13 +115,33 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
-def run(args: argparse.Namespace) -> int:
+def check_command_line(args: argparse.Namespace, limits: Limits) -> None:
+    """Refuse, as a bad command line, what the service would refuse in every page.
+
+    Uses the service's own rules (zq.validation), before storage is opened.
+    """
     if args.fingerprint is not None and not validation.FINGERPRINT_PATTERN.fullmatch(
             args.fingerprint):
-        raise CommandError(
+        raise UsageError(
             f"--fingerprint {args.fingerprint!r} is not a fingerprint: 16 lowercase hex "
             "digits, as zq stats and the dead_lettered events show it.")
+    names = (("DLQ", args.dlq), ("--to", args.to), ("--from", args.source))
+    try:
+        validation.project_id(args.project, limits)
+        for flag, value in names:
+            if value is not None:
+                validation.name(value, field=flag, max_length=limits.max_queue_name_length)
+    except InvalidRequest as exc:
+        raise UsageError(str(exc)) from exc
+    if args.to == args.dlq:
+        raise UsageError(
+            f"--to names the dead letter queue itself ({args.dlq!r}): leave --to out to "
+            "send each message back where it was dead lettered from.")
+
+
+def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    check_command_line(args, config.limits)
     ensure_default_data_dir(config)
     if config.pooling.enabled:
         ensure_management_dir(config)
@@ -127,11 +156,12 @@ def run(args: argparse.Namespace) -> int:
 
 @dataclass
 class Totals:
-    """What the pages so far matched and moved."""
+    """What the pages so far matched, moved and created."""
 
     matched: int = 0
     moved: int = 0
     to: dict[str, int] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)
     pages: int = 0
 
     def add(self, result: RedriveResult) -> None:
@@ -140,6 +170,7 @@ class Totals:
         self.pages += 1
         for queue, count in result.to.items():
             self.to[queue] = self.to.get(queue, 0) + count
+        self.created += [queue for queue in result.created if queue not in self.created]
 
 
 class Redrive:
@@ -154,19 +185,28 @@ class Redrive:
         self.monotonic = monotonic
         self.stop = threading.Event()
         self.totals = Totals()
+        self.held = 0  # the dead letter queue's unclaimed messages when we started
+
+    @property
+    def filtered(self) -> bool:
+        """Whether a filter selects among the messages (their number is then unknown)."""
+        return any(value is not None for value in (self.args.reason, self.args.source,
+                                                    self.args.fingerprint))
 
     def body(self, limit: int, marker: str | None) -> dict[str, Any]:
         selected = {"reason": self.args.reason, "from": self.args.source,
                     "fingerprint": self.args.fingerprint}
         return {"to": self.args.to, "dry_run": self.args.dry_run or None, "limit": limit,
-                "marker": marker,
+                "marker": marker, "create": self.args.create or None,
                 "filter": {k: v for k, v in selected.items() if v is not None} or None}
 
     def run(self) -> int:
         args = self.args
-        # The service checks names: a bad one fails here, before any page.
-        estimate = self.service.queue_stats(args.project, args.dlq).total
-        progress = Progress(self.err, estimate, args.dry_run)
+        # Claimed messages stay with their holders: the unclaimed ones are
+        # what can move.
+        self.held = self.service.queue_stats(args.project, args.dlq).free
+        total = self.held if args.limit is None else min(self.held, args.limit)
+        progress = Progress(self.err, total, args.dry_run, upper_bound=self.filtered)
         cap = validation.redrive_limit_cap(self.service.limits)
         page = cap if args.rate is None else max(1, min(cap, int(args.rate)))
         started = self.monotonic()
@@ -180,15 +220,17 @@ class Redrive:
                 result = self.service.redrive(args.project, args.dlq, self.body(room, marker),
                                               client_id=None)
                 self.totals.add(result)
+                if args.rate is not None:
+                    # Paced by what was handled so far, the last page too: a
+                    # page starts, and the run ends, when the rate allows it,
+                    # so the bar and the summary show the paced rate, not a
+                    # page's burst (an Event wait, so Ctrl-C ends it at once).
+                    due = started + self.totals.matched / args.rate
+                    self.stop.wait(max(0.0, due - self.monotonic()))
                 progress.show(self.totals, self.monotonic() - started)
                 if result.next is None:
                     break
                 marker = result.next
-                if args.rate is not None:
-                    # Paced by what was handled so far: the next page starts when
-                    # the rate allows it (an Event wait, so Ctrl-C ends it at once).
-                    due = started + self.totals.matched / args.rate
-                    self.stop.wait(max(0.0, due - self.monotonic()))
         finally:
             signal.signal(signal.SIGINT, previous)
             progress.done()
@@ -205,15 +247,21 @@ class Redrive:
 
     def summary(self, elapsed: float) -> str:
         totals, dlq = self.totals, self.args.dlq
+        if totals.matched == 0 and not self.stop.is_set():
+            return self._nothing_matched()
         where = ", ".join(f"{queue} {count}" for queue, count in sorted(totals.to.items()))
         where = f" ({where})" if where else ""
         rate = totals.moved / elapsed if elapsed > 0 else 0.0
         if self.args.dry_run:
-            line = (f"Dry run: {totals.matched} message(s) of {dlq} would be redriven{where}; "
-                    "nothing moved.")
+            created = (f"; would create {', '.join(totals.created)}" if totals.created
+                       else "")
+            line = (f"Dry run: {totals.matched} message(s) of {dlq} would be redriven{where}"
+                    f"{created}; nothing moved.")
         else:
             line = (f"Redrove {totals.moved} of {totals.matched} matched message(s) from "
                     f"{dlq}{where} in {elapsed:.1f} s ({rate:.0f}/s).")
+            if totals.created:
+                line += f" Created {', '.join(totals.created)}."
             if totals.matched > totals.moved:
                 line += (f" {totals.matched - totals.moved} were claimed or moved by someone "
                          "else meanwhile and stayed where they were.")
@@ -221,26 +269,46 @@ class Redrive:
             line = f"Interrupted: {line} Run the same command again to continue."
         return line
 
+    def _nothing_matched(self) -> str:
+        """Why nothing moved: an empty queue is not a match of nothing."""
+        dlq = self.args.dlq
+        if self.held == 0:
+            return f"{dlq} holds no messages to redrive (none unclaimed): nothing moved."
+        why = ("none matches the filters" if self.filtered
+               else "none was dead lettered into it from another queue; --to sends "
+                    "such messages somewhere")
+        return f"{dlq} holds {self.held} unclaimed message(s), but {why}: nothing moved."
+
 
 class Progress:
-    """A progress bar on stderr: redrawn in place on a terminal, a line a second otherwise."""
+    """A progress bar on stderr: redrawn in place on a terminal, a line a second otherwise.
+
+    Its 100% is the dead letter queue's unclaimed messages at the start,
+    within --limit; with a filter only an upper bound is known ("of at most").
+    """
 
     WIDTH = 30
 
-    def __init__(self, err: TextIO, estimate: int, dry_run: bool) -> None:
+    def __init__(self, err: TextIO, total: int, dry_run: bool, *,
+                 upper_bound: bool = False) -> None:
         self.err = err
-        self.estimate = estimate  # the queue's size when we started: the bar's 100%
+        self.total = total
+        self.upper_bound = upper_bound
         self.verb = "matched" if dry_run else "redriven"
         self.tty = err.isatty()
         self.last_line = float("-inf")
         self.drawn = False
+        self.pending: str | None = None  # a state not written yet (not on a terminal)
 
     def show(self, totals: Totals, elapsed: float) -> None:
+        if self.total == 0:
+            return  # nothing can move: the summary says so, a bar at 0/0 would not
         done = totals.matched if self.verb == "matched" else totals.moved
-        share = min(1.0, done / self.estimate) if self.estimate else 1.0
+        share = min(1.0, done / self.total) if self.total else 1.0
         filled = int(share * self.WIDTH)
         rate = done / elapsed if elapsed > 0 else 0.0
-        text = (f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{self.estimate} "
+        of = f" of at most {self.total}" if self.upper_bound else f"/{self.total}"
+        text = (f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}{of} "
                 f"{self.verb}, {rate:.0f}/s")
         if self.tty:
             self.err.write("\r" + text)
@@ -248,9 +316,14 @@ class Progress:
         elif elapsed - self.last_line >= 1.0:
             self.err.write(text + "\n")
             self.last_line = elapsed
+            self.pending = None
+        else:
+            self.pending = text
         self.err.flush()
 
     def done(self) -> None:
         if self.drawn:
             self.err.write("\n")
-            self.err.flush()
+        elif self.pending is not None:
+            self.err.write(self.pending + "\n")  # the last state, so a log ends complete
+        self.err.flush()

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from zq.commands.options import (
     CommandError,
+    UsageError,
     add_config_arguments,
     add_pooling_arguments,
     config_from_args,
 )
-from zq.config import Config
+from zq.config import Config, ServerConfig
 
 DESCRIPTION = """\
 Serve the Zaqar v2 API over HTTP on granian: several worker processes, each
@@ -19,7 +21,8 @@ collector that removes expired messages every [gc] interval seconds.
 
 Without a storage URI, zq keeps its data in an SQLite file in the data
 directory ($XDG_DATA_HOME/zq, else ~/.local/share/zq) and migrates it on
-start. PostgreSQL and MariaDB databases are migrated with `zq db upgrade`.
+start. PostgreSQL and MariaDB databases are migrated with `zq db upgrade
+--storage URI`.
 SIGTERM stops the server gracefully: requests in flight are completed.
 
 With --pooling, queues are spread over pools (storage backends) that an
@@ -64,9 +67,15 @@ def run(args: argparse.Namespace) -> None:
 
 def config_for(args: argparse.Namespace) -> Config:
     """The configuration with this command's flags applied on top."""
-    config = config_from_args(
-        args, server={"host": args.host, "port": args.port, "workers": args.workers}
-    )
+    flags = {"host": args.host, "port": args.port, "workers": args.workers}
+    for name, value in flags.items():
+        # A flag the server could not run with is a bad command line (exit
+        # status 2); the same value from the file or the environment is a
+        # failed command (1), refused by zq.server.check_server_config.
+        problem = None if value is None else replace(ServerConfig(), **{name: value}).problem()
+        if problem is not None:
+            raise UsageError(f"--{name} {value}: {problem}")
+    config = config_from_args(args, server=flags)
     if args.storage is not None and config.pooling.enabled:
         # Serving would ignore it: queues live on the registered pools.
         raise CommandError(

@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from zq.errors import SubscriptionNotFound
 from zq.storage.base import Storage
 from zq.storage.cursors import NotificationCursors
 
@@ -65,15 +64,3 @@ def mark(cursors: NotificationCursors, subscription_id: str, *, unsubscribed: bo
         cursors.forget(row)  # the notifier took the new row first: ours wins
     log.warning("subscription %s: the unsubscribe notice could not be recorded; a "
                 "confirmation request is sent instead", subscription_id)
-
-
-def current(storage: Storage, subscription: Any) -> Any:
-    """The subscription as stored now (it may have been confirmed since it
-    was read); the given one when it is gone (the next refresh drops it)."""
-    get = getattr(getattr(storage, "subscriptions", None), "get", None)
-    if get is None:  # a store that only lists (a test's fake)
-        return subscription
-    try:
-        return get(subscription.project, subscription.queue, subscription.id)
-    except SubscriptionNotFound:
-        return subscription

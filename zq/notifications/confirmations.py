@@ -207,7 +207,7 @@ class Confirmations:
             if job.schedule is None or job.attempt == 0:
                 job.schedule = retry.Schedule.of(retry.effective_policy(
                     subscription.options, {}))
-            delay = job.schedule.delay(job.attempt)
+            delay = job.schedule.delay(job.attempt) if outcome.retry else None
             if delay is not None:
                 job.next_at = now + delay
                 job.attempt += 1

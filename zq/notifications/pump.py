@@ -13,13 +13,20 @@ the retry policy's last retry) the cursor moves past the whole read. So:
   holder starts from the stored cursor): each event once per subscriber
   while servers live;
 - a failing subscriber waits alone: its retries are a time to look again,
-  not a sleeping thread, and other subscriptions' steps run meanwhile.
+  not a sleeping thread, and other subscriptions' steps run meanwhile;
+- nothing is sent to a subscription that is gone: it is read again
+  (``reread``) after each read of the log that found something to send for
+  it and at the start of each step that resumes sending (a retry, the rest
+  of a read), so a DELETE answered before that read stops it there, on any
+  server; the list of live subscriptions (refreshed every second) only
+  decides which pumps exist.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -32,10 +39,9 @@ from zq.config import NotificationsConfig
 from zq.encryption import BodyCipher, is_sealed, open_body
 from zq.errors import NotFound
 from zq.notifications import mail, webhook
-from zq.notifications.confirmation_requests import current
 from zq.notifications.hosts import AllowedHosts
 from zq.notifications.payloads import Fetch, Notification, build
-from zq.notifications.subscriptions import Subscription
+from zq.notifications.subscriptions import Subscription, reread
 from zq.storage.base import Storage
 from zq.subscriptions import deliverable
 
@@ -162,6 +168,7 @@ class Pump:
         self._lease_until = 0.0
         self._attempt = 0
         self._schedule = retry.Schedule.of({})
+        self.gone = False  # deleted or expired: nothing more is sent
 
     def _reset(self, cursor: str | None) -> None:
         self._pending.clear()
@@ -172,6 +179,8 @@ class Pump:
 
     def step(self) -> bool:
         """One step; True when more work is ready at once (a full read, or more to send)."""
+        if self.gone:
+            return False
         lease_seconds = self._config.lease_seconds
         if not self._held or self._lease_until - self._clock.now() < lease_seconds * 2 / 3:
             # Renewed when a third of it is used up, not on every step: an idle
@@ -188,6 +197,8 @@ class Pump:
         full = False
         if not self._pending and self._through is None:
             full = self._read()
+        elif self._pending and not self._still_there():
+            return False
         deadline = time.monotonic() + lease_seconds / 3
         while self._pending and self._clock.now() >= self.next_at:
             self._attempt_head()
@@ -229,10 +240,8 @@ class Pump:
                       fetch=self._fetch, **opener)
         if batch.through is None:
             return False
-        if batch.notifications and not self._may_send():
-            # The record is up to a refresh old: a subscriber that confirmed
-            # since must get a post made just after (confirmations.current).
-            self.subscription = current(self.storage, self.subscription)
+        if batch.notifications and not self._still_there():
+            return False
         if not self._may_send():
             batch.notifications = []  # unconfirmed under require_confirmation: dropped
         self._pending.extend(batch.notifications)
@@ -240,6 +249,22 @@ class Pump:
         self._schedule = retry.Schedule.of(retry.effective_policy(
             self.subscription.options, self._queue_metadata()))
         return full
+
+    def _still_there(self) -> bool:
+        """Read the subscription again before sending (it may be gone, changed or
+        confirmed since the notifier's list was read); False once it is gone."""
+        found = reread(self.storage, self.subscription)
+        if found is None:
+            log.info("subscription %s of %s/%s is gone: nothing more is sent to %s",
+                     self.subscription.id, self.subscription.project, self.subscription.queue,
+                     self.subscription.subscriber)
+            self.gone = True
+            self._pending.clear()
+            self._through = None
+            self.next_at = math.inf  # the runner drops the pump at its next refresh
+            return False
+        self.subscription = found
+        return True
 
     def _may_send(self) -> bool:
         return deliverable(self.subscription,  # type: ignore[arg-type]
@@ -264,7 +289,7 @@ class Pump:
                             self.subscription.queue, outcome.detail)
             self._done()
             return
-        delay = self._schedule.delay(self._attempt)
+        delay = self._schedule.delay(self._attempt) if outcome.retry else None
         if delay is not None:
             self._attempt += 1
             self.next_at = self._clock.now() + delay

@@ -34,10 +34,12 @@ from zq.storage.base import Storage
 
 log = logging.getLogger("zq.notifications")
 
-# How often gone subscriptions' cursors are removed (seconds).
+# How often gone subscriptions' cursors are looked for (seconds): one is
+# removed when it is found gone twice in a row.
 FORGET_EVERY = 60.0
 # How often the list of live subscriptions is read again (seconds): a new
-# subscription starts (and a deleted one stops) within this.
+# subscription starts within this. A deleted one stops sooner: its pump
+# reads it again before it sends (zq.notifications.pump).
 REFRESH_EVERY = 1.0
 
 
@@ -70,6 +72,7 @@ class Notifier:
         self._confirmations = Confirmations(config, signed_urls or SignedUrlsConfig(), clock,
                                             self._sender, report, self.owner)
         self._forgotten_at = 0.0
+        self._orphans: dict[str, set[str]] = {}  # cursor rows without a subscription, by pool
         self._refreshed_at = float("-inf")
 
     def tick(self) -> int:
@@ -144,9 +147,14 @@ class Notifier:
                     pump.subscription = subscription  # options may have changed
             self._confirmations.refresh(name, storage, live)
             if forget:
+                # A row without a live subscription two rounds running: a new
+                # subscription's cursor is written just before the subscription
+                # (zq.subscriptions), and may be read between the two.
                 ids = {s.id for s in live} | self._confirmations.keys(live)
-                for gone in set(storage.notification_cursors.positions()) - ids:
+                orphans = set(storage.notification_cursors.positions()) - ids
+                for gone in orphans & self._orphans.get(name, set()):
                     storage.notification_cursors.forget(gone)
+                self._orphans[name] = orphans
         if forget:
             self._forgotten_at = now
         for key in set(self._pumps) - seen:

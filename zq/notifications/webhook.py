@@ -34,6 +34,9 @@ class Outcome:
     delivered: bool  # the notification is done (2xx-4xx)
     status: int | None
     detail: str  # why it failed, or the status
+    # False: no retry can succeed (allowed_hosts refuses the subscriber
+    # itself, and the notifier's setting only changes with a restart).
+    retry: bool = True
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -116,11 +119,12 @@ def post(url: str, body: bytes, headers: dict[str, str], *, allowed: AllowedHost
         timestamp = int(now)
         sent[SIGNATURE_TIMESTAMP] = str(timestamp)
         sent[SIGNATURE] = signature(secret, timestamp, body)
-    for _ in range(max_redirects + 1):
+    for hop in range(max_redirects + 1):
         try:
             target = allowed.check(url)
         except Refused as exc:
-            return Outcome(False, None, f"refused: {exc}")
+            # Where a redirect leads is the subscriber's to change: retried.
+            return Outcome(False, None, f"refused: {exc}", retry=not (exc.lasting and hop == 0))
         try:
             status, location = _exchange(target, body, sent, timeout, connections)
         except (OSError, http.client.HTTPException) as exc:

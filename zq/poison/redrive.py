@@ -62,24 +62,27 @@ class RedriveRequest:
     limit: int
     dry_run: bool
     marker: str | None  # the ``next`` of the previous call
+    create: bool = False  # whether a missing destination may be created
 
 
 @dataclass(frozen=True, slots=True)
 class RedriveResult:
     """What a call matched and moved; ``to`` counts per destination.
 
-    In a dry run nothing moves: ``moved`` is 0 and ``to`` counts the
-    matched messages each destination would receive.
+    In a dry run nothing moves: ``moved`` is 0, ``to`` counts the matched
+    messages each destination would receive and ``created`` names the
+    destinations that would be created.
     """
 
     matched: int
     moved: int
     to: dict[str, int]
     next: str | None  # the marker to continue with; None: the walk is over
+    created: tuple[str, ...] = ()  # destinations this call created (``create``)
 
     def as_dict(self) -> dict[str, Any]:
         return {"matched": self.matched, "moved": self.moved, "to": dict(self.to),
-                "next": self.next}
+                "created": list(self.created), "next": self.next}
 
 
 def dead_letter_entry(record: MessageRecord) -> Mapping[str, Any] | None:

@@ -13,7 +13,7 @@ from zq.storage.sql.migrate import SchemaMigrations
 VERSION_TABLE = "zq_management_version"
 
 MANAGEMENT = SchemaMigrations(
-    "management", VERSION_TABLE, "management store", "zq db upgrade --management URI"
+    "management", VERSION_TABLE, "management store", "--management"
 )
 
 head_revision = MANAGEMENT.head_revision

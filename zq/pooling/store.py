@@ -43,7 +43,7 @@ def open_management(uri: str, *, rng: random.Random | None = None) -> Management
         if engine.dialect.name == "sqlite":
             migrate.upgrade_engine(engine)
         else:
-            migrate.require_current(engine)
+            migrate.require_current(engine, uri)
     except exc.DBAPIError as error:
         engine.dispose()
         raise StorageUnavailable(

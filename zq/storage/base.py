@@ -534,6 +534,17 @@ class EventLog(ABC):
     def trim(self, *, up_to: str) -> int:
         """Remove events up to and including cursor ``up_to``; returns how many."""
 
+    @abstractmethod
+    def end(self) -> str | None:
+        """The cursor of the last event ``read`` could return now (None: there is none).
+
+        A read after it returns what is new since the call (and what
+        transactions in flight at the call commit) without reading the log
+        before it: where a new subscription's notifications start. On a log
+        without ``final_order`` an event numbered before the call but
+        committed after it falls behind (its write began before the call).
+        """
+
     def sort_key(self, cursor: str) -> tuple[int, ...]:
         """A key that orders cursors as ``read`` returns them (integer cursors here).
 

@@ -46,6 +46,15 @@ class NotificationCursors(ABC):
         """
 
     @abstractmethod
+    def start(self, subscription_id: str, cursor: str) -> None:
+        """A new subscription's first cursor, held by nobody; nothing when it has a row.
+
+        Written before the subscription is stored (zq.subscriptions), so
+        the notifier never finds the subscription without it and starts at
+        ``cursor`` (the log's end then) rather than at the log's start.
+        """
+
+    @abstractmethod
     def advance(self, subscription_id: str, owner: str, cursor: str, lease_seconds: float) -> bool:
         """Store ``cursor`` and renew the lease, if ``owner`` still holds it.
 

@@ -49,13 +49,17 @@ class SubscriptionController(ABC):
         subscriber: str,
         ttl: int,
         options: dict[str, Any],
+        *,
+        subscription_id: str | None = None,
     ) -> str | None:
         """Store a new, unconfirmed subscription expiring at now + ttl; its id.
 
         None, and nothing changes, when a live subscription of the same
         subscriber to the queue exists (Zaqar's storage answer; see
         ``find``). An expired one of the same subscriber is replaced, in
-        the same atomic step.
+        the same atomic step. ``subscription_id``: the id to give it (a
+        ``new_subscription_id()``), so that a caller can store what hangs on
+        the id before the subscription is visible; made here when None.
         """
 
     @abstractmethod

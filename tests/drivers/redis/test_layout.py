@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -74,7 +75,8 @@ def test_layout_1_data_is_refused_naming_the_upgrade_command(
     old_data: tuple[str, dict[str, str]],
 ) -> None:
     uri, _ = old_data
-    with pytest.raises(StorageUnavailable, match=r"layout 1.*zq db upgrade --storage"):
+    with pytest.raises(StorageUnavailable,
+                       match=rf"layout 1.*`zq db upgrade --storage {re.escape(uri)}`"):
         open_redis(uri, clock=ManualClock())
 
 

@@ -13,6 +13,7 @@ from zq.clock import ManualClock
 from zq.errors import StorageUnavailable
 from zq.storage.sql import dialects, migrate, open_sql
 from zq.storage.sql.schema import POSTGRESQL_ONLY_COLUMNS, POSTGRESQL_ONLY_INDEXES, metadata
+from zq.storage.uri import redact
 
 
 def test_migrations_are_found_in_the_source_checkout():
@@ -54,8 +55,14 @@ def test_open_without_schema(empty_uri):
         finally:
             storage.close()
         return
-    with pytest.raises(StorageUnavailable, match="zq db upgrade"):
-        open_sql(empty_uri, clock=ManualClock())
+    # The command as the user would type it: their URI (redacted), not
+    # SQLAlchemy's postgresql+psycopg:// form, and not a bare `zq db
+    # upgrade`, which migrates the default SQLite file.
+    given = empty_uri.replace("+psycopg", "").replace("mysql+pymysql", "mysql")
+    with pytest.raises(StorageUnavailable) as refused:
+        open_sql(given, clock=ManualClock())
+    assert f"`zq db upgrade --storage {redact(given)}`" in str(refused.value)
+    assert "+psycopg" not in str(refused.value) and "+pymysql" not in str(refused.value)
     migrate.upgrade(empty_uri)
     storage = open_sql(empty_uri, clock=ManualClock())
     storage.close()
@@ -132,3 +139,12 @@ def test_postgresql_events_written_before_0004_keep_their_place(empty_uri):
         assert storage.events.count(after="1") == 3
     finally:
         storage.close()
+
+
+def test_the_upgrade_command_names_the_uri_with_its_password_masked():
+    assert migrate.STORAGE.upgrade_command("postgresql://zq:s3cret@db/zq") == (
+        "zq db upgrade --storage postgresql://zq:***@db/zq")
+    from zq.pooling.migrate import MANAGEMENT
+
+    assert MANAGEMENT.upgrade_command("mysql://root@db/m") == (
+        "zq db upgrade --management mysql://root@db/m")

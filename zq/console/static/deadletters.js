@@ -185,16 +185,18 @@ export function renderDeadLetters(root, { api }, name) {
   async function preview(plan) {
     let matched = 0;
     const to = {};
+    const created = new Set();
     for (const body of plan) {
       let marker = null;
       do {
         const answer = await redriveCall({ ...body, ...(marker ? { marker } : {}), dry_run: true });
         matched += answer.matched;
         addTo(to, answer.to);
+        for (const queue of answer.created || []) created.add(queue);
         marker = answer.next; // one call scans a bounded window; next continues
       } while (marker);
     }
-    return { matched, to };
+    return { matched, to, created: [...created] };
   }
 
   async function runRedrive(plan, label) {
@@ -210,7 +212,8 @@ export function renderDeadLetters(root, { api }, name) {
       return;
     }
     const answer = await dialog(`Redrive ${plural(dry.matched, "message")}?`, h("div", {},
-      h("p", { id: "dry-run", text: `Dry run: ${plural(dry.matched, "message")} of ${label} would move to: ${destinations(dry.to)}.` }),
+      h("p", { id: "dry-run", text: `Dry run: ${plural(dry.matched, "message")} of ${label} would move to: ${destinations(dry.to)}.` +
+        (dry.created.length ? ` Would create: ${dry.created.join(", ")}.` : "") }),
       h("p.muted", { text: "Each keeps its id, body and history; its claim count restarts at 0." })),
     [{ label: "Cancel", value: "no", focus: true }, { label: `Redrive ${dry.matched}`, value: "yes", kind: "primary" }]);
     if (answer !== "yes") return;
@@ -255,7 +258,9 @@ export function renderDeadLetters(root, { api }, name) {
       h("label", { for: "flt-from", text: "Dead lettered from" }),
       h("select", { id: "flt-from" }, h("option", { value: "", text: "any" }), sources.map((s) => h("option", { value: s, text: s }))),
       h("label", { for: "flt-to", text: "Send to (empty: back where each came from)" }),
-      h("input", { id: "flt-to", autocomplete: "off" }));
+      h("input", { id: "flt-to", autocomplete: "off" }),
+      // Without it a queue that does not exist is refused (404, shown by the preview).
+      h("label.check", {}, h("input", { id: "flt-create", type: "checkbox" }), " create the queue if it does not exist"));
     const answer = await dialog("Redrive by filter", form, [
       { label: "Cancel", value: "no" }, { label: "Preview…", value: "yes", kind: "primary", focus: true }]);
     if (answer !== "yes") return;
@@ -265,6 +270,7 @@ export function renderDeadLetters(root, { api }, name) {
     const body = { filter, limit: REDRIVE_BATCH };
     const to = form.querySelector("#flt-to").value.trim();
     if (to) body.to = to;
+    if (form.querySelector("#flt-create").checked) body.create = true;
     const label = Object.keys(filter).length ? Object.entries(filter).map(([k, v]) => `${k} ${v}`).join(", ") : "every message";
     await runRedrive([body], `${name} (${label})`);
   }

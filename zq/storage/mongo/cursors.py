@@ -7,6 +7,7 @@ a duplicate key there means another process inserted it first.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from pymongo import ReturnDocument
@@ -37,6 +38,11 @@ class MongoNotificationCursors(NotificationCursors):
                 return None  # it exists: another owner holds the lease
             return CursorLease(subscription_id, None, owner, until)
         return CursorLease(subscription_id, doc.get("cursor"), owner, until)
+
+    def start(self, subscription_id: str, cursor: str) -> None:
+        with contextlib.suppress(DuplicateKeyError):  # it has a row: left as it is
+            self._docs.insert_one({"_id": subscription_id, "cursor": cursor, "owner": "",
+                                   "until": 0.0})
 
     def advance(self, subscription_id: str, owner: str, cursor: str, lease_seconds: float) -> bool:
         result = self._docs.update_one(

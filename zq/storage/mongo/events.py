@@ -62,6 +62,10 @@ class MongoEventLog(EventLog):
         query = {} if after is None else {"_id": {"$gt": _cursor(after)}}
         return self._events.count_documents(query)
 
+    def end(self) -> str | None:
+        last = self._events.find_one({}, {"_id": 1}, sort=[("_id", -1)])
+        return None if last is None else str(last["_id"])
+
     def trim(self, *, up_to: str) -> int:
         return self._events.delete_many({"_id": {"$lte": _cursor(up_to)}}).deleted_count
 

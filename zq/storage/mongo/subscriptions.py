@@ -43,14 +43,15 @@ class MongoSubscriptions(SubscriptionController):
         return {"project": project, "queue": queue, "expires": {"$gt": now}, **more}
 
     def create(
-        self, project: str, queue: str, subscriber: str, ttl: int, options: dict[str, Any]
+        self, project: str, queue: str, subscriber: str, ttl: int, options: dict[str, Any],
+        *, subscription_id: str | None = None,
     ) -> str | None:
         now = self._ctx.clock.now()
         key = subscriber_key(subscriber)
         # An expired subscription of the subscriber is gone for every reader.
         self._c.delete_many({"project": project, "queue": queue, "key": key,
                              "expires": {"$lte": now}})
-        sid = new_subscription_id()
+        sid = subscription_id or new_subscription_id()
         try:
             self._c.insert_one({
                 "_id": sid, "project": project, "queue": queue, "subscriber": subscriber,

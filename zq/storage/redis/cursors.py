@@ -33,6 +33,13 @@ redis.call('HSET', key, 'cursor', cursor, 'until', till)
 return 1
 """
 
+_START = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'cursor', ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1
+"""
+
 _RELEASE = """
 if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then redis.call('HSET', KEYS[1], 'until', 0) end
 return 0
@@ -47,6 +54,7 @@ class RedisNotificationCursors(NotificationCursors):
         self._acquire = client.register_script(_ACQUIRE)
         self._advance = client.register_script(_ADVANCE)
         self._release = client.register_script(_RELEASE)
+        self._start = client.register_script(_START)
 
     def _key(self, subscription_id: str) -> str:
         return f"{self._prefix}ncursor:{subscription_id}"
@@ -64,6 +72,9 @@ class RedisNotificationCursors(NotificationCursors):
             return None
         cursor = _text(found[0]) or None
         return CursorLease(subscription_id, cursor, owner, until)
+
+    def start(self, subscription_id: str, cursor: str) -> None:
+        self._start(keys=[self._key(subscription_id), self._index], args=[subscription_id, cursor])
 
     def advance(self, subscription_id: str, owner: str, cursor: str, lease_seconds: float) -> bool:
         until = self._clock.now() + lease_seconds

@@ -55,6 +55,10 @@ class RedisEventLog(RedisController, EventLog):
             next_stream_id(after)
         return int(self._run("events_count", after or ""))
 
+    def end(self) -> str | None:
+        last = self._run("events_end")
+        return None if not last else (last.decode() if isinstance(last, bytes) else str(last))
+
     def trim(self, *, up_to: str) -> int:
         # XTRIM MINID keeps ids >= the threshold: the one after up_to.
         return int(self._run("events_trim", next_stream_id(up_to)))

@@ -20,7 +20,6 @@ from zq.storage.redis.uri import parse_uri
 from zq.storage.uri import redact
 
 LAYOUT = "2"
-UPGRADE_COMMAND = "zq db upgrade --storage URI"
 
 # Messages indexed per conversion script call.
 UPGRADE_BATCH = 1000
@@ -43,8 +42,11 @@ def stored_layout(client: redis.Redis, prefix: str) -> str | None:
     return found
 
 
-def check_layout(client: redis.Redis, prefix: str, where: str) -> None:
-    """Mark an empty prefix with the current layout; refuse any other layout."""
+def check_layout(client: redis.Redis, prefix: str, where: str, uri: str) -> None:
+    """Mark an empty prefix with the current layout; refuse any other layout.
+
+    ``uri`` is the storage URI as given, named in the command to run.
+    """
     found = stored_layout(client, prefix)
     if found is None:
         client.set(_key(prefix), LAYOUT, nx=True)
@@ -54,7 +56,8 @@ def check_layout(client: redis.Redis, prefix: str, where: str) -> None:
     if found == "1":
         raise StorageUnavailable(
             f"The Redis storage {where} holds data in zq's key layout 1; stop every zq "
-            f"server using it and run `{UPGRADE_COMMAND}` to convert it to layout {LAYOUT}."
+            f"server using it and run `zq db upgrade --storage {redact(uri)}` to convert it "
+            f"to layout {LAYOUT}."
         )
     raise StorageUnavailable(
         f"The Redis storage {where} has key layout {found}, which this version of zq "

@@ -78,7 +78,7 @@ def open_redis(uri: str, *, clock: Clock) -> Storage:
                                   retry=Retry(NoBackoff(), 0))
     where = f"{redact(uri)} (prefix {target.prefix[:-1]!r})"
     try:
-        check_layout(client, target.prefix, where)
+        check_layout(client, target.prefix, where, uri)
     except redis.RedisError as exc:
         client.close()
         raise StorageUnavailable(f"Cannot use the Redis storage {where}: {exc}") from exc

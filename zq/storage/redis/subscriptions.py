@@ -89,10 +89,12 @@ class RedisSubscriptions(RedisController, SubscriptionController):
     # -- the contract -------------------------------------------------------
 
     def create(
-        self, project: str, queue: str, subscriber: str, ttl: int, options: dict[str, Any]
+        self, project: str, queue: str, subscriber: str, ttl: int, options: dict[str, Any],
+        *, subscription_id: str | None = None,
     ) -> str | None:
-        return self._run("sub_create", project, queue, subscriber, new_subscription_id(),
-                         int(ttl), _options_json(options))
+        return self._run("sub_create", project, queue, subscriber,
+                         subscription_id or new_subscription_id(), int(ttl),
+                         _options_json(options))
 
     def get(self, project: str, queue: str, subscription_id: str) -> SubscriptionRecord:
         now = self._clock.now()

@@ -71,6 +71,17 @@ def read_query(after: str | None, limit: int) -> sa.Select[Any]:
     )
 
 
+def last_query() -> sa.Select[Any]:
+    """The last event ``read_query`` can return now (ix_events_xid_seq, read backwards)."""
+    return (
+        sa.select(sa.cast(XID, sa.Text).label("xid_text"), events.c.seq)
+        .select_from(events)
+        .where(XID < _BOUND)
+        .order_by(XID.desc(), events.c.seq.desc())
+        .limit(1)
+    )
+
+
 def after_cursor(cursor: str | None) -> sa.ColumnElement[bool]:
     """Rows after ``cursor`` in (xid, seq) order; a bare ``seq`` is a pre-0004 cursor."""
     if cursor is None:

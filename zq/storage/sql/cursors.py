@@ -13,6 +13,7 @@ from sqlalchemy import exc
 
 from zq.clock import Clock
 from zq.storage.cursors import CursorLease, NotificationCursors
+from zq.storage.sql import dialects
 from zq.storage.sql.database import Database
 from zq.storage.sql.schema import notification_cursors as nc
 
@@ -50,6 +51,10 @@ class SqlNotificationCursors(NotificationCursors):
         except exc.IntegrityError:
             return None  # another process inserted the row (and its lease) first
         return CursorLease(subscription_id, cursor, owner, until) if taken else None
+
+    def start(self, subscription_id: str, cursor: str) -> None:
+        row = {"id": subscription_id, "cursor": cursor, "owner": "", "lease_until": 0.0}
+        self._db.write(lambda conn: dialects.insert_if_absent(conn, nc, row))
 
     def advance(self, subscription_id: str, owner: str, cursor: str, lease_seconds: float) -> bool:
         statement = (

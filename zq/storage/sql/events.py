@@ -143,6 +143,14 @@ class SqlEventLog(EventLog):
         # A bare seq is a pre-0004 cursor: before every (xid, seq) one.
         return (int(xid), int(seq)) if sep else (0, int(xid))
 
+    def end(self) -> str | None:
+        if self._by_xid:
+            row = self._db.read(lambda conn: conn.execute(commit_order.last_query()).first())
+            return None if row is None else commit_order.cursor(row)
+        seq = self._db.read(
+            lambda conn: conn.execute(sa.select(sa.func.max(events.c.seq))).scalar_one())
+        return None if seq is None else str(seq)
+
     def trim(self, *, up_to: str) -> int:
         if self._by_xid:
             statement = sa.delete(events).where(sa.not_(commit_order.after_cursor(up_to)))

@@ -69,7 +69,7 @@ class SchemaMigrations:
     subdirectory: str  # below migrations_dir(); "" for the storage schema
     version_table: str
     what: str  # "database" or "management store", for messages
-    upgrade_command: str  # what the user runs to migrate
+    upgrade_flag: str  # the flag of `zq db upgrade` that names this schema's URI
 
     def script_dir(self) -> Path:
         return migrations_dir() / self.subdirectory if self.subdirectory else migrations_dir()
@@ -113,27 +113,36 @@ class SchemaMigrations:
             config.attributes["connection"] = conn
             command.upgrade(config, revision)
 
-    def require_current(self, engine: sa.Engine) -> None:
-        """Raise StorageUnavailable unless the schema is at the expected revision."""
+    def upgrade_command(self, uri: str) -> str:
+        """The command that migrates the schema at ``uri``, as the user typed it (redacted).
+
+        The URI is the one given to zq, not the engine's: that one names
+        SQLAlchemy's driver (postgresql+psycopg://), and a bare `zq db
+        upgrade` migrates the default SQLite file instead.
+        """
+        return f"zq db upgrade {self.upgrade_flag} {redact(uri)}"
+
+    def require_current(self, engine: sa.Engine, uri: str) -> None:
+        """Raise StorageUnavailable unless the schema at ``uri`` is at the expected revision."""
         found = self.revision(engine)
         expected = self.head_revision()
         if found == expected:
             return
-        self._refuse_unknown(engine, found, expected)
+        self._refuse_unknown(uri, found, expected)
         problem = f"has no zq {self.what} schema" if found is None else (
             f"has schema revision {found}, older than {expected}")
         raise StorageUnavailable(
             f"The {self.what} schema is not up to date.",
-            detail=f"The {self.what} {_where(engine)} {problem}; run "
-            f"`{self.upgrade_command}` to migrate it.",
+            detail=f"The {self.what} {redact(uri)} {problem}; run "
+            f"`{self.upgrade_command(uri)}` to migrate it.",
         )
 
-    def ensure_current(self, engine: sa.Engine) -> None:
-        """Upgrade the schema if it is behind (the embedded SQLite does this itself)."""
+    def ensure_current(self, engine: sa.Engine, uri: str) -> None:
+        """Upgrade the schema at ``uri`` if it is behind (the embedded SQLite does this itself)."""
         found = self.revision(engine)
         expected = self.head_revision()
         if found != expected:
-            self._refuse_unknown(engine, found, expected)
+            self._refuse_unknown(uri, found, expected)
             self.upgrade_engine(engine)
 
     def revision(self, engine: sa.Engine) -> str | None:
@@ -142,11 +151,11 @@ class SchemaMigrations:
                 conn, opts={"version_table": self.version_table})
             return context.get_current_revision()
 
-    def _refuse_unknown(self, engine: sa.Engine, found: str | None, expected: str) -> None:
+    def _refuse_unknown(self, uri: str, found: str | None, expected: str) -> None:
         if found is not None and found not in self._known_revisions():
             raise StorageUnavailable(
                 f"The {self.what} schema is newer than this zq.",
-                detail=f"The {self.what} {_where(engine)} has schema revision {found}, "
+                detail=f"The {self.what} {redact(uri)} has schema revision {found}, "
                 f"which this version of zq does not know (expected {expected}); upgrade zq.",
             )
 
@@ -155,11 +164,7 @@ class SchemaMigrations:
         return {script.revision for script in scripts.walk_revisions()}
 
 
-def _where(engine: sa.Engine) -> str:
-    return redact(engine.url.render_as_string(hide_password=False))
-
-
-STORAGE = SchemaMigrations("", "alembic_version", "database", "zq db upgrade")
+STORAGE = SchemaMigrations("", "alembic_version", "database", "--storage")
 
 # The storage schema's operations, as the rest of zq calls them.
 head_revision = STORAGE.head_revision

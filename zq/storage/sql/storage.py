@@ -62,9 +62,9 @@ def open_sql(uri: str, *, clock: Clock, one_statement: bool | None = None) -> St
     engine = dialects.create_engine(uri)
     try:
         if engine.dialect.name == "sqlite":
-            migrate.ensure_current(engine)
+            migrate.ensure_current(engine, uri)
         else:
-            migrate.require_current(engine)
+            migrate.require_current(engine, uri)
     except exc.DBAPIError as error:
         engine.dispose()
         raise StorageUnavailable(

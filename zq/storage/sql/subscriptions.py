@@ -43,10 +43,11 @@ class SqlSubscriptions(SubscriptionController):
         self._clock = clock
 
     def create(
-        self, project: str, queue: str, subscriber: str, ttl: int, options: dict[str, Any]
+        self, project: str, queue: str, subscriber: str, ttl: int, options: dict[str, Any],
+        *, subscription_id: str | None = None,
     ) -> str | None:
         key = subscriber_key(subscriber)
-        sid = new_subscription_id()
+        sid = subscription_id or new_subscription_id()
 
         def work(conn: sa.Connection) -> str | None:
             now = self._clock.now()
