@@ -61,6 +61,7 @@ from zq.poison.backoff import BackoffPolicy
 from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage import open_storage
 from zq.storage.base import Storage
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import NewMessage
 
 PROJECT = "scaling"
@@ -136,7 +137,7 @@ def hold(storage: Storage, queue: str, count: int, ttl: int = HOLD_TTL) -> None:
     while count > 0:
         claim = storage.claims.create(PROJECT, queue, ttl=ttl, grace=60,
                                       limit=min(HOLD_BATCH, count), client_id="holder",
-                                      dead_letter=None)
+                                      rules=DeliveryRules(dead_letter=None))
         assert claim is not None
         count -= len(claim.messages)
 
