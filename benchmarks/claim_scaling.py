@@ -149,7 +149,7 @@ def time_claims(storage: Storage, queue: str, claims: int, policy: dict[str, Any
     for _ in range(claims):
         started = time.perf_counter()
         claim = storage.claims.create(PROJECT, queue, ttl=60, grace=60, limit=10,
-                                      client_id="consumer", **policy)
+                                      client_id="consumer", rules=DeliveryRules(**policy))
         taken.append((time.perf_counter() - started) * 1000)
         assert claim is not None and len(claim.messages) == 10
         if "backoff" in policy:
@@ -198,7 +198,7 @@ def database_ms(storage: Storage, queue: str, policy: dict[str, Any],
     event.listen(engine, "before_cursor_execute", capture)
     try:
         claim = storage.claims.create(PROJECT, queue, ttl=60, grace=60, limit=10,
-                                      client_id="consumer", **policy)
+                                      client_id="consumer", rules=DeliveryRules(**policy))
     finally:
         event.remove(engine, "before_cursor_execute", capture)
     assert claim is not None
