@@ -117,6 +117,13 @@ def test_the_trend_lines_break_over_buckets_without_events():
         assert all(end - start <= hour + 1e-9 for start, end in _segments(line)), line
 
 
+def test_a_count_axis_ticks_whole_numbers_only():
+    # With 10 messages at most, "2" stood at 2.5 and "8" at 7.5.
+    overall, per_queue = _trend([(0, 10, 6, 4), (1, 1, 1, 0), (2, 0, 0, 0)])
+    volume = charts.trend_figure(overall, per_queue).axes[0]
+    assert all(tick == int(tick) for tick in volume.get_yticks())
+
+
 def test_a_point_alone_between_gaps_still_shows_without_markers():
     # Over 200 buckets the posted line has no markers; hour 102, alone, must still be seen.
     overall, per_queue = _trend([(h, 10, 10, 0) for h in range(230) if h not in (101, 103)])

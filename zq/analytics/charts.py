@@ -17,10 +17,10 @@ from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, NullLocator, PercentFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
 
 from zq.analytics.definitions import MIN_FINISHED
-from zq.analytics.numbers import plural
+from zq.analytics.number_formats import plural
 from zq.analytics.results import Result
 
 TOP_QUEUES = 6
@@ -187,6 +187,8 @@ def trend_figure(overall: Result, per_queue: Result) -> Figure:
           width, color="#023047", marker="." if len(rows) <= 200 else None, linewidth=1.2,
           label="posted")
     volume.set_ylabel("messages per bucket")
+    # Counts: ticks on whole numbers only (at 2.5, a count label read "2").
+    volume.yaxis.set_major_locator(MaxNLocator(integer=True))
     volume.yaxis.set_major_formatter(FuncFormatter(lambda v, _: count_label(v)))
     volume.legend(fontsize=8, ncol=3, loc="upper left", frameon=False)
     volume.set_ylim(top=max([*deleted, *posted.values(), 1]) * 1.25 + max(
@@ -309,6 +311,7 @@ def _stacked(rows: Sequence[Mapping], segments: Sequence[tuple[str, str]], *,
     axis.set_yticks(places, names)
     axis.invert_yaxis()
     axis.set_xlim(right=max([*left, 1]) * room)
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no "0.5 redrives"
     axis.set_xlabel(xlabel)
     axis.set_title(title, fontsize=10)
     axis.legend(fontsize=8, ncol=len(segments), loc="lower center", bbox_to_anchor=(0.5, 1.08),

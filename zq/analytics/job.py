@@ -28,7 +28,7 @@ from zq.analytics.arguments import (
     add_stats_arguments,
     stats_arguments_problem,
 )
-from zq.analytics.numbers import plural
+from zq.analytics.number_formats import plural
 from zq.analytics.selection import DatasetMissing, EventFilter, Selection, select
 from zq.analytics.spark import SparkMissing, spark_session
 

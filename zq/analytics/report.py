@@ -22,7 +22,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from zq.analytics.definitions import DEFINITIONS, MIN_FINISHED
-from zq.analytics.numbers import column_format, plural
+from zq.analytics.number_formats import column_format, plural
 from zq.analytics.results import Result
 
 FORMATS = ("table", "json", "csv")
