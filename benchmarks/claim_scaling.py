@@ -61,6 +61,7 @@ from zq.poison.backoff import BackoffPolicy
 from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage import open_storage
 from zq.storage.base import Storage
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import NewMessage
 
 PROJECT = "scaling"
@@ -136,7 +137,7 @@ def hold(storage: Storage, queue: str, count: int, ttl: int = HOLD_TTL) -> None:
     while count > 0:
         claim = storage.claims.create(PROJECT, queue, ttl=ttl, grace=60,
                                       limit=min(HOLD_BATCH, count), client_id="holder",
-                                      dead_letter=None)
+                                      rules=DeliveryRules(dead_letter=None))
         assert claim is not None
         count -= len(claim.messages)
 
@@ -148,7 +149,7 @@ def time_claims(storage: Storage, queue: str, claims: int, policy: dict[str, Any
     for _ in range(claims):
         started = time.perf_counter()
         claim = storage.claims.create(PROJECT, queue, ttl=60, grace=60, limit=10,
-                                      client_id="consumer", **policy)
+                                      client_id="consumer", rules=DeliveryRules(**policy))
         taken.append((time.perf_counter() - started) * 1000)
         assert claim is not None and len(claim.messages) == 10
         if "backoff" in policy:
@@ -197,7 +198,7 @@ def database_ms(storage: Storage, queue: str, policy: dict[str, Any],
     event.listen(engine, "before_cursor_execute", capture)
     try:
         claim = storage.claims.create(PROJECT, queue, ttl=60, grace=60, limit=10,
-                                      client_id="consumer", **policy)
+                                      client_id="consumer", rules=DeliveryRules(**policy))
     finally:
         event.remove(engine, "before_cursor_execute", capture)
     assert claim is not None

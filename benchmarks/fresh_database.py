@@ -80,7 +80,7 @@ def consume(storage: Storage, consumers: int, total: int) -> dict[str, Any]:
                         return
                 started = time.perf_counter()
                 claim = storage.claims.create(PROJECT, QUEUE, ttl=300, grace=60, limit=BATCH,
-                                              client_id="consumer", dead_letter=None)
+                                              client_id="consumer")
                 claimed = time.perf_counter()
                 if claim is None:
                     return
@@ -131,11 +131,11 @@ def explain(storage: Storage) -> None:
     event.listen(storage.engine, "before_cursor_execute", capture)
     try:
         claim = storage.claims.create(PROJECT, QUEUE, ttl=300, grace=60, limit=BATCH,
-                                      client_id="consumer", dead_letter=None)
+                                      client_id="consumer")
         assert claim is not None
         claim_sql = captured[-1]
         other = storage.claims.create(PROJECT, QUEUE, ttl=300, grace=60, limit=BATCH,
-                                      client_id="consumer", dead_letter=None)
+                                      client_id="consumer")
         assert other is not None
         storage.messages.delete_many(PROJECT, QUEUE, [m.id for m in claim.messages],
                                      claim_ids=[claim.id], client_id="consumer")

@@ -47,6 +47,7 @@ from zq.errors import StorageUnavailable
 from zq.events import fingerprint
 from zq.storage import open_storage
 from zq.storage.base import Storage
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import NewMessage
 
 PROJECT, QUEUE = "big-project", "big"
@@ -71,7 +72,7 @@ def fill(storage: Storage, size: int) -> None:
     while held < size // 2:
         claim = storage.claims.create(PROJECT, QUEUE, ttl=HOLD_TTL, grace=0,
                                       limit=min(HOLD_BATCH, size // 2 - held),
-                                      client_id="bench", dead_letter=None)
+                                      client_id="bench")
         assert claim is not None, "the queue ran out of free messages"
         held += len(claim.messages)
     storage.messages.post(OTHER_PROJECT, OTHER_QUEUE, messages(10), client_id="other")
@@ -85,7 +86,7 @@ def operations(storage: Storage) -> dict[str, Operation]:
 
     def claim() -> object:
         made = storage.claims.create(PROJECT, QUEUE, ttl=HOLD_TTL, grace=0, limit=10,
-                                     client_id="bench", dead_letter=None)
+                                     client_id="bench")
         assert made is not None and len(made.messages) == 10
         return made.id
 
@@ -103,7 +104,7 @@ def operations(storage: Storage) -> dict[str, Operation]:
         "list": (lambda: storage.messages.list(PROJECT, QUEUE, limit=10), nothing),
         "claim": (claim, release),
         "pop": (lambda: storage.messages.pop(PROJECT, QUEUE, limit=10, client_id="bench",
-                                             dead_letter=None), post_back),
+                                             rules=DeliveryRules(dead_letter=None)), post_back),
     }
 
 

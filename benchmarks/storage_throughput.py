@@ -58,7 +58,7 @@ def claim_delete_phase(storage: Storage, project: str, queue: str, total: int) -
     done = 0
     while done < total:
         claim = storage.claims.create(project, queue, ttl=60, grace=60, limit=BATCH,
-                                      client_id="bench", dead_letter=None)
+                                      client_id="bench")
         if claim is None:
             break
         done += len(storage.messages.delete_many(

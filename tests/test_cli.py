@@ -13,6 +13,7 @@ from tests.pooling.registered import register_pools
 from zq import cli
 from zq.commands import serve as serve_command
 from zq.server import granian_settings
+from zq.storage.delivery_rules import DeliveryRules
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -607,7 +608,7 @@ def test_gc_reports_the_expired_claims_it_removed(
         storage.messages.post("p", "q", [NewMessage("{}", 3600, 0, fingerprint("{}"))],
                               client_id=None)
         storage.claims.create("p", "q", ttl=60, grace=0, limit=1, client_id=None,
-                              dead_letter=None)
+                              rules=DeliveryRules(dead_letter=None))
         storage.messages.post("p", "q", [NewMessage("{}", 60, 0, fingerprint("{}"))],
                               client_id=None)
     finally:

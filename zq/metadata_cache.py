@@ -5,7 +5,7 @@ size, the dead letter policy) before they act: one extra backend round trip
 each. This cache removes it where that is safe:
 
 - A driver whose deliveries check the metadata version
-  (``Storage.versioned``, the Redis driver) checks
+  (``Storage.checks_metadata_version``, the Redis driver) checks
   it in the same atomic step as the post, claim or pop, and refuses a
   stale one (MetadataChanged); the service then reads again. Such reads
   are kept until forgotten: they are never acted on once stale, whichever
@@ -52,7 +52,7 @@ class MetadataCache:
         if found is not None and found[0] > now and found[1] is storage:
             return CachedRead(found[2], hit=True)
         read = storage.queues.read_metadata(project, queue)
-        if storage.versioned is not None:
+        if storage.checks_metadata_version:
             until = math.inf
         elif self.seconds > 0:
             until = now + self.seconds

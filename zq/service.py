@@ -44,6 +44,7 @@ from zq.poison import backoff, consumers, dead_letter, dead_letter_chain, moves,
 from zq.pooling import Pools
 from zq.pooling.base import PoolDown
 from zq.storage.base import Storage
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import ClaimRecord, MessageRecord, NewMessage, QueueRecord, QueueStats
 from zq.subscribed import SubscribedQueues
 
@@ -262,10 +263,8 @@ class QueueService:
             placed = self.pools.place(project, queue)
             new = self._sealed(placed, project, stored, new)
             new = self._with_event_bodies(placed, project, queue, new)
-            if version is not None and placed.versioned is not None:
-                return placed.versioned.post(project, queue, new, client_id=client_id,
-                                             metadata_version=version)
-            return placed.messages.post(project, queue, new, client_id=client_id)
+            rules = DeliveryRules(metadata_version=_checked(placed, version))
+            return placed.messages.post(project, queue, new, client_id=client_id, rules=rules)
 
         return self._with_metadata(project, queue, storage, post)
 
@@ -529,12 +528,10 @@ class QueueService:
             self._set_aside(storage, project, queue, ahead.unreadable, claim=None)
 
         def pop(stored: dict[str, Any], version: str | None) -> list[MessageRecord]:
-            policy = dead_letter.policy_from_metadata(stored)
-            if version is not None and storage.versioned is not None:
-                return storage.versioned.pop(project, queue, limit=count, client_id=client_id,
-                                             dead_letter=policy, metadata_version=version)
+            rules = DeliveryRules(dead_letter=dead_letter.policy_from_metadata(stored),
+                                  metadata_version=version)
             return storage.messages.pop(project, queue, limit=count, client_id=client_id,
-                                        dead_letter=policy)
+                                        rules=rules)
 
         popped = self._with_metadata(project, queue, storage, pop)
         # An unreadable one here became free after the read above: it is
@@ -565,23 +562,19 @@ class QueueService:
             self.limits.max_messages_per_claim_or_pop,
         )
         storage = self._storage(project, queue)
+        # The claim writes its consumer record in its own step (zq.poison.consumers).
+        consumer = self._consumers.entry(client_id)
 
         def claim(stored: dict[str, Any], version: str | None) -> ClaimRecord | None:
             self._consumers.check(storage.consumers, project, queue, client_id, stored,
                                   self.clock.now())
-            policy = dead_letter.policy_from_metadata(stored)
-            delay = backoff.policy_from_metadata(stored, self.limits.max_message_delay)
-            if version is not None and storage.versioned is not None:
-                return storage.versioned.claim(
-                    project, queue, ttl=ttl, grace=grace, limit=size, client_id=client_id,
-                    dead_letter=policy, metadata_version=version, backoff=delay,
-                    consumer=consumer)
+            rules = DeliveryRules(
+                dead_letter=dead_letter.policy_from_metadata(stored),
+                backoff=backoff.policy_from_metadata(stored, self.limits.max_message_delay),
+                consumer=consumer, metadata_version=version)
             return storage.claims.create(project, queue, ttl=ttl, grace=grace, limit=size,
-                                         client_id=client_id, dead_letter=policy,
-                                         backoff=delay, consumer=consumer)
+                                         client_id=client_id, rules=rules)
 
-        # The claim writes its consumer record in its own step (zq.poison.consumers).
-        consumer = self._consumers.entry(client_id)
         claimed = self._with_metadata(project, queue, storage, claim)
         if claimed is None:
             return None
@@ -894,7 +887,7 @@ class QueueService:
         """``act(metadata, version)`` with the queue's metadata, cached where safe.
 
         ``version`` is given only where the driver checks it
-        (``Storage.versioned``), which refuses a stale one (MetadataChanged):
+        (``Storage.checks_metadata_version``), which refuses a stale one (MetadataChanged):
         read again and act again; the last attempt passes no version, as
         for the other drivers. A refusal
         (InvalidRequest) made on cached metadata is checked against a fresh
@@ -904,7 +897,7 @@ class QueueService:
         while True:
             attempts -= 1
             cached = self._metadata_cache.get(storage, project, queue)
-            checked = attempts > 0 and storage.versioned is not None
+            checked = attempts > 0 and storage.checks_metadata_version
             try:
                 return act(cached.read.metadata, cached.read.version if checked else None)
             except MetadataChanged:
@@ -964,6 +957,11 @@ class QueueService:
         """Create the dead letter queue, on its source's storage (the pool rule's promise)."""
         if target is not None:
             storage.queues.create(project, target, {})
+
+
+def _checked(storage: Storage, version: str | None) -> str | None:
+    """``version`` where ``storage`` checks metadata versions; None elsewhere."""
+    return version if storage.checks_metadata_version else None
 
 
 def _id_shaped(ids: list[str]) -> list[str]:

@@ -16,6 +16,7 @@ from zq.analytics.export import backend_id, export, read_state
 from zq.clock import ManualClock
 from zq.events import fingerprint
 from zq.poison.dead_letter import policy_from_metadata
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import NewMessage
 from zq.storage.sql import open_sql
 
@@ -45,7 +46,7 @@ def drive(storage, clock: ManualClock) -> dict[str, int]:
         turn += 1
         worker = f"worker-{turn % 2}"
         claim = storage.claims.create(project, "jobs", ttl=60, grace=60, limit=4,
-                                      client_id=worker, dead_letter=policy)
+                                      client_id=worker, rules=DeliveryRules(dead_letter=policy))
         if claim is None:
             break
         poison_held = 0
@@ -66,7 +67,7 @@ def drive(storage, clock: ManualClock) -> dict[str, int]:
         clock.advance(1)
     # An operator drains two dead letters.
     claim = storage.claims.create(project, "jobs-dlq", ttl=60, grace=60, limit=2,
-                                  client_id="operator", dead_letter=None)
+                                  client_id="operator")
     for held in claim.messages:
         storage.messages.delete(project, "jobs-dlq", held.id, claim_id=claim.id,
                                 client_id="operator")

@@ -29,6 +29,7 @@ from zq.analytics.export import export
 from zq.clock import ManualClock
 from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import Storage
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import Event
 
 __all__ = ["backend_name", "clock", "project", "storage", "storage_factory"]
@@ -56,7 +57,7 @@ def workload(storage: Storage, project: str, clock: ManualClock, *, seed: int, s
         elif action < 0.60:
             claim = storage.claims.create(project, queue, ttl=30, grace=30,
                                           limit=rng.randint(1, 3), client_id="worker",
-                                          dead_letter=policy)
+                                          rules=DeliveryRules(dead_letter=policy))
             if claim is not None:
                 claims.append((queue, claim.id))
                 for message in claim.messages:
@@ -68,7 +69,7 @@ def workload(storage: Storage, project: str, clock: ManualClock, *, seed: int, s
             storage.claims.release(project, queue, claim_id, client_id="worker")
         elif action < 0.76:
             storage.messages.pop(project, queue, limit=rng.randint(1, 2), client_id="popper",
-                                 dead_letter=policy)
+                                 rules=DeliveryRules(dead_letter=policy))
         elif action < 0.81:
             listed = storage.messages.list(project, queue, include_claimed=True, limit=3)
             storage.messages.delete_many(project, queue, [m.id for m in listed],

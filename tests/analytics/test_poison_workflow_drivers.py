@@ -21,6 +21,7 @@ from zq.analytics.job import run
 from zq.events import fingerprint
 from zq.poison import moves
 from zq.poison.dead_letter import policy_from_metadata
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import NewMessage
 
 P, Q, DLQ = "analytics", "orders", "orders-dlq"
@@ -39,7 +40,7 @@ def test_the_poison_workflow_events_of_a_real_driver(storage, clock, tmp_path): 
     storage.messages.post(P, Q, [message(f'{{"n":{i}}}') for i in range(4)], client_id=None)
     clock.advance(1)
     claim = storage.claims.create(P, Q, ttl=60, grace=60, limit=4, client_id=WORKER,
-                                  dead_letter=policy)
+                                  rules=DeliveryRules(dead_letter=policy))
     a, b, c, d = sorted(claim.messages, key=lambda m: m.body)
     storage.messages.reject(P, Q, a.id, claim_id=claim.id, client_id=WORKER,
                             description="timeout", retry_after=0)
@@ -53,7 +54,7 @@ def test_the_poison_workflow_events_of_a_real_driver(storage, clock, tmp_path): 
                                  client_id=None) == [b.id]
     clock.advance(1)
     again = storage.claims.create(P, Q, ttl=60, grace=60, limit=10, client_id=WORKER,
-                                  dead_letter=policy)
+                                  rules=DeliveryRules(dead_letter=policy))
     assert {m.id for m in again.messages} == {a.id, b.id, d.id}
     for held in again.messages:
         storage.messages.delete(P, Q, held.id, claim_id=again.id, client_id=WORKER)

@@ -19,6 +19,7 @@ import pytest
 from tests.contract.helpers import events_of, new_message
 from zq import events
 from zq.poison.dead_letter import policy_from_metadata
+from zq.storage.delivery_rules import DeliveryRules
 
 pytestmark = pytest.mark.slow
 
@@ -63,7 +64,7 @@ def test_concurrent_claimers_never_share_and_dead_letter_exactly_once(
         while time.monotonic() < deadline and not failed.is_set():
             claimed = storage.claims.create(
                 project, "work", ttl=300, grace=60, limit=rng.randint(5, 10),
-                client_id=client_id, dead_letter=policy)
+                client_id=client_id, rules=DeliveryRules(dead_letter=policy))
             if claimed is None:
                 if storage.queues.stats(project, "work").total == 0:
                     return

@@ -55,7 +55,7 @@ def test_racing_moves_move_each_message_once(storage, project):
             go.wait()
             for _ in range(MESSAGES // 10):
                 claim = storage.claims.create(project, "dlq", ttl=60, grace=60, limit=5,
-                                              client_id="consumer", dead_letter=None)
+                                              client_id="consumer")
                 if claim is None:
                     continue
                 moved = storage.messages.move(

@@ -23,6 +23,7 @@ from tests.contract.helpers import events_of, new_message
 from zq import events
 from zq.poison import moves
 from zq.poison.backoff import BackoffPolicy
+from zq.storage.delivery_rules import DeliveryRules
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +63,7 @@ def test_concurrent_rejects_with_backoff_never_share_and_move_once(storage, proj
         while time.monotonic() < deadline and not failed.is_set():
             claimed = storage.claims.create(
                 project, "work", ttl=300, grace=60, limit=rng.randint(3, 10),
-                client_id=client_id, dead_letter=None, backoff=BACKOFF)
+                client_id=client_id, rules=DeliveryRules(backoff=BACKOFF))
             if claimed is None:
                 if storage.queues.stats(project, "work").total == 0:
                     return

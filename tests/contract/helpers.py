@@ -8,6 +8,7 @@ from typing import Any
 from zq.events import fingerprint
 from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import Storage
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import ClaimRecord, Event, NewMessage
 
 TTL = 300
@@ -56,7 +57,7 @@ def claim(
 ) -> ClaimRecord | None:
     return storage.claims.create(
         project, queue, ttl=ttl, grace=grace, limit=limit, client_id=client_id,
-        dead_letter=dead_letter,
+        rules=DeliveryRules(dead_letter=dead_letter),
     )
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from zq.poison.backoff import EXPONENTIAL, FIXED, LINEAR, BackoffPolicy
 from zq.poison.dead_letter import DeadLetterPolicy
+from zq.storage.delivery_rules import DeliveryRules
 
 from .helpers import CLAIM_TTL, GRACE, claim, ids, post
 
@@ -24,7 +25,8 @@ def exact(delay: float, max_delay: float, kind: str = EXPONENTIAL) -> BackoffPol
 def claim_with(storage, project, backoff, queue="q", limit=10, **options):
     return storage.claims.create(
         project, queue, ttl=options.get("ttl", CLAIM_TTL), grace=GRACE, limit=limit,
-        client_id="consumer", dead_letter=options.get("dead_letter"), backoff=backoff,
+        client_id="consumer",
+        rules=DeliveryRules(dead_letter=options.get("dead_letter"), backoff=backoff),
     )
 
 

@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from zq.poison.dead_letter import DeadLetterPolicy
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import ConsumerClaim, ConsumerEntry
 
 from .helpers import claim, post
@@ -127,19 +128,16 @@ def test_forget_drops_only_that_queues_records(storage, project, cid):
 def claim_with_record(storage, project, queue="q", *, ttl=60, client="c1", keep_for=3600.0,
                       dead_letter=None, versioned=False):
     entry = ConsumerEntry(client_id=client, keep_for=keep_for)
-    if versioned:
-        version = storage.queues.read_metadata(project, queue).version
-        return storage.versioned.claim(project, queue, ttl=ttl, grace=30, limit=5,
-                                       client_id=client, dead_letter=dead_letter,
-                                       metadata_version=version, consumer=entry)
+    version = storage.queues.read_metadata(project, queue).version if versioned else None
+    rules = DeliveryRules(dead_letter=dead_letter, metadata_version=version, consumer=entry)
     return storage.claims.create(project, queue, ttl=ttl, grace=30, limit=5,
-                                 client_id=client, dead_letter=dead_letter, consumer=entry)
+                                 client_id=client, rules=rules)
 
 
 @pytest.mark.parametrize("versioned", [False, True])
 def test_a_claim_writes_its_own_record(storage, project, clock, versioned):
-    if versioned and storage.versioned is None:
-        pytest.skip("driver without Storage.versioned")
+    if versioned and not storage.checks_metadata_version:
+        pytest.skip("driver without Storage.checks_metadata_version")
     post(storage, project, "q", 3)
     made = claim_with_record(storage, project, ttl=90, client="c|odd", versioned=versioned)
     assert made is not None

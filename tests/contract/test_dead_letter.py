@@ -9,6 +9,7 @@ import pytest
 from zq import events
 from zq.errors import MessageNotFound
 from zq.poison.dead_letter import DeadLetterPolicy
+from zq.storage.delivery_rules import DeliveryRules
 
 from .helpers import TTL, claim, events_of, ids, post, raw_message
 
@@ -143,7 +144,8 @@ def test_moved_message_keeps_its_marker_order_in_the_dlq(storage, project):
 def test_pop_dead_letters_exhausted_messages_and_fills_the_batch(storage, project):
     poison = exhaust(storage, project, "q", 1)
     fresh = post(storage, project, "q", 2)
-    popped = storage.messages.pop(project, "q", limit=2, client_id=None, dead_letter=POLICY)
+    popped = storage.messages.pop(project, "q", limit=2, client_id=None,
+                                  rules=DeliveryRules(dead_letter=POLICY))
     assert ids(popped) == fresh
     assert ids(storage.messages.list(project, "dlq", echo=True)) == poison
     assert storage.queues.stats(project, "q").total == 0

@@ -11,6 +11,7 @@ from tests.drivers.mongo.session import real_server_url
 from zq import events
 from zq.config import Limits
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
+from zq.storage.delivery_rules import DeliveryRules
 from zq.validation import MAX_MARKER, is_id_shaped
 
 from .helpers import TTL, claim, events_of, ids, post, raw_message
@@ -246,7 +247,7 @@ def test_delete_many_with_an_expired_claim_deletes_nothing(storage, project, clo
 def test_pop_takes_free_messages_in_order_and_counts_a_claim(storage, project):
     posted = post(storage, project, "q", 5)
     claim(storage, project, "q", 1)
-    popped = storage.messages.pop(project, "q", limit=2, client_id="popper", dead_letter=None)
+    popped = storage.messages.pop(project, "q", limit=2, client_id="popper")
     assert ids(popped) == posted[1:3]
     assert [m.claim_count for m in popped] == [1, 1]
     assert json.loads(popped[0].body) == {"n": 1}
@@ -259,7 +260,7 @@ def test_pop_takes_free_messages_in_order_and_counts_a_claim(storage, project):
 
 def test_pop_from_empty_or_missing_queue(storage, project):
     assert storage.messages.pop(project, "missing", limit=3, client_id=None,
-                                dead_letter=None) == []
+                                rules=DeliveryRules(dead_letter=None)) == []
 
 
 def test_list_after_the_largest_marker_is_empty(storage, project):

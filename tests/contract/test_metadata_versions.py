@@ -2,7 +2,7 @@
 
 Every driver versions metadata: the version changes with every metadata
 change, queue creation and deletion. A driver whose deliveries check it
-offers the capability ``Storage.versioned`` (VersionedDeliveries), which
+offers the capability ``Storage.checks_metadata_version``, which
 changes nothing on a post, claim or pop given a stale one; the others'
 deliveries take no version at all. Metadata writes checked against it:
 test_metadata_writes.py.
@@ -17,18 +17,20 @@ import pytest
 
 from zq import events
 from zq.errors import MetadataChanged
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import MISSING_VERSION
 
 from .helpers import CLAIM_TTL, GRACE, claim, events_of, new_message, post
 
 STALE_ACTIONS: dict[str, Callable] = {
-    "post": lambda storage, project, version: storage.versioned.post(
-        project, "q", [new_message()], client_id="c", metadata_version=version),
-    "claim": lambda storage, project, version: storage.versioned.claim(
+    "post": lambda storage, project, version: storage.messages.post(
+        project, "q", [new_message()], client_id="c",
+        rules=DeliveryRules(metadata_version=version)),
+    "claim": lambda storage, project, version: storage.claims.create(
         project, "q", ttl=CLAIM_TTL, grace=GRACE, limit=10, client_id="c",
-        dead_letter=None, metadata_version=version),
-    "pop": lambda storage, project, version: storage.versioned.pop(
-        project, "q", limit=10, client_id="c", dead_letter=None, metadata_version=version),
+        rules=DeliveryRules(metadata_version=version)),
+    "pop": lambda storage, project, version: storage.messages.pop(
+        project, "q", limit=10, client_id="c", rules=DeliveryRules(metadata_version=version)),
 }
 
 # The drivers with the capability (a driver gaining it joins this list).
@@ -36,18 +38,18 @@ VERSIONED = ("redis",)
 
 
 def needs_capability(storage) -> None:
-    if storage.versioned is None:
+    if not storage.checks_metadata_version:
         pytest.skip("this driver's deliveries do not check metadata versions")
 
 
 def test_the_capability_is_where_the_driver_has_it(storage, backend_name):
-    assert (storage.versioned is not None) == backend_name.startswith(VERSIONED)
+    assert storage.checks_metadata_version == backend_name.startswith(VERSIONED)
 
 
 def test_plain_deliveries_take_no_version(storage):
     """No driver carries a version parameter it could only refuse."""
     for method in (storage.messages.post, storage.messages.pop, storage.claims.create):
-        if storage.versioned is None:
+        if not storage.checks_metadata_version:
             assert "metadata_version" not in inspect.signature(method).parameters
 
 

@@ -8,6 +8,7 @@ from zq import events
 from zq.errors import ClaimMismatch, MessageNotFound
 from zq.poison import moves
 from zq.poison.backoff import BackoffPolicy
+from zq.storage.delivery_rules import DeliveryRules
 
 from .helpers import CLAIM_TTL, GRACE, claim, events_of, ids, post
 
@@ -49,7 +50,7 @@ def test_retry_reject_without_retry_after_follows_the_backoff(storage, project, 
     posted = post(storage, project, "q", 1, ttl=TTL)
     policy = BackoffPolicy(delay=20, max_delay=100, jitter=0.0)
     held = storage.claims.create(project, "q", ttl=CLAIM_TTL, grace=GRACE, limit=1,
-                                 client_id="consumer", dead_letter=None, backoff=policy)
+                                 client_id="consumer", rules=DeliveryRules(backoff=policy))
     clock.advance(5)
     reject(storage, project, posted[0], held.id)
     assert storage.queues.stats(project, "q").delayed == 1

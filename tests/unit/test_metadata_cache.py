@@ -21,8 +21,8 @@ class FakeStorage:
         self.value: dict[str, Any] = {"_max_claim_count": 3}
         self.version = version or "v"
         self.queues = SimpleNamespace(read_metadata=self._read)
-        # Storage.versioned: present on a driver whose deliveries check versions.
-        self.versioned = object() if version is not None else None
+        # Storage.checks_metadata_version: a driver whose deliveries check versions.
+        self.checks_metadata_version = version is not None
 
     def _read(self, project: str, queue: str) -> MetadataRead:
         self.calls += 1

@@ -43,49 +43,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from zq import queue_filter
-from zq.poison.backoff import BackoffPolicy
-from zq.poison.dead_letter import DeadLetterPolicy
 from zq.poison.moves import Move
-from zq.storage.checks import check_delete, check_destination, check_move
+from zq.storage.checks import check_destination
 from zq.storage.consumer_log import ConsumerLog
 from zq.storage.cursors import NotificationCursors
+from zq.storage.delivery_rules import NO_RULES, DeliveryRules
 from zq.storage.records import (
-    LEGACY_VERSION,
-    MISSING_VERSION,
     ClaimRecord,
     Collected,
-    ConsumerClaim,
-    ConsumerEntry,
     Event,
     MessageRecord,
-    MessageStamp,
     MetadataRead,
     NewMessage,
     QueueRecord,
     QueueStats,
-    SubscriptionRecord,
-    random_version,
 )
-from zq.storage.subscriptions import (
-    SubscriptionController,
-    new_subscription_id,
-    subscriber_key,
-    subscription_age,
-)
-
-# The names this module held before the records, the delete and move rules
-# and the subscription and consumer log contracts moved to modules of their
-# own (zq.storage.records, .checks, .subscriptions, .consumer_log): code
-# outside zq may import them from here, so they stay importable.
-__all__ = [
-    "LEGACY_VERSION", "MISSING_VERSION", "ClaimController", "ClaimRecord", "Collected",
-    "ConsumerClaim", "ConsumerEntry", "ConsumerLog", "Event", "EventLog",
-    "MessageController", "MessageRecord", "MessageStamp", "MetadataRead", "NewMessage",
-    "QueueController", "QueueRecord", "QueueStats", "Storage", "SubscriptionController",
-    "SubscriptionRecord", "VersionedDeliveries", "check_delete", "check_destination",
-    "check_move", "new_subscription_id", "random_version", "subscriber_key",
-    "subscription_age",
-]
+from zq.storage.subscriptions import SubscriptionController
 
 
 class QueueController(ABC):
@@ -135,8 +108,8 @@ class QueueController(ABC):
     def read_metadata(self, project: str, queue: str) -> MetadataRead:
         """The stored metadata (``{}`` when the queue is missing) with its version.
 
-        A driver with ``Storage.versioned`` checks the version in its
-        deliveries too (VersionedDeliveries).
+        A driver with ``Storage.checks_metadata_version`` checks the version
+        in its posts and deliveries too.
         """
 
     @abstractmethod
@@ -256,6 +229,7 @@ class MessageController(ABC):
         messages: Sequence[NewMessage],
         *,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
         """Store the messages in order, creating the queue if needed.
 
@@ -263,6 +237,11 @@ class MessageController(ABC):
         else a new one (``new_id``), unique across the backend. Records a
         ``posted`` event per message with ``detail={"ttl", "delay",
         "fingerprint", "size"}`` (size: bytes of the body text).
+
+        Of ``rules`` only ``metadata_version`` (the version the service read
+        the queue's defaults at) applies to a post. It is given only to a
+        driver with ``Storage.checks_metadata_version``, which checks it in
+        the same atomic step: MetadataChanged, nothing posted, when it moved.
         """
 
     @abstractmethod
@@ -347,13 +326,15 @@ class MessageController(ABC):
         *,
         limit: int,
         client_id: str | None,
-        dead_letter: DeadLetterPolicy | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[MessageRecord]:
         """Take and delete up to ``limit`` free messages in queue order.
 
         Pop is a delivery: it follows exactly the candidate rules of
         ``ClaimController.create`` (exhausted messages are dead lettered and
-        skipped, the batch is still filled), counts one more claim on each
+        skipped, the batch is still filled; ``rules.dead_letter`` and
+        ``rules.metadata_version`` as there; a pop has no claim, so no
+        backoff and no consumer record), counts one more claim on each
         returned message (the returned records show the new count), and
         records a ``deleted`` event with ``detail={"pop": True}`` for each.
         """
@@ -455,15 +436,13 @@ class ClaimController(ABC):
         grace: int,
         limit: int,
         client_id: str | None,
-        dead_letter: DeadLetterPolicy | None,
-        backoff: BackoffPolicy | None = None,
-        consumer: ConsumerEntry | None = None,
+        rules: DeliveryRules = NO_RULES,
     ) -> ClaimRecord | None:
         """Claim up to ``limit`` free messages in queue order, atomically.
 
         One atomic step (transaction / script) that walks free candidates in
-        queue order. A candidate that ``dead_letter.is_exhausted`` (only when
-        a policy is given) is not delivered: it is moved as
+        queue order. A candidate that ``rules.dead_letter.is_exhausted``
+        (only when a policy is given) is not delivered: it is moved as
         ``MessageController.move`` moves it, with ``dead_letter.move``, its
         event recorded with the claimer's client id and no claim id; the
         walk then goes on so the batch still holds up to ``limit``
@@ -471,16 +450,16 @@ class ClaimController(ABC):
 
         Each delivered message: claim_count + 1, held by the new claim until
         now + ttl, and its own expiry raised to at least now + ttl + grace. A
-        ``claimed`` event per message (new claim count). With ``backoff``,
+        ``claimed`` event per message (new claim count). With ``rules.backoff``,
         each delivered message is claimable again no sooner than the claim's
         expiry plus ``backoff.delay_for(new claim count)`` (drawn once per
         message, kept by renew and release, see the module documentation).
 
         Returns None (after committing any dead letter moves) when no
         message was delivered. Two concurrent calls never deliver the same
-        message. ``metadata_version`` as for ``MessageController.post``.
+        message. ``rules.metadata_version`` as for ``MessageController.post``.
 
-        With ``consumer``, a claim that delivered also writes
+        With ``rules.consumer``, a claim that delivered also writes
         ``consumer.record(claim id, ttl, now)`` into the consumer log and
         forgets the queue's records that expired before
         ``consumer.forget_before(now)``, as ``ConsumerLog.record`` does, in
@@ -522,62 +501,6 @@ class ClaimController(ABC):
         No error when the claim does not exist or has expired. A ``released``
         event per message it still held.
         """
-
-
-class VersionedDeliveries(ABC):
-    """A capability of some drivers: deliveries that check a metadata version.
-
-    The service reads a queue's metadata (its defaults, its dead letter
-    policy) before it posts, claims or pops. A driver offering this
-    capability (``Storage.versioned``) takes the version that read returned
-    (``QueueController.read_metadata``) and checks it in the same atomic
-    step as the delivery: each method acts exactly as its plain
-    counterpart, or raises MetadataChanged and changes nothing when the
-    queue's metadata version is no longer ``metadata_version``. The service
-    can then keep metadata cached indefinitely (zq.metadata_cache).
-    """
-
-    @abstractmethod
-    def post(
-        self,
-        project: str,
-        queue: str,
-        messages: Sequence[NewMessage],
-        *,
-        client_id: str | None,
-        metadata_version: str,
-    ) -> list[str]:
-        """``MessageController.post``, at ``metadata_version``."""
-
-    @abstractmethod
-    def pop(
-        self,
-        project: str,
-        queue: str,
-        *,
-        limit: int,
-        client_id: str | None,
-        dead_letter: DeadLetterPolicy | None,
-        metadata_version: str,
-    ) -> list[MessageRecord]:
-        """``MessageController.pop``, at ``metadata_version``."""
-
-    @abstractmethod
-    def claim(
-        self,
-        project: str,
-        queue: str,
-        *,
-        ttl: int,
-        grace: int,
-        limit: int,
-        client_id: str | None,
-        dead_letter: DeadLetterPolicy | None,
-        metadata_version: str,
-        backoff: BackoffPolicy | None = None,
-        consumer: ConsumerEntry | None = None,
-    ) -> ClaimRecord | None:
-        """``ClaimController.create``, at ``metadata_version``."""
 
 
 class EventLog(ABC):
@@ -639,8 +562,10 @@ class Storage(ABC):
     claims: ClaimController
     events: EventLog
     consumers: ConsumerLog
-    # The driver's VersionedDeliveries, when it has the capability.
-    versioned: VersionedDeliveries | None = None
+    # A capability: the driver checks ``metadata_version`` (post) and
+    # ``DeliveryRules.metadata_version`` (claim, pop) in the delivery's own
+    # atomic step, so the service may keep metadata cached (zq.metadata_cache).
+    checks_metadata_version: bool = False
     # The notifier's cursors and leases (zq.storage.cursors).
     notification_cursors: NotificationCursors
     subscriptions: SubscriptionController

@@ -7,6 +7,7 @@ from bson import ObjectId
 from tests.drivers.mongo.helpers import bodies, message
 from tests.drivers.mongo.recording import record
 from zq.poison.dead_letter import DeadLetterPolicy
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.mongo.documents import free
 from zq.storage.mongo.moves import move_document
 
@@ -15,7 +16,7 @@ POLICY = DeadLetterPolicy(max_claim_count=1, queue="dlq", ttl=900)
 
 def _claim(storage, project, limit=10):
     return storage.claims.create(project, "src", ttl=60, grace=60, limit=limit,
-                                 client_id="c", dead_letter=POLICY)
+                                 client_id="c", rules=DeliveryRules(dead_letter=POLICY))
 
 
 def test_move_is_one_update_rewriting_queue_times_claim_and_history(storage, project, clock):

@@ -23,6 +23,7 @@ from tests.drivers.mongo.helpers import bodies
 from tests.drivers.mongo.recording import Call, record
 from tests.drivers.mongo.session import real_server_url
 from zq.poison.dead_letter import DeadLetterPolicy
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.mongo.indexes import INDEXES
 
 
@@ -45,13 +46,14 @@ def _every_operation(storage, project: str, clock) -> None:
     messages.get_many(project, "q", ids)
     queues.stats(project, "q")
     claim = claims.create(project, "q", ttl=60, grace=60, limit=2, client_id="c",
-                          dead_letter=policy)
+                          rules=DeliveryRules(dead_letter=policy))
     claims.get(project, "q", claim.id)
     claims.renew(project, "q", claim.id, ttl=60, grace=60, client_id="c")
     messages.delete(project, "q", claim.messages[0].id, claim_id=claim.id, client_id="c")
     claims.release(project, "q", claim.id, client_id="c")
-    claims.create(project, "q", ttl=60, grace=60, limit=1, client_id="c", dead_letter=policy)
-    messages.pop(project, "q", limit=1, client_id="c", dead_letter=policy)
+    claims.create(project, "q", ttl=60, grace=60, limit=1, client_id="c",
+                  rules=DeliveryRules(dead_letter=policy))
+    messages.pop(project, "q", limit=1, client_id="c", rules=DeliveryRules(dead_letter=policy))
     messages.delete_many(project, "q", ids, client_id="c")
     messages.delete_many(project, "q", ids, claim_ids=[claim.id], client_id="c")
     messages.post(project, "q", bodies(1), client_id="c")
@@ -140,7 +142,7 @@ def test_ttl_index_date_tracks_the_float_expiry(storage, project, clock):
     doc = storage._ctx.messages.find_one({"project": project})
     posted_at = doc["expires_at"]
     storage.claims.create(project, "q", ttl=600, grace=600, limit=1, client_id="c",
-                          dead_letter=None)
+                          rules=DeliveryRules(dead_letter=None))
     doc = storage._ctx.messages.find_one({"project": project})
     assert doc["expires"] == clock.now() + 1200
     # The date moved by the same amount as the float expiry (300 s -> 1200 s).

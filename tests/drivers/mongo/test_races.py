@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tests.drivers.mongo.helpers import bodies
 from zq.poison.dead_letter import DeadLetterPolicy
+from zq.storage.delivery_rules import DeliveryRules
 
 THREADS = 4
 
@@ -30,7 +31,7 @@ def test_concurrent_claims_never_share_a_message(mongo_factory, clock, project):
         got = []
         while True:
             claim = stores[i].claims.create(project, "q", ttl=60, grace=60, limit=3,
-                                            client_id=f"c{i}", dead_letter=None)
+                                            client_id=f"c{i}")
             if claim is None:
                 return got
             got += [m.id for m in claim.messages]
@@ -45,16 +46,16 @@ def test_concurrent_claims_and_pops_move_each_exhausted_message_once(
     policy = DeadLetterPolicy(max_claim_count=1, queue="dlq")
     ids = stores[0].messages.post(project, "q", bodies(20), client_id="c")
     claim = stores[0].claims.create(project, "q", ttl=60, grace=60, limit=20,
-                                    client_id="c", dead_letter=policy)
+                                    client_id="c", rules=DeliveryRules(dead_letter=policy))
     stores[0].claims.release(project, "q", claim.id, client_id="c")
     fresh = stores[0].messages.post(project, "q", bodies(8), client_id="c")
 
     def deliver(i):
         if i % 2:
             return [m.id for m in stores[i].messages.pop(
-                project, "q", limit=2, client_id="c", dead_letter=policy)]
+                project, "q", limit=2, client_id="c", rules=DeliveryRules(dead_letter=policy))]
         claim = stores[i].claims.create(project, "q", ttl=60, grace=60, limit=2,
-                                        client_id="c", dead_letter=policy)
+                                        client_id="c", rules=DeliveryRules(dead_letter=policy))
         return [] if claim is None else [m.id for m in claim.messages]
 
     delivered = [m for got in _parallel(deliver) for m in got]

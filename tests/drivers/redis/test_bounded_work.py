@@ -92,7 +92,7 @@ def fill(storage: RedisStorage, size: int) -> None:
     held = 0
     while held < size // 2:
         made = storage.claims.create("p", "q", ttl=HOLD, grace=0, limit=min(50, size // 2 - held),
-                                     client_id=None, dead_letter=None)
+                                     client_id=None)
         assert made is not None
         held += len(made.messages)
 
@@ -103,8 +103,8 @@ OPERATIONS: dict[str, Callable[[RedisStorage], object]] = {
     "list": lambda s: s.messages.list("p", "q", limit=10),
     "list claimed": lambda s: s.messages.list("p", "q", limit=10, include_claimed=True),
     "claim": lambda s: s.claims.create("p", "q", ttl=HOLD, grace=0, limit=10,
-                                       client_id=None, dead_letter=None),
-    "pop": lambda s: s.messages.pop("p", "q", limit=10, client_id=None, dead_letter=None),
+                                       client_id=None),
+    "pop": lambda s: s.messages.pop("p", "q", limit=10, client_id=None),
     "purge": lambda s: s.queues.purge("p", "q"),
     "delete queue": lambda s: s.queues.delete("p", "q"),
 }

@@ -25,6 +25,7 @@ from zq.clock import ManualClock
 from zq.errors import ClaimMismatch, StorageUnavailable
 from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import Storage
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import Event
 from zq.storage.redis import open_redis
 
@@ -96,7 +97,7 @@ class Worker:
     def step(self) -> None:
         claim = self.storage.claims.create(
             self.project, "src", ttl=CLAIM_TTL, grace=CLAIM_TTL, limit=5, client_id="w",
-            dead_letter=POLICY,
+            rules=DeliveryRules(dead_letter=POLICY),
         )
         if claim is None:
             self.clock.advance(CLAIM_TTL + 1)  # let abandoned claims expire

@@ -34,6 +34,7 @@ from zq.errors import ClaimNotFound
 from zq.events import fingerprint
 from zq.poison.backoff import BackoffPolicy
 from zq.poison.dead_letter import DeadLetterPolicy
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import NewMessage
 from zq.storage.redis import RedisStorage
 from zq.storage.redis.wire import Budget
@@ -153,14 +154,15 @@ def test_sets_agree_with_messages_after_any_operations(
                   backoff: bool) -> str:
             made = storage.claims.create(self.project, "q", ttl=ttl, grace=grace, limit=limit,
                                          client_id="c2",
-                                         dead_letter=POLICY if dead_letter else None,
-                                         backoff=BACKOFF if backoff else None)
+                                         rules=DeliveryRules(
+                                             dead_letter=POLICY if dead_letter else None,
+                                             backoff=BACKOFF if backoff else None))
             return made.id if made else "none"
 
         @rule(limit=st.integers(1, 3), dead_letter=st.booleans())
         def pop(self, limit: int, dead_letter: bool) -> None:
             storage.messages.pop(self.project, "q", limit=limit, client_id="c2",
-                                 dead_letter=POLICY if dead_letter else None)
+                                 rules=DeliveryRules(dead_letter=POLICY if dead_letter else None))
 
         @rule(claim=consumes(claims))
         def release(self, claim: str) -> None:
@@ -237,7 +239,7 @@ def test_claim_behind_more_expired_messages_than_the_budget(
     kept = post(storage, "p", "q", 2)
     clock.advance(60)
     made = storage.claims.create("p", "q", ttl=60, grace=0, limit=5, client_id=None,
-                                 dead_letter=None)
+                                 rules=DeliveryRules(dead_letter=None))
     assert made is not None and [m.id for m in made.messages] == kept
     expired = [e.message_id for e in storage.events.read(limit=1000)
                if e.kind == events.EXPIRED and e.project == "p"]
@@ -276,12 +278,12 @@ def test_claim_moves_a_run_of_exhausted_messages_longer_than_the_budget(
     poison = post(storage, "p", "q", 5)
     for _ in range(POLICY.max_claim_count):
         made = storage.claims.create("p", "q", ttl=60, grace=0, limit=5, client_id=None,
-                                     dead_letter=None)
+                                     rules=DeliveryRules(dead_letter=None))
         assert made is not None and len(made.messages) == 5
         clock.advance(60)
     good = post(storage, "p", "q", 2)
     made = storage.claims.create("p", "q", ttl=60, grace=0, limit=2, client_id=None,
-                                 dead_letter=POLICY)
+                                 rules=DeliveryRules(dead_letter=POLICY))
     assert made is not None and [m.id for m in made.messages] == good
     assert [m.id for m in storage.messages.list("p", "dlq", echo=True)] == poison
 
@@ -294,13 +296,13 @@ def test_a_claim_whose_budget_runs_out_after_a_delivery_returns_what_it_has(
 
     def claim(limit: int, policy: DeadLetterPolicy | None = None, ttl: int = 60) -> list[str]:
         made = storage.claims.create("p", "q", ttl=ttl, grace=0, limit=limit, client_id=None,
-                                     dead_letter=policy)
+                                     rules=DeliveryRules(dead_letter=policy))
         return [] if made is None else [m.id for m in made.messages]
 
     first = post(storage, "p", "q", 1)
     poison = post(storage, "p", "q", TINY.work + 1)
     hold = storage.claims.create("p", "q", ttl=600, grace=0, limit=1, client_id=None,
-                                 dead_letter=None)
+                                 rules=DeliveryRules(dead_letter=None))
     assert hold is not None
     for _ in range(POLICY.max_claim_count):
         assert claim(len(poison)) == poison
@@ -321,12 +323,12 @@ def test_sweeping_expired_messages_keeps_their_claims_expiry_record(
     posted = storage.messages.post(project, "q", [message(n, ttl=60) for n in range(2)],
                                    client_id=None)
     held = storage.claims.create(project, "q", ttl=60, grace=0, limit=2,
-                                 client_id="slow-worker", dead_letter=None)
+                                 client_id="slow-worker")
     assert held is not None
     clock.advance(60)
     assert storage.queues.stats(project, "q").total == 0
     assert storage.claims.create(project, "q", ttl=60, grace=0, limit=5, client_id=None,
-                                 dead_letter=None) is None
+                                 rules=DeliveryRules(dead_letter=None)) is None
     storage.gc()
     expired = [e for e in storage.events.read(limit=10000)
                if e.project == project and e.kind == events.EXPIRED]

@@ -104,7 +104,7 @@ def test_upgrade_converts_layout_1_and_everything_works_after(
 
         def claim() -> list[str]:
             made = storage.claims.create("p", "q", ttl=600, grace=0, limit=5,
-                                         client_id=None, dead_letter=None)
+                                         client_id=None)
             return [] if made is None else [m.id for m in made.messages]
 
         assert claim() == [ids["free"], ids["last"]]

@@ -73,7 +73,7 @@ def test_operations_survive_script_flush(
     assert visible(storage, project, "q") == ids  # read script reloaded
     storage.client.script_flush()
     claim = storage.claims.create(project, "q", ttl=60, grace=60, limit=2,
-                                  client_id=None, dead_letter=None)
+                                  client_id=None)
     assert claim is not None
     assert [m.id for m in claim.messages] == ids[:2]
     storage.client.script_flush()

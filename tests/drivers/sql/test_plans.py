@@ -23,6 +23,7 @@ from tests.contract.helpers import claim, post
 from zq.clock import ManualClock
 from zq.poison.backoff import BackoffPolicy
 from zq.poison.dead_letter import DeadLetterPolicy
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.sql import SqlStorage, migrate, open_sql
 
 pytestmark = pytest.mark.skipif("postgresql" not in selected_backends(),
@@ -123,7 +124,7 @@ def check_claim_passes_no_held_message(storage: SqlStorage, policy: dict[str, An
     """A claim reads about its batch, whatever is held or expired ahead of it."""
     taken, statement, parameters = captured_statement(
         storage, lambda: storage.claims.create("p", "q", ttl=60, grace=60, limit=10,
-                                               client_id=None, **policy))
+                                               client_id=None, rules=DeliveryRules(**policy)))
     assert len(taken.messages) == 10
     # The same claim again under another id (the first one committed).
     parameters = {k: (uuid.uuid4().hex if v == taken.id else v) for k, v in parameters.items()}

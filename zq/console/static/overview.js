@@ -4,6 +4,7 @@
 import { q } from "./api.js";
 import { h, replace, ago, plural } from "./dom.js";
 import { consumersOf } from "./consumers.js";
+import { queueLinks } from "./deadletters.js";
 
 const REFRESH_MS = 5000;
 const MAX_QUEUES = 500;
@@ -47,13 +48,14 @@ export async function loadOverview(api) {
     const s = stats.get(queue.name) || {};
     const dlq = metadata._dead_letter_queue || null;
     const isDlq = dlqNames.has(queue.name);
+    const feeders = items.filter((x) => (x.metadata || {})._dead_letter_queue === queue.name).map((x) => x.name).sort();
     const deadDepth = dlq ? (stats.get(dlq) || {}).total ?? null : isDlq ? s.total ?? null : null;
     const depthKey = dlq || queue.name;
     const before = previousDepth.get(depthKey);
     const growth = deadDepth !== null && before !== undefined ? deadDepth - before : 0;
     const c = consumers[i];
     return {
-      name: queue.name, metadata, stats: s, dlq, isDlq, deadDepth, growth,
+      name: queue.name, metadata, stats: s, dlq, isDlq, feeders, deadDepth, growth,
       consumers: c.available ? c.list : null,
       suspected: c.available ? c.list.filter((x) => x.suspected).length : 0,
     };
@@ -72,9 +74,16 @@ export function byTrouble(a, b) {
 
 const oldest = (row) => (row.stats.oldest ? row.stats.oldest.age : 0);
 
+function policyCell(row) {
+  const cell = h("td.policy", { text: policyText(row) });
+  // Where a dead letter queue's messages come from, each a link.
+  if (row.feeders.length) cell.append(h("span.fed", {}, "dead letters of ", queueLinks(row.feeders)));
+  return cell;
+}
+
 function policyText(row) {
   const m = row.metadata;
-  if (!m._dead_letter_queue) return row.isDlq ? "(a dead letter queue)" : "none";
+  if (!m._dead_letter_queue) return row.isDlq ? "" : "none";
   const after = m._max_claim_count ? `after ${plural(m._max_claim_count, "claim")}` : "no claim limit";
   return `→ ${m._dead_letter_queue}, ${after}${m._dead_letter_expired ? ", and expired" : ""}`;
 }
@@ -110,7 +119,7 @@ function tableRow(row) {
       h("td.num", { dataset: { col: "oldest" }, text: s.oldest ? ago(s.oldest.age) : "–" }),
     ]),
     consumersCell(row),
-    h("td.policy", { text: policyText(row) }),
+    policyCell(row),
     deadCell(row));
 }
 

@@ -15,14 +15,14 @@ from pymongo import ReturnDocument
 from zq import events
 from zq.errors import ClaimNotFound
 from zq.events import event_fields
-from zq.poison.backoff import BackoffPolicy, release_delay
-from zq.poison.dead_letter import DeadLetterPolicy
+from zq.poison.backoff import release_delay
 from zq.storage.base import ClaimController
+from zq.storage.delivery_rules import NO_RULES, DeliveryRules
 from zq.storage.mongo.consumers import write_record
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.delivery import take_batch
 from zq.storage.mongo.documents import expiry_date, free, held_by, object_id, to_record
-from zq.storage.records import ClaimRecord, ConsumerEntry
+from zq.storage.records import ClaimRecord
 
 
 class MongoClaims(ClaimController):
@@ -38,10 +38,10 @@ class MongoClaims(ClaimController):
         grace: int,
         limit: int,
         client_id: str | None,
-        dead_letter: DeadLetterPolicy | None,
-        backoff: BackoffPolicy | None = None,
-        consumer: ConsumerEntry | None = None,
+        rules: DeliveryRules = NO_RULES,
     ) -> ClaimRecord | None:
+        backoff, consumer = rules.backoff, rules.consumer
+
         def change(session: Any) -> tuple[ClaimRecord | None, list[dict[str, Any]]]:
             now = self._ctx.clock.now()
             claim_expires = now + ttl
@@ -76,7 +76,7 @@ class MongoClaims(ClaimController):
 
             taken, recorded = take_batch(
                 self._ctx, project, queue, limit=limit, now=now, client_id=client_id,
-                dead_letter=dead_letter, deliver=deliver, session=session,
+                dead_letter=rules.dead_letter, deliver=deliver, session=session,
             )
             if not taken:
                 self._ctx.claims.delete_one({"_id": claim["_id"]}, session=session)

@@ -11,10 +11,10 @@ from zq import events
 from zq.errors import MessageNotFound
 from zq.events import event_fields
 from zq.poison.backoff import release_delay
-from zq.poison.dead_letter import DeadLetterPolicy
 from zq.poison.moves import Move
 from zq.storage.base import MessageController
 from zq.storage.checks import check_delete, check_move
+from zq.storage.delivery_rules import NO_RULES, DeliveryRules
 from zq.storage.mongo.consumers import write_settle
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.counters import markers_key, reserve
@@ -46,6 +46,7 @@ class MongoMessages(MessageController):
         messages: Sequence[NewMessage],
         *,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,  # nothing in them applies to a post here
     ) -> list[str]:
         if not messages:
             return []
@@ -280,7 +281,7 @@ class MongoMessages(MessageController):
         *,
         limit: int,
         client_id: str | None,
-        dead_letter: DeadLetterPolicy | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[MessageRecord]:
         def change(session: Any) -> tuple[list[MessageRecord], list[dict[str, Any]]]:
             now = self._ctx.clock.now()
@@ -296,7 +297,7 @@ class MongoMessages(MessageController):
 
             popped, recorded = take_batch(
                 self._ctx, project, queue, limit=limit, now=now, client_id=client_id,
-                dead_letter=dead_letter, deliver=deliver, session=session,
+                dead_letter=rules.dead_letter, deliver=deliver, session=session,
             )
             recorded += [
                 event_fields(events.DELETED, now, project, queue, message_id=str(doc["_id"]),

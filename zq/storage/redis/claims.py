@@ -5,10 +5,9 @@ from __future__ import annotations
 import uuid
 
 from zq.errors import ClaimNotFound
-from zq.poison.backoff import BackoffPolicy
-from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import ClaimController
-from zq.storage.records import ClaimRecord, ConsumerEntry, MessageRecord
+from zq.storage.delivery_rules import NO_RULES, DeliveryRules
+from zq.storage.records import ClaimRecord, MessageRecord
 from zq.storage.redis.consumers import consumer_args
 from zq.storage.redis.controller import RedisController
 from zq.storage.redis.settle import run_until_done
@@ -32,17 +31,15 @@ class RedisClaims(RedisController, ClaimController):
         grace: int,
         limit: int,
         client_id: str | None,
-        dead_letter: DeadLetterPolicy | None,
-        metadata_version: str | None = None,
-        backoff: BackoffPolicy | None = None,
-        consumer: ConsumerEntry | None = None,
+        rules: DeliveryRules = NO_RULES,
     ) -> ClaimRecord | None:
         claim_id = uuid.uuid4().hex
-        jitter = backoff_args(backoff, limit)
+        jitter = backoff_args(rules.backoff, limit)
         now, rows = run_until_done(self._scripts, self._clock, "claim", lambda now: [
             project, queue, claim_id, int(ttl), int(grace), limit, optional(client_id),
-            *policy_args(dead_letter, queue, now), version_arg(metadata_version),
-            *self._budget.args(), *jitter, *consumer_args(consumer, claim_id, int(ttl), now),
+            *policy_args(rules.dead_letter, queue, now), version_arg(rules.metadata_version),
+            *self._budget.args(), *jitter,
+            *consumer_args(rules.consumer, claim_id, int(ttl), now),
         ])
         check_fresh(rows)
         if not rows:

@@ -7,9 +7,9 @@ from typing import Any
 
 from zq import events
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
-from zq.poison.dead_letter import DeadLetterPolicy
 from zq.poison.moves import Move
 from zq.storage.base import MessageController
+from zq.storage.delivery_rules import NO_RULES, DeliveryRules
 from zq.storage.records import MessageRecord, NewMessage
 from zq.storage.redis.controller import RedisController
 from zq.storage.redis.settle import read_settled, run_until_done
@@ -39,11 +39,11 @@ class RedisMessages(RedisController, MessageController):
         messages: Sequence[NewMessage],
         *,
         client_id: str | None,
-        metadata_version: str | None = None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
-        # metadata_version: only through RedisVersionedDeliveries (zq.storage.redis.versioned).
         ids = [message.id or self.new_id() for message in messages]
-        args: list[Any] = [project, queue, optional(client_id), version_arg(metadata_version)]
+        args: list[Any] = [project, queue, optional(client_id),
+                           version_arg(rules.metadata_version)]
         for mid, message in zip(ids, messages, strict=True):
             args += [mid, message.body, int(message.ttl), int(message.delay),
                      message.fingerprint, flag(message.event_body)]
@@ -170,11 +170,11 @@ class RedisMessages(RedisController, MessageController):
         *,
         limit: int,
         client_id: str | None,
-        dead_letter: DeadLetterPolicy | None,
-        metadata_version: str | None = None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[MessageRecord]:
         _, rows = run_until_done(self._scripts, self._clock, "pop", lambda now: [
-            project, queue, limit, optional(client_id), *policy_args(dead_letter, queue, now),
-            version_arg(metadata_version), *self._budget.args(),
+            project, queue, limit, optional(client_id),
+            *policy_args(rules.dead_letter, queue, now),
+            version_arg(rules.metadata_version), *self._budget.args(),
         ])
         return message_records(queue, check_fresh(rows))

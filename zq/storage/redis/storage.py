@@ -20,7 +20,6 @@ from zq.storage.redis.queues import RedisQueues
 from zq.storage.redis.scripts import ScriptBook
 from zq.storage.redis.subscriptions import RedisSubscriptions
 from zq.storage.redis.uri import parse_uri
-from zq.storage.redis.versioned import RedisVersionedDeliveries
 from zq.storage.redis.wire import Budget
 from zq.storage.uri import redact
 
@@ -30,6 +29,9 @@ GC_BATCH = 500
 
 
 class RedisStorage(Storage):
+    # Every post, claim and pop script compares the queue's metadata version.
+    checks_metadata_version = True
+
     def __init__(
         self, client: redis.Redis, prefix: str, clock: Clock, budget: Budget | None = None
     ) -> None:
@@ -44,7 +46,6 @@ class RedisStorage(Storage):
         self.events = RedisEventLog(self._scripts, clock, budget)
         self.consumers = RedisConsumers(self._scripts, clock, budget)
         self.notification_cursors = RedisNotificationCursors(client, prefix, clock)
-        self.versioned = RedisVersionedDeliveries(self.messages, self.claims)
         self.subscriptions = RedisSubscriptions(self._scripts, clock, budget,
                                                 client=client, prefix=prefix)
 
@@ -69,12 +70,11 @@ class RedisStorage(Storage):
 
 
 def open_redis(uri: str, *, clock: Clock) -> Storage:
-    """Connect to ``redis://[:password@]host:port/db[?prefix=NAME]`` (or rediss://)."""
+    """Connect to ``redis://[:password@]host:port/db[?prefix=NAME]`` (rediss://, redis+sentinel://)."""
     target = parse_uri(uri)
     # No automatic retries: after a lost reply nobody knows whether a script
     # ran, and running a claim or pop twice would not be harmless.
-    client = redis.Redis.from_url(target.url, decode_responses=True,
-                                  retry=Retry(NoBackoff(), 0))
+    client = target.client(decode_responses=True, retry=Retry(NoBackoff(), 0))
     where = f"{redact(uri)} (prefix {target.prefix[:-1]!r})"
     try:
         check_layout(client, target.prefix, where, uri)

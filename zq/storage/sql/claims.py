@@ -10,9 +10,8 @@ import sqlalchemy as sa
 from zq import events
 from zq.clock import Clock
 from zq.errors import ClaimNotFound
-from zq.poison.backoff import BackoffPolicy
-from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import ClaimController
+from zq.storage.delivery_rules import NO_RULES, DeliveryRules
 from zq.storage.records import ClaimRecord, ConsumerEntry
 from zq.storage.sql import postgresql, predicates
 from zq.storage.sql.consumers import write_record
@@ -65,23 +64,22 @@ class SqlClaims(ClaimController):
         grace: int,
         limit: int,
         client_id: str | None,
-        dead_letter: DeadLetterPolicy | None,
-        backoff: BackoffPolicy | None = None,
-        consumer: ConsumerEntry | None = None,
+        rules: DeliveryRules = NO_RULES,
     ) -> ClaimRecord | None:
         claim_id = new_id()
-        if self._one_statement and postgresql.one_statement_claims(dead_letter):
-            rules = postgresql.ClaimRules.of(dead_letter, backoff, limit)
+        backoff, consumer = rules.backoff, rules.consumer
+        if self._one_statement and postgresql.one_statement_claims(rules.dead_letter):
+            statement = postgresql.ClaimRules.of(rules.dead_letter, backoff, limit)
             if consumer is None:
                 return self._db.write_statement(lambda conn: postgresql.claim(
                     conn, project, queue, claim_id, now=self._clock.now(), ttl=ttl,
-                    grace=grace, limit=limit, client_id=client_id, rules=rules))
+                    grace=grace, limit=limit, client_id=client_id, rules=statement))
 
             def one_statement(conn: sa.Connection) -> ClaimRecord | None:
                 now = self._clock.now()
                 made = postgresql.claim(conn, project, queue, claim_id, now=now, ttl=ttl,
                                         grace=grace, limit=limit, client_id=client_id,
-                                        rules=rules)
+                                        rules=statement)
                 _record_consumer(conn, project, queue, made, consumer)
                 return made
             # The consumer record joins the claim's transaction: one more
@@ -91,7 +89,7 @@ class SqlClaims(ClaimController):
         def work(conn: sa.Connection) -> ClaimRecord | None:
             now = self._clock.now()
             taken = take_deliverable(conn, project, queue, limit=limit, now=now,
-                                     client_id=client_id, dead_letter=dead_letter)
+                                     client_id=client_id, dead_letter=rules.dead_letter)
             if not taken.rows:
                 record(conn, taken.events)
                 return None

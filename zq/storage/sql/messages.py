@@ -13,10 +13,10 @@ from zq import events
 from zq.clock import Clock
 from zq.errors import MessageNotFound
 from zq.poison.backoff import release_delay
-from zq.poison.dead_letter import DeadLetterPolicy
 from zq.poison.moves import Move
 from zq.storage.base import MessageController
 from zq.storage.checks import check_delete, check_move
+from zq.storage.delivery_rules import NO_RULES, DeliveryRules
 from zq.storage.records import MessageRecord, NewMessage
 from zq.storage.sql import postgresql, predicates
 from zq.storage.sql.consumers import write_settle
@@ -93,6 +93,7 @@ class SqlMessages(MessageController):
         messages: Sequence[NewMessage],
         *,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,  # nothing in them applies to a post here
     ) -> list[str]:
         now = self._clock.now()
         ids = [msg.id or self.new_id() for msg in messages]
@@ -296,12 +297,12 @@ class SqlMessages(MessageController):
         *,
         limit: int,
         client_id: str | None,
-        dead_letter: DeadLetterPolicy | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[MessageRecord]:
         def work(conn: sa.Connection) -> list[MessageRecord]:
             now = self._clock.now()
             taken = take_deliverable(conn, project, queue, limit=limit, now=now,
-                                     client_id=client_id, dead_letter=dead_letter)
+                                     client_id=client_id, dead_letter=rules.dead_letter)
             _delete_rows(conn, taken.rows)
             popped = [
                 replace(message_record(row, now), claim_count=row.claim_count + 1)

@@ -1,0 +1,121 @@
+"""One failover under load, start to audit: shared by the tests and benchmarks/failover.py.
+
+``zq serve`` runs on the backend's failover-aware URI; eight clients load
+it; after ``before`` seconds the primary (master) is SIGKILLed with all its
+processes; PostgreSQL's standby is promoted by hand ``promote_after``
+seconds later (an operator, or Patroni after its own timeout), Redis's
+replica by the sentinels; the load goes on until a post is acknowledged
+again (at most ``RECOVERY_LIMIT`` seconds after the promotion) and then
+for ``after`` seconds; then the clients stop and ``load.audit`` counts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests.crash.audit import crash_environment
+from tests.e2e.server import ServerProcess, clean_environment, run_zq
+from tests.failover import servers
+from tests.failover.load import SETTLE, Client, Ledger, Report, audit, configure_queues
+
+RECOVERY_LIMIT = 30.0  # seconds from the promotion to the first acknowledged post
+PRODUCERS = 3
+CONSUMERS = 5
+
+
+@dataclass(frozen=True)
+class Timing:
+    before: float = 3.0  # seconds of load before the kill
+    after: float = 3.0  # seconds of load after the first post acknowledged again
+    promote_after: float = 1.0  # PostgreSQL: seconds from the kill to `pg_ctl promote`
+
+
+@dataclass
+class Outcome:
+    report: Report
+    metrics_status: int  # GET /metrics after the failover (the event tail recovered)
+    client_failures: list[BaseException]
+    server_log: str
+
+
+def _run(tmp: Path, uri: str, backend: str, replication: str, kill: Callable[[], None],
+         promote: Callable[[], None], timing: Timing, extra_env: dict[str, str]) -> Outcome:
+    env = {**crash_environment(clean_environment(tmp / "data")), **extra_env}
+    if backend == "postgresql":
+        upgraded = run_zq("db", "upgrade", "--storage", uri, env=env)
+        assert upgraded.returncode == 0, upgraded.stderr
+    server = ServerProcess(tmp / f"zq-{backend}.log", env, "--workers", "2",
+                           "--storage", uri).start()
+    project = f"failover-{uuid.uuid4().hex[:12]}"
+    ledger, stop = Ledger(), threading.Event()
+    clients: list[Client] = []
+    try:
+        configure_queues(server.url, project)
+        clients = [Client(role, server.url, project, ledger, stop, seed) for seed, role in
+                   enumerate(["producer"] * PRODUCERS + ["consumer"] * CONSUMERS)]
+        for client in clients:
+            client.start()
+        time.sleep(timing.before)
+        kill()  # returns once the server and all its processes are gone
+        killed = time.monotonic()
+        promote()
+        promoted = time.monotonic()
+        deadline = promoted + RECOVERY_LIMIT
+        while time.monotonic() < deadline:
+            with ledger.lock:
+                if any(sent >= killed for sent in ledger.posts_ok):
+                    break
+            time.sleep(0.1)
+        time.sleep(timing.after)
+        stop.set()
+        for client in clients:
+            client.join(60)
+        time.sleep(SETTLE)  # no message delayed by a retry reject's backoff any more
+        metrics = httpx.get(f"{server.url}/metrics", timeout=30, trust_env=False).status_code
+        report = audit(server.url, uri, project, ledger, backend=backend,
+                       replication=replication, killed=killed, promoted=promoted)
+    finally:
+        stop.set()
+        server.stop()
+    return Outcome(report, metrics, [c.failure for c in clients if c.failure is not None],
+                   server.log())
+
+
+def postgresql_failover(tmp: Path, *, synchronous: bool, timing: Timing = Timing()) -> Outcome:
+    """A primary SIGKILLed under load, its streaming standby promoted by hand."""
+    with servers.postgresql_pair(synchronous=synchronous) as pair:
+        def promote() -> None:
+            time.sleep(timing.promote_after)
+            pair.promote()
+
+        return _run(tmp, pair.uri, "postgresql",
+                    "synchronous" if synchronous else "asynchronous",
+                    pair.primary.kill, promote, timing, {})
+
+
+def redis_failover(tmp: Path, *, wait_replicas: int = 0, timing: Timing = Timing()) -> Outcome:
+    """A master SIGKILLed under load, its replica promoted by the sentinels.
+
+    With ``wait_replicas`` the killed master is started again once the
+    sentinels promoted the replica, empty, as the new master's replica (what
+    an operator or a supervisor does): until then no write can be
+    acknowledged, since the new master has no replica to confirm it.
+    """
+    with servers.redis_sentinel_set() as redis_set:
+        def promote() -> None:
+            redis_set.wait_promoted()
+            if wait_replicas:
+                redis_set.rejoin_old_master()
+
+        env = {"ZQ_REDIS_WAIT_REPLICAS": str(wait_replicas)} if wait_replicas else {}
+        replication = (f"wait_replicas = {wait_replicas}" if wait_replicas
+                       else "asynchronous (wait_replicas = 0)")
+        return _run(tmp, redis_set.uri, "redis", replication, redis_set.master.kill, promote,
+                    timing, env)
