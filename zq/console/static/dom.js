@@ -82,12 +82,6 @@ export function aged(age) {
   return age === null || age === undefined ? h("span.muted", { text: "–" }) : when((Date.now() / 1000) - age);
 }
 
-export function since(iso) {
-  if (!iso) return "–";
-  const then = Date.parse(iso);
-  return Number.isNaN(then) ? String(iso) : `${ago((Date.now() - then) / 1000)} ago`;
-}
-
 /** A body as readable text: JSON pretty-printed, a string as itself. */
 export function pretty(body) {
   if (typeof body === "string") return body;

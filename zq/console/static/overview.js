@@ -2,7 +2,7 @@
 // dead letter policy and dead letter depth, the most troubled first.
 
 import { q } from "./api.js";
-import { h, replace, ago, plural } from "./dom.js";
+import { h, replace, aged, when, plural } from "./dom.js";
 import { consumersOf } from "./consumers.js";
 import { queueLinks } from "./deadletters.js";
 
@@ -116,7 +116,7 @@ function tableRow(row) {
       h("td.num", { dataset: { col: "claimed" }, text: String(s.claimed ?? 0) }),
       h("td.num", { dataset: { col: "delayed" }, text: String(s.delayed ?? 0) }),
       h("td.num", { dataset: { col: "total" }, text: String(s.total ?? 0) }),
-      h("td.num", { dataset: { col: "oldest" }, text: s.oldest ? ago(s.oldest.age) : "–" }),
+      h("td.num", { dataset: { col: "oldest" } }, aged(s.oldest ? s.oldest.age : null)),
     ]),
     consumersCell(row),
     policyCell(row),
@@ -160,7 +160,7 @@ export function renderOverview(root, { api }) {
     try {
       data = await loadOverview(api);
       if (stopped) return;
-      updated.textContent = `updated ${new Date().toLocaleTimeString()}`;
+      replace(updated, "updated ", when(Date.now() / 1000));
       draw();
     } catch (err) {
       if (!stopped) replace(body, h("p.error", { role: "alert", text: `Could not list queues: ${err.description || err.message}` }));
