@@ -564,7 +564,7 @@ class Storage(ABC):
     consumers: ConsumerLog
     # A capability: the driver checks ``metadata_version`` (post) and
     # ``DeliveryRules.metadata_version`` (claim, pop) in the delivery's own
-    # atomic step, so the service may keep metadata cached (zq.metadata_cache).
+    # atomic step, so the service may keep metadata cached (zq.service.metadata_cache).
     checks_metadata_version: bool = False
     # The notifier's cursors and leases (zq.storage.cursors).
     notification_cursors: NotificationCursors
