@@ -62,6 +62,10 @@ def test_overview_lists_counts_after_a_poison_workload_most_troubled_first(
     orders = page.locator('tr[data-queue="orders"]')
     assert "→ orders-dlq, after 3 claims" in orders.inner_text()
     assert orders.get_by_role("link", name="6 dead letters in orders-dlq").is_visible()
+    # A dead letter queue's row says which queues feed it, and links to them.
+    fed = page.locator('tr[data-queue="orders-dlq"] td.policy')
+    assert fed.inner_text() == "dead letters of orders"
+    assert fed.get_by_role("link", name="orders").get_attribute("href") == "#/queue/orders"
     order = queue_order(page)
     assert order.index("orders") < order.index("audit")
     assert order.index("orders-dlq") < order.index("audit")
@@ -94,38 +98,65 @@ def test_overview_lists_counts_after_a_poison_workload_most_troubled_first(
     assert served.script_errors(watched.console_errors) == []
 
 
-def test_dead_letter_browser_groups_by_fingerprint_and_description(
+def test_dead_letter_browser_groups_by_failure_then_body_and_switches(
         served: Served, watched: Watched) -> None:
     api = served.admin
-    poison_body, date_body = {"order": "B-7", "lines": [1, 2]}, {"date": "2026-13-01"}
-    poison(api, "billing", "billing-dlq", {KEY_ERROR: (poison_body, 5), BAD_DATE: (date_body, 2)})
+    orders = [{"order": f"B-{n}", "lines": [n]} for n in range(5)]
+    date_body = {"date": "2026-13-01"}
+    dead_letter_policy(api, "billing", "billing-dlq")
+    # Five different orders failing the same way; one of them failing another
+    # way too; and two rejections without a description (grouped by reason).
+    api.post_messages("billing", *[{"body": b, "ttl": 3600} for b in orders])
+    reject_all(api, "billing", KEY_ERROR, 5)
+    api.post_messages("billing", {"body": orders[0], "ttl": 3600})
+    reject_all(api, "billing", BAD_DATE, 1)
+    api.post_messages("billing", *[{"body": date_body, "ttl": 3600}] * 2)
+    reject_all(api, "billing", None, 2)
     page = watched.page
     sign_in(page, served.url, api.token)
     page.goto(f"{served.url}/console#/dlq/billing-dlq")
     page.wait_for_selector("section.group")
 
-    assert page.locator("#summary").inner_text() == "7 messages in 2 groups"
+    assert page.locator("#summary").inner_text() == "8 messages in 3 groups"
     groups = page.locator("section.group")
-    assert groups.count() == 2
-    # The fingerprint the page computes is the server's (zq.events.fingerprint).
-    expected = [events.fingerprint(orjson.dumps(b, option=orjson.OPT_SORT_KEYS).decode())
-                for b in (poison_body, date_body)]
-    assert [groups.nth(i).get_attribute("data-fingerprint") for i in (0, 1)] == expected
-    assert [groups.nth(i).get_attribute("data-count") for i in (0, 1)] == ["5", "2"]
-    first = groups.nth(0).locator("h2").inner_text()
-    assert first == f"5 messages share fingerprint {expected[0][:8]}… / {KEY_ERROR}"
+    assert [groups.nth(i).get_attribute("data-key") for i in range(3)] == [
+        KEY_ERROR, "rejected", BAD_DATE]
+    assert [groups.nth(i).get_attribute("data-count") for i in range(3)] == ["5", "2", "1"]
+    assert groups.nth(0).locator("h2").inner_text() == f"5 messages · {KEY_ERROR} · 5 bodies"
+    # The second level: the bodies of that failure, by the server's fingerprint.
+    fingerprints = {events.fingerprint(orjson.dumps(b, option=orjson.OPT_SORT_KEYS).decode())
+                    for b in orders}
+    subgroups = groups.nth(0).locator(".subgroup")
+    assert {subgroups.nth(i).get_attribute("data-key") for i in range(5)} == fingerprints
 
     message = groups.nth(0).locator("li.message").first
     facts = {k: message.locator(f'dd[data-fact="{k}"]').inner_text()
              for k in ("reason", "from", "claim_count", "redrive_count", "last description")}
     assert facts == {"reason": "rejected", "from": "billing", "claim_count": "1",
                      "redrive_count": "0", "last description": KEY_ERROR}
-    assert "ago (" in message.locator('dd[data-fact="dead lettered"]').inner_text()
-    assert orjson.loads(message.locator("pre.body").inner_text()) == poison_body
+    dead_lettered = message.locator('dd[data-fact="dead lettered"] time')
+    assert re.fullmatch(r"\d+ s ago", dead_lettered.inner_text())
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", dead_lettered.get_attribute("title"))
+    # Bodies are collapsed until asked for.
+    assert message.locator("pre.body").is_hidden()
+    message.locator("details.body summary").click()
+    assert orjson.loads(message.locator("pre.body").inner_text()) in orders
     message.locator("details.history summary").click()
     assert message.locator("details.history tbody tr").inner_text().split("\t")[:3] == [
         "billing", "rejected", "1"]
     shot(page, "dead-letters")
+
+    # The other way round: identical bodies first, their failures second.
+    page.get_by_label("Group", exact=True).select_option("fingerprint")
+    expect(page.locator("#summary")).to_have_text("8 messages in 6 groups")
+    counts = page.locator("section.group").evaluate_all(
+        "gs => gs.map(g => [g.dataset.fingerprint, g.dataset.count])")
+    twice = {fp: n for fp, n in counts if n == "2"}
+    first_order = events.fingerprint(orjson.dumps(orders[0], option=orjson.OPT_SORT_KEYS).decode())
+    assert twice == {first_order: "2", events.fingerprint(
+        orjson.dumps(date_body, option=orjson.OPT_SORT_KEYS).decode()): "2"}
+    by_body = page.locator(f'section.group[data-fingerprint="{first_order}"]')
+    assert by_body.locator("h2").inner_text() == f"2 messages · {first_order[:8]}… · 2 failures"
     assert served.script_errors(watched.console_errors) == []
 
 
@@ -167,7 +198,7 @@ def test_redrive_previews_with_a_dry_run_then_moves_on_confirm(
 
     # The rest by filter: reason "rejected", back where each came from.
     page.get_by_role("button", name="Redrive by filter…").click()
-    page.get_by_role("dialog").get_by_label("Reason").select_option("rejected")
+    page.get_by_role("dialog").get_by_label("Reason", exact=True).select_option("rejected")
     page.get_by_role("dialog").get_by_role("button", name="Preview…").click()
     dialog = page.get_by_role("dialog")
     assert dialog.locator("#dry-run").inner_text() == (
@@ -257,6 +288,8 @@ def test_hostile_bodies_and_descriptions_render_as_text(served: Served,
     page.goto(f"{served.url}/console#/dlq/xss-dlq")
     page.wait_for_selector("section.group")
     for details in page.locator("section.group > details:not([open]) > summary").all():
+        details.click()
+    for details in page.locator("details.body > summary").all():
         details.click()
 
     bodies = page.locator("pre.body").all_inner_texts()
@@ -415,7 +448,7 @@ def test_readable_on_a_narrow_screen(served: Served, watched: Watched) -> None:
     page.wait_for_selector("section.group")
     assert page.evaluate(overflow) <= 0
     shot(page, "dead-letters-narrow")
-    assert re.search(r"2 messages share fingerprint", page.locator("section.group h2").inner_text())
+    assert page.locator("section.group h2").inner_text() == f"2 messages · {KEY_ERROR} · 1 body"
 
 
 def test_leaving_the_dead_letter_page_aborts_what_it_still_waits_for(

@@ -98,3 +98,24 @@ def postgresql_failover(tmp: Path, *, synchronous: bool, timing: Timing = Timing
         return _run(tmp, pair.uri, "postgresql",
                     "synchronous" if synchronous else "asynchronous",
                     pair.primary.kill, promote, timing, {})
+
+
+def redis_failover(tmp: Path, *, wait_replicas: int = 0, timing: Timing = Timing()) -> Outcome:
+    """A master SIGKILLed under load, its replica promoted by the sentinels.
+
+    With ``wait_replicas`` the killed master is started again once the
+    sentinels promoted the replica, empty, as the new master's replica (what
+    an operator or a supervisor does): until then no write can be
+    acknowledged, since the new master has no replica to confirm it.
+    """
+    with servers.redis_sentinel_set() as redis_set:
+        def promote() -> None:
+            redis_set.wait_promoted()
+            if wait_replicas:
+                redis_set.rejoin_old_master()
+
+        env = {"ZQ_REDIS_WAIT_REPLICAS": str(wait_replicas)} if wait_replicas else {}
+        replication = (f"wait_replicas = {wait_replicas}" if wait_replicas
+                       else "asynchronous (wait_replicas = 0)")
+        return _run(tmp, redis_set.uri, "redis", replication, redis_set.master.kill, promote,
+                    timing, env)

@@ -22,6 +22,7 @@ SERVERS = [
     ("rediss", "cache", ""),
     ("mongodb", "h1:27017,h2:27017", "/zq?replicaSet=rs0"),
     ("postgresql", "db1:5432,db2:5433", "/zq?target_session_attrs=read-write"),
+    ("redis+sentinel", "s1:26379,s2:26380", "/mymaster/0?prefix=zq"),
 ]
 
 

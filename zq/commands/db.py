@@ -16,7 +16,7 @@ from zq.storage import check_uri, scheme_of
 from zq.storage.uri import redact
 
 SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
-REDIS_SCHEMES = ("redis", "rediss")
+REDIS_SCHEMES = ("redis", "rediss", "redis+sentinel")
 
 DESCRIPTION = """\
 Manage the schema of an SQL storage (SQLite, PostgreSQL, MariaDB/MySQL),

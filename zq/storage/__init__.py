@@ -21,6 +21,7 @@ DRIVERS: dict[str, str] = {
     "mariadb": "zq.storage.sql:open_sql",
     "redis": "zq.storage.redis:open_redis",
     "rediss": "zq.storage.redis:open_redis",
+    "redis+sentinel": "zq.storage.redis:open_redis",
     "mongodb": "zq.storage.mongo:open_mongo",
     "mongodb+srv": "zq.storage.mongo:open_mongo",
     "mongomock": "zq.storage.mongo:open_mongo",
@@ -32,6 +33,8 @@ def scheme_of(uri: str) -> str:
     scheme = urlsplit(uri).scheme.lower()
     if scheme.startswith("mongodb+srv"):
         return "mongodb+srv"
+    if scheme == "redis+sentinel":
+        return scheme
     return scheme.split("+", 1)[0]
 
 
@@ -51,7 +54,7 @@ def check_uri(uri: str) -> None:
         )
     if scheme == "sqlite":
         _check_sqlite(uri)
-    elif scheme in ("redis", "rediss"):
+    elif scheme in ("redis", "rediss", "redis+sentinel"):
         from zq.storage.redis.uri import parse_uri
 
         parse_uri(uri)

@@ -45,19 +45,41 @@ export function svg(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** A duration as people say it: "18 s", "4 min", "3 h", "2 d". */
 export function ago(seconds) {
   if (seconds === null || seconds === undefined) return "–";
   const s = Math.max(0, Math.round(seconds));
-  if (s < 90) return `${s}s`;
-  if (s < 5400) return `${Math.round(s / 60)}m`;
-  if (s < 172800) return `${Math.round(s / 3600)}h`;
-  return `${Math.round(s / 86400)}d`;
+  if (s < 90) return `${s} s`;
+  if (s < 5400) return `${Math.round(s / 60)} min`;
+  if (s < 172800) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86400)} d`;
 }
 
-export function since(iso) {
-  if (!iso) return "–";
-  const then = Date.parse(iso);
-  return Number.isNaN(then) ? String(iso) : `${ago((Date.now() - then) / 1000)} ago`;
+/** Milliseconds since the epoch from an ISO 8601 string or POSIX seconds; NaN if neither. */
+export function toMillis(value) {
+  if (typeof value === "number") return value * 1000;
+  return value ? Date.parse(value) : NaN;
+}
+
+/** "2026-11-28 10:42:07 UTC": the absolute time, shown on hover. */
+export function utc(millis) {
+  return `${new Date(millis).toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
+/**
+ * The one way the console shows a time: relative ("18 s ago"), the absolute
+ * UTC time on hover and in `datetime`. `value`: ISO 8601 or POSIX seconds.
+ */
+export function when(value) {
+  const millis = toMillis(value);
+  if (Number.isNaN(millis)) return h("span.muted", { text: value ? String(value) : "–" });
+  return h("time", { datetime: new Date(millis).toISOString(), title: utc(millis),
+    text: `${ago((Date.now() - millis) / 1000)} ago` });
+}
+
+/** A time `age` seconds before now, shown as `when` does. */
+export function aged(age) {
+  return age === null || age === undefined ? h("span.muted", { text: "–" }) : when((Date.now() / 1000) - age);
 }
 
 /** A body as readable text: JSON pretty-printed, a string as itself. */

@@ -2,8 +2,9 @@
 // dead letter policy and dead letter depth, the most troubled first.
 
 import { q } from "./api.js";
-import { h, replace, ago, plural } from "./dom.js";
+import { h, replace, aged, when, plural } from "./dom.js";
 import { consumersOf } from "./consumers.js";
+import { queueLinks } from "./deadletters.js";
 
 const REFRESH_MS = 5000;
 const MAX_QUEUES = 500;
@@ -47,13 +48,14 @@ export async function loadOverview(api) {
     const s = stats.get(queue.name) || {};
     const dlq = metadata._dead_letter_queue || null;
     const isDlq = dlqNames.has(queue.name);
+    const feeders = items.filter((x) => (x.metadata || {})._dead_letter_queue === queue.name).map((x) => x.name).sort();
     const deadDepth = dlq ? (stats.get(dlq) || {}).total ?? null : isDlq ? s.total ?? null : null;
     const depthKey = dlq || queue.name;
     const before = previousDepth.get(depthKey);
     const growth = deadDepth !== null && before !== undefined ? deadDepth - before : 0;
     const c = consumers[i];
     return {
-      name: queue.name, metadata, stats: s, dlq, isDlq, deadDepth, growth,
+      name: queue.name, metadata, stats: s, dlq, isDlq, feeders, deadDepth, growth,
       consumers: c.available ? c.list : null,
       suspected: c.available ? c.list.filter((x) => x.suspected).length : 0,
     };
@@ -72,9 +74,16 @@ export function byTrouble(a, b) {
 
 const oldest = (row) => (row.stats.oldest ? row.stats.oldest.age : 0);
 
+function policyCell(row) {
+  const cell = h("td.policy", { text: policyText(row) });
+  // Where a dead letter queue's messages come from, each a link.
+  if (row.feeders.length) cell.append(h("span.fed", {}, "dead letters of ", queueLinks(row.feeders)));
+  return cell;
+}
+
 function policyText(row) {
   const m = row.metadata;
-  if (!m._dead_letter_queue) return row.isDlq ? "(a dead letter queue)" : "none";
+  if (!m._dead_letter_queue) return row.isDlq ? "" : "none";
   const after = m._max_claim_count ? `after ${plural(m._max_claim_count, "claim")}` : "no claim limit";
   return `→ ${m._dead_letter_queue}, ${after}${m._dead_letter_expired ? ", and expired" : ""}`;
 }
@@ -107,10 +116,10 @@ function tableRow(row) {
       h("td.num", { dataset: { col: "claimed" }, text: String(s.claimed ?? 0) }),
       h("td.num", { dataset: { col: "delayed" }, text: String(s.delayed ?? 0) }),
       h("td.num", { dataset: { col: "total" }, text: String(s.total ?? 0) }),
-      h("td.num", { dataset: { col: "oldest" }, text: s.oldest ? ago(s.oldest.age) : "–" }),
+      h("td.num", { dataset: { col: "oldest" } }, aged(s.oldest ? s.oldest.age : null)),
     ]),
     consumersCell(row),
-    h("td.policy", { text: policyText(row) }),
+    policyCell(row),
     deadCell(row));
 }
 
@@ -151,7 +160,7 @@ export function renderOverview(root, { api }) {
     try {
       data = await loadOverview(api);
       if (stopped) return;
-      updated.textContent = `updated ${new Date().toLocaleTimeString()}`;
+      replace(updated, "updated ", when(Date.now() / 1000));
       draw();
     } catch (err) {
       if (!stopped) replace(body, h("p.error", { role: "alert", text: `Could not list queues: ${err.description || err.message}` }));

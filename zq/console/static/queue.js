@@ -3,9 +3,10 @@
 // its consumers with suspected ones marked, and purge.
 
 import { q, JSON_PATCH } from "./api.js";
-import { h, replace, ago, since, notify, clearNotice, confirmAction } from "./dom.js";
+import { h, replace, aged, when, notify, clearNotice, confirmAction } from "./dom.js";
 import { drawChart } from "./chart.js";
 import { consumersOf } from "./consumers.js";
+import { feedersOf, queueLinks } from "./deadletters.js";
 
 const SAMPLE_MS = 2000;
 const WINDOW_S = 600;
@@ -41,6 +42,21 @@ function field([key, label, kind, hint], metadata) {
     h("label", { for: id, text: label }), input,
     h("span.hint", { id: `${id}-hint`, text: `${key}: ${hint}` }),
     h("span.field-error", { id: `${id}-error` }));
+}
+
+/**
+ * What the stats will carry once the outage breaker (issue 27) and long-poll
+ * waiters (issue 28) exist. Neither exists yet: each fact shows only when
+ * the stats carry it, so until then nothing shows (docs/console.md).
+ */
+export function stateFacts(stats) {
+  const facts = [];
+  if (stats.breaker !== undefined && stats.breaker !== null) {
+    const b = stats.breaker;
+    facts.push(["State", h(`span.badge.${b.state === "closed" ? "ok" : "bad"}`, { text: `breaker ${b.state ?? b}` })]);
+  }
+  if (typeof stats.waiting === "number") facts.push(["Waiting", stats.waiting]);
+  return facts;
 }
 
 /** The form's values as a JSON patch: an empty field sets null, which unsets a reserved key. */
@@ -80,12 +96,15 @@ export function renderQueue(root, { api }, name) {
   const metaBox = h("section.panel", { "aria-labelledby": "meta-title" }, h("h2", { id: "meta-title", text: "Dead letter policy and backoff" }));
   const consumersBox = h("section.panel", { "aria-labelledby": "consumers-title" }, h("h2", { id: "consumers-title", text: "Consumers" }));
   const purge = h("button.danger", { type: "button", text: "Purge messages…", on: { click: onPurge } });
+  const feeders = h("p.feeders", { id: "feeders" });
+  const publishBox = publishPanel();
   replace(root,
     h("nav.crumbs", { "aria-label": "Breadcrumb" }, h("a", { href: "#/queues", text: "Queues" }), " / ", h("span", { text: name })),
     h("div.bar", {}, h("h1", { text: name }),
       h("a.button", { href: `#/dlq/${encodeURIComponent(name)}`, text: "Browse as dead letters" }), purge),
     h("section.panel", { "aria-labelledby": "stats-title" }, h("h2", { id: "stats-title", text: "Stats" }), statsBox),
-    h("div.columns", {}, metaBox, consumersBox));
+    feeders,
+    h("div.columns", {}, metaBox, consumersBox), publishBox);
 
   async function sample() {
     clearTimeout(timer);
@@ -98,8 +117,10 @@ export function renderQueue(root, { api }, name) {
       replace(statsBox,
         h("dl.counts", {},
           [["Free", m.free], ["Claimed", m.claimed], ["Delayed", m.delayed ?? "–"], ["Total", m.total],
-           ["Oldest", m.oldest ? ago(m.oldest.age) : "–"], ["Newest", m.newest ? ago(m.newest.age) : "–"]]
-            .map(([k, v]) => h("div", {}, h("dt", { text: k }), h("dd", { dataset: { stat: k.toLowerCase() }, text: String(v) })))),
+           ["Oldest", aged(m.oldest ? m.oldest.age : null)], ["Newest", aged(m.newest ? m.newest.age : null)],
+           ...stateFacts(data)]
+            .map(([k, v]) => h("div", {}, h("dt", { text: k }),
+              h("dd", { dataset: { stat: k.toLowerCase() } }, v instanceof Node ? v : String(v))))),
         drawChart(samples, WINDOW_S));
     } catch (err) {
       if (!stopped) replace(statsBox, h("p.error", { role: "alert", text: `Could not read stats: ${err.description || err.message}` }));
@@ -167,13 +188,18 @@ export function renderQueue(root, { api }, name) {
       replace(consumersBox, title, h("p.empty", { text: "No consumer claimed from this queue in the last hour." }));
       return;
     }
+    // A consumer waiting in a long poll (issue 28) gets a column once the
+    // consumers carry it; until then the table has none.
+    const waits = result.list.some((c) => c.waiting !== undefined);
+    const head = ["Client-ID", "Last claim", "Live", "Lapsed", ...(waits ? ["Waiting"] : []), ""];
     replace(consumersBox, title, h("div.scroll", {}, h("table", {},
-      h("thead", {}, h("tr", {}, ["Client-ID", "Last claim", "Live", "Lapsed", ""].map((t) => h("th", { scope: "col", text: t })))),
-      h("tbody", {}, result.list.map((c) => h(`tr${c.suspected ? ".warn" : ""}`, {},
+      h("thead", {}, h("tr", {}, head.map((t) => h("th", { scope: "col", text: t })))),
+      h("tbody", {}, result.list.map((c) => h(`tr${c.suspected ? ".warn" : ""}`, { dataset: { client: c.client_id } },
         h("td.mono", { text: c.client_id }),
-        h("td", { text: typeof c.last_claim === "number" ? new Date(c.last_claim * 1000).toLocaleTimeString() : since(c.last_claim) }),
+        h("td", {}, when(c.last_claim)),
         h("td.num", { text: String(c.live_claims ?? "–") }),
         h("td.num", { text: String(c.lapsed_claims ?? "–") }),
+        waits ? h("td", { dataset: { col: "waiting" }, text: c.waiting ? "waiting" : "" }) : null,
         h("td", {}, c.suspected ? h("span.badge.warn", { text: "suspected" }) : "")))))));
   }
 
@@ -188,9 +214,69 @@ export function renderQueue(root, { api }, name) {
     }
   }
 
+  /** A message to try a fix with before redriving: body as JSON, ttl, delay. */
+  function publishPanel() {
+    const error = h("p.error", { id: "publish-error", role: "alert" });
+    const form = h("form.publish", { on: { submit: onPublish }, "aria-describedby": "publish-error" },
+      h("label", { for: "publish-body", text: "Body (JSON)" }),
+      h("textarea", { id: "publish-body", rows: "4", spellcheck: "false", text: '{"test": true}' }),
+      h("div.inline", {},
+        h("label", { for: "publish-ttl", text: "ttl (s)" }),
+        h("input", { id: "publish-ttl", inputmode: "numeric", value: "3600", autocomplete: "off" }),
+        h("label", { for: "publish-delay", text: "delay (s)" }),
+        h("input", { id: "publish-delay", inputmode: "numeric", value: "0", autocomplete: "off" }),
+        h("button.primary", { type: "submit", text: "Publish" })),
+      error);
+    return h("section.panel", { "aria-labelledby": "publish-title" },
+      h("h2", { id: "publish-title", text: "Publish a test message" }), form);
+  }
+
+  async function onPublish(event) {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const error = form.querySelector("#publish-error");
+    error.textContent = "";
+    clearNotice();
+    let body;
+    try {
+      body = JSON.parse(form.querySelector("#publish-body").value);
+    } catch (err) {
+      error.textContent = `The body is not JSON: ${err.message}`;
+      return;
+    }
+    // ttl and delay go as typed: the server's limits decide, and say why.
+    const number = (id) => {
+      const text = form.querySelector(id).value.trim();
+      return /^-?\d+$/.test(text) ? Number(text) : text;
+    };
+    try {
+      const { data } = await api.request("POST", `${q(name)}/messages`,
+        { body: { messages: [{ body, ttl: number("#publish-ttl"), delay: number("#publish-delay") }] } });
+      if (stopped) return;
+      const id = ((data && data.resources) || [""])[0].split("/").pop();
+      notify(`Published message ${id} to ${name}.`, "ok");
+      sample();
+    } catch (err) {
+      if (!stopped) error.textContent = `Not published: ${err.description || err.message}`;
+    }
+  }
+
+  async function loadFeeders() {
+    try {
+      const names = await feedersOf(api, name);
+      if (!stopped && names.length) {
+        replace(feeders, "Dead letter queue of ", ...queueLinks(names), " · ",
+          h("a", { href: `#/dlq/${encodeURIComponent(name)}`, text: "browse its dead letters" }));
+      }
+    } catch {
+      // The page stands without it; the dead letter browser says why.
+    }
+  }
+
   sample();
   loadMetadata();
   loadConsumers();
+  loadFeeders();
   return {
     stop() { stopped = true; clearTimeout(timer); },
     refresh() { sample(); loadConsumers(); },

@@ -1,9 +1,10 @@
 """Redis storage driver: every state change is one Lua script.
 
-URI: ``redis://[[user]:password@]host[:port][/db][?prefix=NAME]`` or
-``rediss://`` for TLS. ``prefix`` (default ``zq``; letters, digits, ``_``,
-``.``, ``-``) starts every key, so several deployments or test sessions
-share one Redis without colliding. Requires Redis 7.0 or later (script
+URI: ``redis://[[user]:password@]host[:port][/db][?prefix=NAME]``,
+``rediss://`` for TLS, or ``redis+sentinel://h1:26379,h2/MASTER[/db]``
+through Redis Sentinel (zq/storage/redis/uri.py). ``prefix`` (default
+``zq``; letters, digits, ``_``, ``.``, ``-``) starts every key, so several
+deployments or test sessions share one Redis without colliding. Requires Redis 7.0 or later (script
 flags, exclusive XRANGE, XTRIM MINID).
 
 Atomicity. Each state change (post, claim, pop, delete, delete_many, move,

@@ -68,7 +68,7 @@ def check_layout(client: redis.Redis, prefix: str, where: str, uri: str) -> None
 def upgrade_uri(uri: str, clock: Clock) -> tuple[str | None, str]:
     """``zq db upgrade`` for a Redis storage URI: see ``upgrade``."""
     target = parse_uri(uri)
-    client = redis.Redis.from_url(target.url, decode_responses=True)
+    client = target.client(decode_responses=True)
     try:
         return upgrade(client, target.prefix, clock)
     except redis.RedisError as exc:

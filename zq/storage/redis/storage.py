@@ -70,12 +70,11 @@ class RedisStorage(Storage):
 
 
 def open_redis(uri: str, *, clock: Clock) -> Storage:
-    """Connect to ``redis://[:password@]host:port/db[?prefix=NAME]`` (or rediss://)."""
+    """Connect to ``redis://[:password@]host:port/db[?prefix=NAME]`` (rediss://, redis+sentinel://)."""
     target = parse_uri(uri)
     # No automatic retries: after a lost reply nobody knows whether a script
     # ran, and running a claim or pop twice would not be harmless.
-    client = redis.Redis.from_url(target.url, decode_responses=True,
-                                  retry=Retry(NoBackoff(), 0))
+    client = target.client(decode_responses=True, retry=Retry(NoBackoff(), 0))
     where = f"{redact(uri)} (prefix {target.prefix[:-1]!r})"
     try:
         check_layout(client, target.prefix, where, uri)
