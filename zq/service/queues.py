@@ -456,7 +456,7 @@ class QueueService:
         """Claim up to ``limit`` free messages; None when none was delivered.
 
         A message whose body cannot be opened is left out of the claim and
-        set aside (``_set_aside``); when every message taken was, the claim
+        set aside (``rejects.set_aside``); when every message taken was, the claim
         is released and comes back with no messages and those left out.
         """
         queue = self._queue_name(queue)
