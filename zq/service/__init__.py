@@ -9,6 +9,7 @@ Its parts, one job each:
 - bodies.py: encoding, sealing and opening message bodies, their fingerprints;
 - metadata_writes.py: compare-and-set metadata writes and the dead letter
   chain check under a project's links version;
+- posts.py: a post's messages, within the post size, with the queue's defaults;
 - deliveries.py: acting on a queue's metadata for a post, claim or pop (read
   cached where safe, read again when the driver finds it stale);
 - rejects.py: a reject refused without a claim, and a terminal reject's move;

@@ -26,8 +26,8 @@ from zq.poison import backoff, consumers, dead_letter, redrive
 from zq.pooling import Pools
 from zq.service import health as health_report
 from zq.service import metadata_writes as writes
-from zq.service import rejects
-from zq.service.bodies import Bodies, encode_body
+from zq.service import posts, rejects
+from zq.service.bodies import Bodies
 from zq.service.deliveries import version_for, with_metadata
 from zq.service.metadata_cache import MetadataCache
 from zq.service.opening import Opened, OpenedClaim, opened_claim
@@ -35,7 +35,7 @@ from zq.service.redrive import Redrive
 from zq.service.subscribed import SubscribedQueues
 from zq.storage.base import Storage
 from zq.storage.delivery_rules import DeliveryRules
-from zq.storage.records import ClaimRecord, MessageRecord, NewMessage, QueueRecord, QueueStats
+from zq.storage.records import ClaimRecord, MessageRecord, QueueRecord, QueueStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +216,7 @@ class QueueService:
         storage = self._storage(project, queue)
 
         def post(stored: dict[str, Any], version: str | None) -> list[str]:
-            new = self._new_messages(stored, document, body_size)
+            new = posts.new_messages(self.limits, self._bodies, stored, document, body_size)
             # Posting creates a queue implicitly: a new one is placed (no
             # flavor). A version read where the queue was not registered is
             # None; one read from a pool the queue has since left is refused
@@ -228,39 +228,6 @@ class QueueService:
             return placed.messages.post(project, queue, new, client_id=client_id, rules=rules)
 
         return with_metadata(self._metadata_cache, project, queue, storage, post)
-
-    def _new_messages(
-        self, stored: dict[str, Any], document: Any, body_size: int
-    ) -> list[NewMessage]:
-        """The post's messages, within the queue's post size, with its defaults applied.
-
-        The size cap applies to the post as the client sent it and, on a queue
-        that encrypts, to the post with its bodies sealed (as Zaqar does); such
-        a queue fingerprints each body keyed (``_sealed`` then seals it).
-        """
-        cap = min(
-            self.limits.max_messages_post_size,
-            meta.effective(stored, meta.MAX_MESSAGES_POST_SIZE, self.limits),
-        )
-        validation.body_size(body_size, cap, "The message post")
-        posted = validation.posted_messages(document, self.limits)
-        ttl = meta.effective(stored, meta.DEFAULT_MESSAGE_TTL, self.limits)
-        delay = meta.effective(stored, meta.DEFAULT_MESSAGE_DELAY, self.limits)
-        cipher = self._bodies.sealing_cipher(stored)
-        keyed = self._bodies.fingerprint_with(cipher)
-        new = []
-        for message in posted:
-            body = encode_body(message.body)
-            new.append(
-                NewMessage(
-                    body=body,
-                    ttl=ttl if message.ttl is None else message.ttl,
-                    delay=delay if message.delay is None else message.delay,
-                    fingerprint=keyed(body),
-                )
-            )
-        self._bodies.check_sealed_size(cipher, new, body_size, cap)
-        return new
 
     def list_messages(
         self,
