@@ -198,7 +198,7 @@ class PostgresPair:
     def uri(self) -> str:
         return (f"postgresql://postgres@127.0.0.1:{self.primary_port},"
                 f"127.0.0.1:{self.standby_port}/{self.database}"
-                "?target_session_attrs=read-write&connect_timeout=5")
+                "?target_session_attrs=read-write")
 
     def single_uri(self, port: int, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{port}/{database}"
