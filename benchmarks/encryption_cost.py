@@ -30,7 +30,8 @@ from zq.clock import SystemClock
 from zq.config import EncryptionConfig, Limits
 from zq.encryption import BodyCipher
 from zq.pooling import SingleBackend
-from zq.service import QueueService, encode_body
+from zq.service import QueueService
+from zq.service.bodies import encode_body
 from zq.storage import open_storage
 
 BATCH = 10

@@ -4,7 +4,7 @@
 
 In one process, per backend: "before" is QueueService with the subscribed
 check skipped (main's post path), "after" the real one (a cached
-``for_queue`` read every zq.subscribed.SECONDS per queue; the clock is real,
+``for_queue`` read every zq.service.subscribed.SECONDS per queue; the clock is real,
 so the cache expires as in production), each on its own queue. Posts of 10
 messages in blocks of 20, the sides alternating block by block (the
 machine's load changes under a longer run), ``--rounds`` times; prints

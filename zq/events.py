@@ -50,7 +50,7 @@ DESCRIPTION = "description"  # dead_lettered / rejected: why, in words (poison w
 RETRY_AFTER = "retry_after"  # rejected: seconds asked for, null: the queue's backoff
 # posted, only when the queue had a live subscription: the body as stored
 # (JSON text, or the ciphertext of a queue that encrypts), for the notifier
-# (zq.subscribed); the analytics export leaves it out.
+# (zq.service.subscribed); the analytics export leaves it out.
 BODY = "body"
 
 CLAIM_TARGET = "claim"

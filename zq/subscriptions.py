@@ -26,10 +26,10 @@ from zq import retry_policy, subscribers, validation
 from zq.config import Limits
 from zq.errors import InvalidRequest, SubscriptionConflict, SubscriptionNotFound
 from zq.pooling import Pools
+from zq.service.subscribed import SubscribedQueues
 from zq.storage.base import Storage
 from zq.storage.records import SubscriptionRecord
 from zq.storage.subscriptions import new_subscription_id
-from zq.subscribed import SubscribedQueues
 
 # Zaqar's subscriber_types less trust+http(s), which need Keystone trusts.
 SUBSCRIBER_TYPES = ("http", "https", "mailto")
@@ -195,7 +195,7 @@ class SubscriptionService:
         # can never allow is refused here rather than failing every attempt.
         self.webhooks = webhooks
         self.pools = pools
-        # The posts' cache of subscribed queues (zq.subscribed), told at once
+        # The posts' cache of subscribed queues (zq.service.subscribed), told at once
         # of this process's changes.
         self.subscribed = subscribed
         self.require_confirmation = require_confirmation

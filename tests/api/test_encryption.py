@@ -13,7 +13,7 @@ from tests.service.stored_bodies import overwrite_body
 from zq.api import create_app
 from zq.config import Config
 from zq.encryption import is_sealed
-from zq.opening import HEADER as UNREADABLE
+from zq.service.opening import HEADER as UNREADABLE
 
 FLAG = "_enable_encrypt_messages"
 

@@ -14,14 +14,14 @@ from typing import Any
 import pyarrow.dataset as ds
 
 from tests.notifications.helpers import Counts, config, drain, receiver
-from zq import events, subscribed
+from zq import events
 from zq.clock import ManualClock
 from zq.config import EncryptionConfig, Limits
 from zq.encryption import BodyCipher, is_sealed
 from zq.notifications.pump import fetcher
 from zq.notifications.runner import Notifier
 from zq.pooling import SingleBackend
-from zq.service import QueueService
+from zq.service import QueueService, subscribed
 from zq.storage.base import Storage
 from zq.storage.records import Event
 from zq.subscriptions import SubscriptionService

@@ -23,7 +23,8 @@ from zq.config import EncryptionConfig, Limits
 from zq.encryption import BodyCipher, is_sealed
 from zq.errors import EncryptionFailure, EncryptionNotConfigured
 from zq.pooling import SingleBackend
-from zq.service import QueueService, encode_body
+from zq.service import QueueService
+from zq.service.bodies import encode_body
 from zq.storage.base import Storage
 
 __all__ = ["backend_name", "clock", "project", "storage", "storage_factory"]

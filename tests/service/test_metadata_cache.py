@@ -13,9 +13,9 @@ from tests.backends import BACKENDS
 from zq.clock import ManualClock
 from zq.config import Limits
 from zq.errors import InvalidRequest
-from zq.metadata_cache import MetadataCache
 from zq.pooling import SingleBackend
 from zq.service import QueueService
+from zq.service.metadata_cache import MetadataCache
 from zq.storage.base import Storage
 
 POLICY = {"_max_claim_count": 1, "_dead_letter_queue": "dead"}

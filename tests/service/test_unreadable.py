@@ -26,7 +26,8 @@ from tests.service.test_encryption import (
 )
 from zq.errors import ClaimNotFound, EncryptionFailure
 from zq.poison import moves
-from zq.service import QueueService, encode_body
+from zq.service import QueueService
+from zq.service.bodies import encode_body
 from zq.storage.base import Storage
 
 __all__ = ["backend_name", "clock", "project", "storage", "storage_factory"]

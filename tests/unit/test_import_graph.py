@@ -82,8 +82,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("start-up", ("zq.startup",)),
     ("HTTP and background work", ("zq.api", "zq.auth", "zq.console", "zq.notifications",
                                   "zq.metrics", "zq.analytics", "zq.housekeeping")),
-    ("service rules", ("zq.service", "zq.subscriptions", "zq.metadata",
-                       "zq.metadata_cache", "zq.subscribed", "zq.opening")),
+    ("service rules", ("zq.service", "zq.subscriptions", "zq.metadata")),
     ("pooling", ("zq.pooling",)),
     ("storage contract and drivers", ("zq.storage",)),
     ("rules: the poison workflow, client input, queue filters, notification policy", (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from zq.metadata_cache import MAX_ENTRIES, MetadataCache
+from zq.service.metadata_cache import MAX_ENTRIES, MetadataCache
 from zq.storage.records import MetadataRead
 
 

@@ -1,9 +1,9 @@
-"""zq.subscribed: answers kept for SECONDS, forgotten on demand, bounded."""
+"""zq.service.subscribed: answers kept for SECONDS, forgotten on demand, bounded."""
 
 from __future__ import annotations
 
 from zq.clock import ManualClock
-from zq.subscribed import SubscribedQueues
+from zq.service.subscribed import SubscribedQueues
 
 
 class Lookups:

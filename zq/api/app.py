@@ -24,7 +24,6 @@ from zq.auth import Authenticate, keystone
 from zq.clock import Clock, SystemClock
 from zq.config import Config
 from zq.encryption import BodyCipher
-from zq.metadata_cache import MetadataCache
 from zq.metrics.setup import Telemetry, open_telemetry
 from zq.notifications.confirmation_requests import StoredRequests
 from zq.notifications.hosts import AllowedHosts
@@ -33,6 +32,7 @@ from zq.pooling import Pools
 from zq.pooling.admin import PoolAdmin
 from zq.pooling.setup import open_pools
 from zq.service import QueueService
+from zq.service.metadata_cache import MetadataCache
 from zq.storage.base import Storage
 from zq.subscriptions import SubscriptionService
 

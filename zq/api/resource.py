@@ -7,12 +7,11 @@ from typing import Any
 
 import falcon
 
-from zq import opening
 from zq.api import representation
 from zq.clock import Clock
 from zq.config import Limits
-from zq.opening import Unreadable
-from zq.service import QueueService
+from zq.service import QueueService, opening
+from zq.service.opening import Unreadable
 from zq.storage.records import MessageRecord
 
 

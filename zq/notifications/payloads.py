@@ -95,7 +95,7 @@ def message_payload(event: Event, subscription: Subscription, fetch: Fetch,
     """Zaqar's notification of a message now in the subscribed queue.
 
     A post to a queue with subscriptions carries its body in the event
-    (zq.subscribed): no read of the queue, whose consumer may have taken
+    (zq.service.subscribed): no read of the queue, whose consumer may have taken
     the message already. Otherwise (posted within seconds of a subscription
     made by another process, a redrive) the queue is read: body None when
     the message has gone.

@@ -36,7 +36,7 @@ REASON_MAX_CLAIM_COUNT = "max_claim_count"
 REASON_REJECTED = "rejected"
 REASON_EXPIRED = "expired"
 REASON_REDRIVEN = "redriven"
-REASON_UNREADABLE = "unreadable"  # its sealed body could not be opened (zq.opening)
+REASON_UNREADABLE = "unreadable"  # its sealed body could not be opened (zq.service.opening)
 
 # History entry keys.
 QUEUE = "queue"  # the queue the message left

@@ -80,7 +80,7 @@ class RedriveResult:
     next: str | None  # the marker to continue with; None: the walk is over
     created: tuple[str, ...] = ()  # destinations this call created (``create``)
     # Messages a fingerprint filter could not judge: their bodies could not
-    # be opened (zq.opening); never selected, left where they are.
+    # be opened (zq.service.opening); never selected, left where they are.
     unreadable: Sequence[str] = ()
 
     def as_dict(self) -> dict[str, Any]:

@@ -29,7 +29,8 @@ Conventions every driver follows:
   increases). A message moved into another queue (``MessageController.move``,
   a claim's dead letter move) keeps its marker.
 - Every state change writes its event(s) (see zq.events) in the same atomic
-  step as the change itself.
+  step as the change itself; MongoDB without transactions (standalone,
+  mongomock) writes them right after it (docs/mongo.md).
 - Message bodies are opaque JSON text: the driver stores and returns the
   exact string it was given.
 - Queues are created implicitly by posting to them and by a move into them.
@@ -562,9 +563,7 @@ class Storage(ABC):
     claims: ClaimController
     events: EventLog
     consumers: ConsumerLog
-    # A capability: the driver checks ``metadata_version`` (post) and
-    # ``DeliveryRules.metadata_version`` (claim, pop) in the delivery's own
-    # atomic step, so the service may keep metadata cached (zq.metadata_cache).
+    # A capability: post, claim and pop check ``DeliveryRules.metadata_version``.
     checks_metadata_version: bool = False
     # The notifier's cursors and leases (zq.storage.cursors).
     notification_cursors: NotificationCursors

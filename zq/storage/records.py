@@ -22,7 +22,7 @@ class NewMessage:
     delay: int  # seconds before it can be claimed
     fingerprint: str  # zq.events.fingerprint(body), recorded in events
     # The posted event carries the body as stored (zq.events.BODY): the
-    # queue has subscribers (zq.subscribed), whose notifier needs it.
+    # queue has subscribers (zq.service.subscribed), whose notifier needs it.
     event_body: bool = False
     # The id to store it under, drawn from the same driver's
     # MessageController.new_id before the post (a sealed body is bound to

@@ -13,11 +13,14 @@ window (docs/notifications.md).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
 from zq.clock import Clock
+from zq.storage.base import Storage
+from zq.storage.records import NewMessage
 
 # How long an answer is trusted; the window in which another process's new
 # subscription may miss a body in the event log.
@@ -58,3 +61,19 @@ class SubscribedQueues:
         """Drop the queue's answer (its subscriptions changed in this process)."""
         with self._lock:
             self._known.pop((project, queue), None)
+
+    def with_event_bodies(self, storage: Storage, project: str, queue: str,
+                          new: list[NewMessage]) -> list[NewMessage]:
+        """``new``, with bodies in their posted events when the queue has subscriptions.
+
+        The body goes into the event as stored (sealed for a queue that
+        encrypts), in the post's own write: the notifier then never depends
+        on the message still being in the queue. Queues without
+        subscriptions pay a cached read every few seconds.
+        """
+        def lookup(project: str, queue: str) -> bool:
+            return bool(storage.subscriptions.for_queue(project, queue))
+
+        if not self.has(project, queue, lookup):
+            return new
+        return [dataclasses.replace(message, event_body=True) for message in new]

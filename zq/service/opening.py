@@ -5,7 +5,7 @@ was altered or copied from another message) must fail alone: the read
 returns the other messages and reports this one as ``Unreadable``, logged
 at ERROR with its id, instead of failing as a whole. What then becomes of
 an unreadable message that a claim or pop took is the service's decision
-(QueueService._set_aside, docs/encryption.md).
+(zq.service.rejects.set_aside, docs/encryption.md).
 """
 
 from __future__ import annotations

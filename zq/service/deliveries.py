@@ -1,0 +1,64 @@
+"""Acting on a queue's metadata for a post, claim or pop.
+
+Each reads the queue's metadata first (defaults, post size, dead letter
+policy, backoff), then acts. The read is cached per worker where safe
+(zq.service.metadata_cache); a driver with
+``Storage.checks_metadata_version`` is given the version the action was
+decided on, in its DeliveryRules, and refuses a stale one in the same atomic
+step. This module is the one place that decides whether a version goes down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from zq.errors import InvalidRequest, MetadataChanged
+from zq.service.metadata_cache import MetadataCache
+from zq.storage.base import Storage
+
+# Reads of a queue's metadata a post, claim or pop makes at most when the
+# metadata keeps changing under it.
+METADATA_ATTEMPTS = 3
+
+T = TypeVar("T")
+
+
+def with_metadata(
+    cache: MetadataCache,
+    project: str,
+    queue: str,
+    storage: Storage,
+    act: Callable[[dict[str, Any], str | None], T],
+) -> T:
+    """``act(metadata, version)`` with the queue's metadata, cached where safe.
+
+    ``version`` is given only where the driver checks it
+    (``Storage.checks_metadata_version``), which refuses a stale one
+    (MetadataChanged): read again and act again; the last attempt passes no
+    version, as for the other drivers. A refusal (InvalidRequest) made on
+    cached metadata is checked against a fresh read too: a stale post size
+    cap must not refuse a post.
+    """
+    attempts = METADATA_ATTEMPTS
+    while True:
+        attempts -= 1
+        cached = cache.get(storage, project, queue)
+        checked = attempts > 0 and storage.checks_metadata_version
+        try:
+            return act(cached.read.metadata, cached.read.version if checked else None)
+        except MetadataChanged:
+            cache.forget(project, queue)
+        except InvalidRequest:
+            if not cached.hit:
+                raise
+            cache.forget(project, queue)
+
+
+def version_for(storage: Storage, version: str | None) -> str | None:
+    """``version`` where ``storage`` checks metadata versions; None elsewhere.
+
+    A post reads the metadata where the queue was, and writes where it is
+    placed: a version goes down only to a placed storage that checks it.
+    """
+    return version if storage.checks_metadata_version else None
