@@ -35,6 +35,24 @@ def test_prepare_storage_migrates_sqlite_before_the_workers_start(tmp_path: Path
     assert migrate.current_revision(uri) == migrate.head_revision()
 
 
+def test_wait_replicas_on_a_storage_that_is_not_redis_is_refused(tmp_path: Path) -> None:
+    config = sqlite_config(tmp_path).with_overrides(redis={"wait_replicas": 1})
+    with pytest.raises(StartupError, match=r"wait_replicas = 1 cannot take effect.*not Redis"):
+        prepare_storage(config)
+
+
+def test_redis_settings_are_checked_when_read() -> None:
+    from zq.config import ConfigError, load_config
+
+    config = load_config(environ={"ZQ_REDIS_WAIT_REPLICAS": "2", "ZQ_REDIS_WAIT_TIMEOUT": "0.25"})
+    assert (config.redis.wait_replicas, config.redis.wait_timeout_ms) == (2, 250)
+    with pytest.raises(ConfigError, match="wait_replicas: must"):
+        load_config(environ={"ZQ_REDIS_WAIT_REPLICAS": "-1"})
+    with pytest.raises(ConfigError, match="wait_timeout: must be above 0"):
+        load_config(environ={"ZQ_REDIS_WAIT_TIMEOUT": "0"})
+    assert Config().with_overrides(redis={"wait_timeout": 0.0001}).redis.wait_timeout_ms == 1
+
+
 def test_prepare_storage_creates_the_default_data_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

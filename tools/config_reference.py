@@ -30,9 +30,17 @@ DESCRIPTIONS = {
                              "(Redis checks the metadata version instead and needs no "
                              "setting)",
     "storage.uri": "storage URI (`sqlite:///path`, `postgresql://user@host/db`, "
-                   "`mysql://user@host/db`, `redis://host:6379`, `mongodb://host/db`); "
+                   "`mysql://user@host/db`, `redis://host:6379`, `mongodb://host/db`; "
+                   "several PostgreSQL hosts `postgresql://u@h1,h2/db?"
+                   "target_session_attrs=read-write`, Redis Sentinel "
+                   "`redis+sentinel://s1,s2,s3/MASTER/0`); "
                    "empty: SQLite file `zq.sqlite3` in the data directory; "
                    "also `ZQ_STORAGE`",
+    "redis.wait_replicas": "a Redis storage: after each write script, WAIT until this many "
+                           "replicas have it; not confirmed within `wait_timeout`: 503 (the "
+                           "write was made and may or may not survive a failover); 0: off. "
+                           "See docs/high-availability.md",
+    "redis.wait_timeout": "seconds `wait_replicas` waits for the replicas (above 0)",
     "limits.max_queues_per_page": "most queues one `GET /v2/queues` page returns",
     "limits.max_messages_per_page": "most messages one `GET .../messages` page returns",
     "limits.max_messages_per_claim_or_pop": "most messages one claim or pop takes",

@@ -130,6 +130,29 @@ class StorageConfig:
 
 
 @dataclass(frozen=True)
+class RedisConfig:
+    """Settings of the Redis storage driver; see docs/high-availability.md."""
+
+    # After each write script, WAIT for this many replicas to have it; a
+    # write they do not confirm within wait_timeout answers 503. 0: off.
+    wait_replicas: int = 0
+    wait_timeout: float = 1.0  # seconds
+
+    def __post_init__(self) -> None:
+        if self.wait_replicas < 0:
+            raise ConfigError(f"redis.wait_replicas: must be 0 or more, got {self.wait_replicas}.")
+        if not self.wait_timeout > 0:
+            # WAIT with a timeout of 0 blocks until the replicas answer, forever if none does.
+            raise ConfigError("redis.wait_timeout: must be above 0 seconds, got "
+                              f"{self.wait_timeout!r}.")
+
+    @property
+    def wait_timeout_ms(self) -> int:
+        """The timeout as WAIT takes it: whole milliseconds, at least 1 (0 is forever)."""
+        return max(1, round(self.wait_timeout * 1000))
+
+
+@dataclass(frozen=True)
 class GcConfig:
     interval: float = 30.0  # seconds between collections inside the server; 0 disables
 
@@ -348,6 +371,7 @@ class NotificationsConfig:
 class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    redis: RedisConfig = field(default_factory=RedisConfig)
     limits: Limits = field(default_factory=Limits)
     gc: GcConfig = field(default_factory=GcConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)

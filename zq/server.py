@@ -54,7 +54,7 @@ from zq.startup import (
     open_reachable_management,
     open_reachable_storage,
 )
-from zq.storage import check_shareable, scheme_of
+from zq.storage import REDIS_SCHEMES, check_shareable, scheme_of
 from zq.storage.uri import redact
 
 log = logging.getLogger("zq.server")
@@ -145,12 +145,17 @@ def prepare_storage(config: Config) -> str:
     Other backends are migrated by the admin with ``zq db upgrade``.
     """
     uri = config.storage.resolved_uri()
+    if config.redis.wait_replicas and scheme_of(uri) not in REDIS_SCHEMES:
+        raise StartupError(
+            f"[redis] wait_replicas = {config.redis.wait_replicas} cannot take effect: the "
+            f"storage {redact(uri)} is not Redis; remove the setting."
+        )
     ensure_default_data_dir(config)
     if scheme_of(uri) == "sqlite":
         from zq.storage.sql.migrate import upgrade
 
         upgrade(uri)
-    open_reachable_storage(uri).close()  # fail now, not in every worker
+    open_reachable_storage(uri, config.redis).close()  # fail now, not in every worker
     return uri
 
 

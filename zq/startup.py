@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zq.config import Config, default_data_dir
+from zq.config import Config, RedisConfig, default_data_dir
 from zq.errors import ZqError
 from zq.storage import open_storage
 from zq.storage.base import Storage
@@ -41,10 +41,10 @@ def ensure_management_dir(config: Config) -> None:
         default_data_dir().mkdir(parents=True, exist_ok=True)
 
 
-def open_reachable_storage(uri: str) -> Storage:
+def open_reachable_storage(uri: str, redis: RedisConfig | None = None) -> Storage:
     """Connect to ``uri`` and check that it answers; StartupError if not."""
     try:
-        storage = open_storage(uri)
+        storage = open_storage(uri, redis=redis)
     except ZqError as exc:
         raise StartupError(f"storage {redact(uri)}: {exc}") from exc
     if not storage.ping():

@@ -46,7 +46,10 @@ class Outcome:
 
 
 def _run(tmp: Path, uri: str, backend: str, replication: str, kill: Callable[[], None],
-         promote: Callable[[], None], timing: Timing, extra_env: dict[str, str]) -> Outcome:
+         promote: Callable[[], float | None], timing: Timing,
+         extra_env: dict[str, str]) -> Outcome:
+    """``promote`` returns when the load may go on, and the moment of the promotion
+    (time.monotonic()) when that was earlier than its return (None: its return)."""
     env = {**crash_environment(clean_environment(tmp / "data")), **extra_env}
     if backend == "postgresql":
         upgraded = run_zq("db", "upgrade", "--storage", uri, env=env)
@@ -65,8 +68,7 @@ def _run(tmp: Path, uri: str, backend: str, replication: str, kill: Callable[[],
         time.sleep(timing.before)
         kill()  # returns once the server and all its processes are gone
         killed = time.monotonic()
-        promote()
-        promoted = time.monotonic()
+        promoted = promote() or time.monotonic()
         deadline = promoted + RECOVERY_LIMIT
         while time.monotonic() < deadline:
             with ledger.lock:
@@ -91,9 +93,10 @@ def _run(tmp: Path, uri: str, backend: str, replication: str, kill: Callable[[],
 def postgresql_failover(tmp: Path, *, synchronous: bool, timing: Timing = Timing()) -> Outcome:
     """A primary SIGKILLed under load, its streaming standby promoted by hand."""
     with servers.postgresql_pair(synchronous=synchronous) as pair:
-        def promote() -> None:
+        def promote() -> float | None:
             time.sleep(timing.promote_after)
             pair.promote()
+            return None
 
         return _run(tmp, pair.uri, "postgresql",
                     "synchronous" if synchronous else "asynchronous",
@@ -109,10 +112,12 @@ def redis_failover(tmp: Path, *, wait_replicas: int = 0, timing: Timing = Timing
     acknowledged, since the new master has no replica to confirm it.
     """
     with servers.redis_sentinel_set() as redis_set:
-        def promote() -> None:
+        def promote() -> float:
             redis_set.wait_promoted()
+            promoted = time.monotonic()
             if wait_replicas:
                 redis_set.rejoin_old_master()
+            return promoted
 
         env = {"ZQ_REDIS_WAIT_REPLICAS": str(wait_replicas)} if wait_replicas else {}
         replication = (f"wait_replicas = {wait_replicas}" if wait_replicas

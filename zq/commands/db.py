@@ -12,11 +12,10 @@ from zq.commands.options import (
 )
 from zq.config import Config
 from zq.startup import ensure_default_data_dir, ensure_management_dir, first_line
-from zq.storage import check_uri, scheme_of
+from zq.storage import REDIS_SCHEMES, check_uri, scheme_of
 from zq.storage.uri import redact
 
 SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
-REDIS_SCHEMES = ("redis", "rediss", "redis+sentinel")
 
 DESCRIPTION = """\
 Manage the schema of an SQL storage (SQLite, PostgreSQL, MariaDB/MySQL),

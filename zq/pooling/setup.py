@@ -32,9 +32,13 @@ def open_pools(
     workers share the pools (a pool in one process's memory is refused).
     """
     if not config.pooling.enabled:
-        backend = storage or open_storage(config.storage.resolved_uri(), clock=clock)
+        backend = storage or open_storage(config.storage.resolved_uri(), clock=clock,
+                                          redis=config.redis)
         return SingleBackend(backend), None
     store = open_management(config.pooling.resolved_management(), rng=rng)
     admin = PoolAdmin(store.registry, config.limits, probe or ping_probe(clock),
                       processes=processes)
-    return CatalogPools(store, clock=clock), admin
+    def opener(uri: str, clock: Clock) -> Storage:
+        return open_storage(uri, clock=clock, redis=config.redis)
+
+    return CatalogPools(store, clock=clock, opener=opener), admin

@@ -7,6 +7,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from zq.clock import Clock, SystemClock
+from zq.config import RedisConfig
 from zq.errors import InvalidRequest
 from zq.storage.base import Storage
 from zq.storage.uri import redact
@@ -26,6 +27,7 @@ DRIVERS: dict[str, str] = {
     "mongodb+srv": "zq.storage.mongo:open_mongo",
     "mongomock": "zq.storage.mongo:open_mongo",
 }
+REDIS_SCHEMES = ("redis", "rediss", "redis+sentinel")
 
 
 def scheme_of(uri: str) -> str:
@@ -54,7 +56,7 @@ def check_uri(uri: str) -> None:
         )
     if scheme == "sqlite":
         _check_sqlite(uri)
-    elif scheme in ("redis", "rediss", "redis+sentinel"):
+    elif scheme in REDIS_SCHEMES:
         from zq.storage.redis.uri import parse_uri
 
         parse_uri(uri)
@@ -112,9 +114,15 @@ def _in_process_memory(uri: str) -> bool:
     return scheme == "sqlite" and path in ("", "/", "/:memory:")
 
 
-def open_storage(uri: str, *, clock: Clock | None = None) -> Storage:
-    """Connect to the backend named by ``uri`` (checked by ``check_uri`` first)."""
+def open_storage(uri: str, *, clock: Clock | None = None,
+                 redis: RedisConfig | None = None) -> Storage:
+    """Connect to the backend named by ``uri`` (checked by ``check_uri`` first).
+
+    ``redis``: the ``[redis]`` settings, which a Redis backend follows.
+    """
     check_uri(uri)
-    module_name, factory = DRIVERS[scheme_of(uri)].split(":")
+    scheme = scheme_of(uri)
+    module_name, factory = DRIVERS[scheme].split(":")
     module = importlib.import_module(module_name)
-    return getattr(module, factory)(uri, clock=clock or SystemClock())
+    options = {"settings": redis} if redis is not None and scheme in REDIS_SCHEMES else {}
+    return getattr(module, factory)(uri, clock=clock or SystemClock(), **options)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -25,6 +26,14 @@ from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
 from zq.poison import moves
 
 LIBRARY = "_lib"
+
+# A write the master made but too few replicas confirmed in time
+# ([redis] wait_replicas): what the client is told, honestly.
+NOT_CONFIRMED = (
+    "The change was made, but fewer replicas than required confirmed it in time: it may or "
+    "may not survive a failover of the storage backend. Retrying may repeat it (a post "
+    "stores the message twice); try again after the number of seconds in Retry-After."
+)
 
 
 def _lua_table(name: str, values: Mapping[str, str | int]) -> str:
@@ -68,15 +77,27 @@ def script_names() -> list[str]:
     )
 
 
+@dataclass(frozen=True)
+class ReplicaWait:
+    """``[redis] wait_replicas``: WAIT after each write script, on its connection."""
+
+    replicas: int
+    timeout_ms: int  # at least 1: WAIT's 0 waits forever
+
+
 class ScriptBook:
     """The scripts of one client, run with prefix and time first."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: redis.Redis, prefix: str, wait: ReplicaWait | None = None) -> None:
         self._client = client
         self._prefix = prefix
+        self._wait = wait
         self._sources = {name: script_source(name) for name in script_names()}
         self._shas = {name: hashlib.sha1(source.encode()).hexdigest()
                       for name, source in self._sources.items()}
+        # Scripts Redis lets write: only these are WAITed for.
+        self._writes = {name for name, source in self._sources.items()
+                        if "no-writes" not in source.partition("\n")[0]}
 
     def run(self, name: str, now: float, *args: Any) -> Any:
         """Run script ``name`` with ``ARGV = [prefix, now, *args]``."""
@@ -85,12 +106,12 @@ class ScriptBook:
         command = ("EVALSHA", self._shas[name], 0, self._prefix, repr(float(now)), *args)
         try:
             try:
-                return self._client.execute_command(*command)
+                return self._call(name, command)
             except NoScriptError:
                 # Not run: the server lost its scripts (restart, failover,
                 # SCRIPT FLUSH). Load it and call once more.
                 self._client.script_load(self._sources[name])
-                return self._client.execute_command(*command)
+                return self._call(name, command)
         except (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError) as exc:
             # Whether a state change ran is unknown here: never retried. A
             # replica's READONLY answer: the master moved (a failover).
@@ -100,3 +121,23 @@ class ScriptBook:
                 "The storage backend failed; the error has been logged.",
                 detail=f"Redis script {name}: {exc}",
             ) from exc
+
+    def _call(self, name: str, command: tuple[Any, ...]) -> Any:
+        wait = self._wait
+        if wait is None or name not in self._writes:
+            return self._client.execute_command(*command)
+        # WAIT counts the replicas that have this connection's writes, so it
+        # goes down the script's connection, in the same round trip.
+        pipe = self._client.pipeline(transaction=False)
+        pipe.execute_command(*command)
+        pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)
+        answer, confirmed = pipe.execute()
+        if int(confirmed) < wait.replicas:
+            # The script ran on the master: its change stands there, but a
+            # failover now may or may not keep it. Redis cannot undo it.
+            raise StorageUnavailable(
+                NOT_CONFIRMED,
+                detail=f"Redis script {name}: {confirmed} of {wait.replicas} replicas "
+                f"confirmed within {wait.timeout_ms} ms ([redis] wait_replicas)",
+            )
+        return answer

@@ -7,6 +7,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from zq.clock import Clock
+from zq.config import RedisConfig
 from zq.errors import StorageUnavailable
 from zq.storage.base import Storage
 from zq.storage.records import Collected
@@ -17,7 +18,7 @@ from zq.storage.redis.events import RedisEventLog
 from zq.storage.redis.layout import check_layout
 from zq.storage.redis.messages import RedisMessages
 from zq.storage.redis.queues import RedisQueues
-from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.scripts import ReplicaWait, ScriptBook
 from zq.storage.redis.subscriptions import RedisSubscriptions
 from zq.storage.redis.uri import parse_uri
 from zq.storage.redis.wire import Budget
@@ -33,12 +34,13 @@ class RedisStorage(Storage):
     checks_metadata_version = True
 
     def __init__(
-        self, client: redis.Redis, prefix: str, clock: Clock, budget: Budget | None = None
+        self, client: redis.Redis, prefix: str, clock: Clock, budget: Budget | None = None,
+        wait: ReplicaWait | None = None,
     ) -> None:
         self.client = client
         self.prefix = prefix
         self._clock = clock
-        self._scripts = ScriptBook(client, prefix)
+        self._scripts = ScriptBook(client, prefix, wait)
         budget = budget or Budget()
         self.queues = RedisQueues(self._scripts, clock, budget)
         self.messages = RedisMessages(self._scripts, clock, budget)
@@ -69,7 +71,7 @@ class RedisStorage(Storage):
         self.client.close()
 
 
-def open_redis(uri: str, *, clock: Clock) -> Storage:
+def open_redis(uri: str, *, clock: Clock, settings: RedisConfig | None = None) -> Storage:
     """Connect to ``redis://[:password@]host:port/db[?prefix=NAME]`` (rediss://, redis+sentinel://)."""
     target = parse_uri(uri)
     # No automatic retries: after a lost reply nobody knows whether a script
@@ -84,4 +86,7 @@ def open_redis(uri: str, *, clock: Clock) -> Storage:
     except BaseException:
         client.close()
         raise
-    return RedisStorage(client, target.prefix, clock)
+    settings = settings or RedisConfig()
+    wait = (ReplicaWait(settings.wait_replicas, settings.wait_timeout_ms)
+            if settings.wait_replicas else None)
+    return RedisStorage(client, target.prefix, clock, wait=wait)
