@@ -152,6 +152,7 @@ def test_publish_a_test_message_and_times_read_relative_with_utc_on_hover(
         [message] = published.json["messages"]
         assert (message["body"], message["ttl"]) == ({"order_id": 7, "fixed": True}, 120)
     expect(page.locator('dd[data-stat="delayed"]')).to_have_text("1")
+    shot(page, "queue-publish", full_page=True)
     # A refusal is the server's, shown by the form.
     page.get_by_label("ttl (s)", exact=True).fill("1")
     page.get_by_role("button", name="Publish").click()
@@ -240,6 +241,8 @@ def test_ten_thousand_dead_letters_in_five_hundred_groups_stay_fast(
     last.locator("summary").first.click()
     expect(last.locator("li.message")).to_have_count(20)
     expand = time.perf_counter() - started
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, "dead-letters-large")
     print(f"\n10,000 dead letters in 500 groups: first render {first_render:.2f} s, "
           f"all loaded {all_loaded:.2f} s, expanding a group {expand * 1000:.0f} ms")
     # Generous bounds for a loaded 2-core machine; the figures measured are in docs/console.md.

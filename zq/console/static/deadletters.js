@@ -377,6 +377,8 @@ export function renderDeadLetters(root, { api }, name) {
       on: { click: () => { cancelled = true; cancel.disabled = true; pace.textContent = "stopping after this page…"; wake(); } } });
     replace(progress, text, bar, pace, cancel);
     progress.hidden = false;
+    // One redrive at a time: the rest of the page waits until this one ends.
+    toolbar.inert = list.inert = true;
     // With a speed, each call moves at most that many: a page takes about a second.
     const page = speed ? Math.max(1, Math.min(REDRIVE_BATCH, Math.floor(speed))) : REDRIVE_BATCH;
     const started = performance.now();
@@ -389,12 +391,13 @@ export function renderDeadLetters(root, { api }, name) {
           moved += result.moved;
           addTo(to, result.to);
           bar.value = Math.min(moved, total);
-          const seconds = (performance.now() - started) / 1000;
           text.textContent = `Redriving: ${moved} of ${total}`;
-          if (!cancelled) pace.textContent = `${Math.round(moved / Math.max(seconds, 0.001))}/s` + (speed ? ` (at most ${speed}/s)` : "");
           marker = result.next;
-          // The next page starts when the speed allows it.
+          // The next page starts when the speed allows it; the rate shown is
+          // then the paced one, not the burst of a single call.
           if (speed) await pause(started + (moved / speed) * 1000 - performance.now(), (fn) => { wake = fn; });
+          const seconds = (performance.now() - started) / 1000;
+          if (!cancelled) pace.textContent = `${Math.round(moved / Math.max(seconds, 0.001))}/s` + (speed ? ` (at most ${speed}/s)` : "");
         } while (marker);
       }
       if (stopped) return;
@@ -409,6 +412,7 @@ export function renderDeadLetters(root, { api }, name) {
       notify(`Redrive stopped after ${moved} of ${total}: ${err.description || err.message}`, "error");
     }
     progress.hidden = true;
+    toolbar.inert = list.inert = false;
     selected.clear();
     await load();
   }
