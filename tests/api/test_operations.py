@@ -49,3 +49,14 @@ def test_health_reports_storage(api, storage, monkeypatch):
     monkeypatch.setattr(storage, "ping", lambda: False)
     down = api.get("/v2/health", headers={"X-Roles": "admin"}).json
     assert down == {"storage_reachable": False, "operation_status": {}}
+
+
+def test_identity_tells_the_caller_its_project_and_roles(api):
+    """What the console asks instead of trying /v2/health and reading a 403."""
+    member = api.get("/v2/identity")
+    assert member.status_code == 200
+    assert member.json == {"project": api.project, "roles": [], "admin": False}
+    admin = api.get("/v2/identity", headers={"X-Roles": "Member, admin"})
+    assert admin.json == {"project": api.project, "roles": ["admin", "member"], "admin": True}
+    home = api.get("/v2").json["resources"]
+    assert home["rel/identity"]["href"] == "/v2/identity"

@@ -82,6 +82,7 @@ class Served:
     member: TokenApi
     other: TokenApi
     clock: ManualClock
+    storage: Any  # the backend itself, to seed large workloads without HTTP
 
     def has_route(self, method: str, path: str) -> bool:
         """Whether this zq serves ``method path`` (redrive and consumers are newer routes)."""
@@ -130,7 +131,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     try:
         yield Served(url, app, TokenApi(app, project_a, admin_token),
                      TokenApi(app, project_a, member_token),
-                     TokenApi(app, project_b, other_token), clock)
+                     TokenApi(app, project_b, other_token), clock, storage)
     finally:
         server.shutdown()
         server.server_close()

@@ -388,6 +388,8 @@ def test_token_auth_wrong_refused_right_works_admin_pages_for_admins_only(
     page.locator("#not-admin").wait_for()
     assert page.get_by_role("heading", name="Health").count() == 0
     assert all(h.get("x-auth-token") == served.member.token for h in sent[1:])
+    # The member's roles were asked, not tried: no refused call at sign-in.
+    assert not [e for e in watched.console_errors if "status of 403" in e]
     assert not any("cookie" in h for h in sent)
     assert page.context.cookies() == []
 

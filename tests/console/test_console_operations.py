@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,6 +26,8 @@ except ImportError:  # CI installs it ('.[test]'): there a missing one fails the
 from tests.console.conftest import Served, Watched, shot, sign_in
 from tests.console.workload import poison, stats
 from zq import events
+from zq.poison import moves
+from zq.storage.records import NewMessage
 
 KEY_ERROR = "KeyError: 'order_id'"
 
@@ -149,6 +152,7 @@ def test_publish_a_test_message_and_times_read_relative_with_utc_on_hover(
         [message] = published.json["messages"]
         assert (message["body"], message["ttl"]) == ({"order_id": 7, "fixed": True}, 120)
     expect(page.locator('dd[data-stat="delayed"]')).to_have_text("1")
+    shot(page, "queue-publish", full_page=True)
     # A refusal is the server's, shown by the form.
     page.get_by_label("ttl (s)", exact=True).fill("1")
     page.get_by_role("button", name="Publish").click()
@@ -194,4 +198,54 @@ def test_breaker_and_waiting_consumers_render_when_the_api_carries_them(
     page.goto(f"{served.url}/console#/queue/later")
     expect(page.locator('dd[data-stat="total"]')).to_have_text("1")
     assert page.locator('dd[data-stat="state"]').count() == 0  # today's API: no such fact
+    assert served.script_errors(watched.console_errors) == []
+
+
+def seed_dead_letters(served: Served, queue: str, dlq: str, groups: int, each: int) -> None:
+    """``groups`` failures of ``each`` different bodies, dead lettered by the
+    storage contract itself (one post, one move per failure): seconds, not
+    the minutes 10,000 claims and rejects over HTTP would take."""
+    storage, project = served.storage, served.admin.project
+    bodies = [orjson.dumps({"order": f"O-{g}-{n}", "lines": list(range(n % 5))},
+                           option=orjson.OPT_SORT_KEYS).decode()
+              for g in range(groups) for n in range(each)]
+    ids = storage.messages.post(project, queue, [
+        NewMessage(body=b, ttl=3600, delay=0, fingerprint=events.fingerprint(b)) for b in bodies],
+        client_id=None)
+    for g in range(groups):
+        storage.messages.move(project, queue, ids[g * each:(g + 1) * each],
+                              moves.rejected(dlq, None, f"KeyError: 'field_{g:03d}'"),
+                              client_id=None)
+
+
+def test_ten_thousand_dead_letters_in_five_hundred_groups_stay_fast(
+        served: Served, watched: Watched) -> None:
+    seed_dead_letters(served, "bulk", "bulk-dlq", groups=500, each=20)
+    assert stats(served.admin, "bulk-dlq")["total"] == 10_000
+    page = watched.page
+    sign_in(page, served.url, served.admin.token)
+    started = time.perf_counter()
+    page.goto(f"{served.url}/console#/dlq/bulk-dlq")
+    # The first groups show from the first pages on, before the rest has come.
+    page.locator("section.group").first.wait_for()
+    first_render = time.perf_counter() - started
+    assert page.locator("#summary").inner_text().startswith("Loading: ")
+    expect(page.locator("#summary")).to_have_text("10000 messages in 500 groups",
+                                                   timeout=90_000)
+    all_loaded = time.perf_counter() - started
+    # Drawn up front: the group headers and the first group's first 20; not 10,000 messages.
+    assert page.locator("section.group").count() == 500
+    assert page.locator("li.message").count() == 20
+    last = page.locator("section.group").last
+    started = time.perf_counter()
+    last.locator("summary").first.click()
+    expect(last.locator("li.message")).to_have_count(20)
+    expand = time.perf_counter() - started
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, "dead-letters-large")
+    print(f"\n10,000 dead letters in 500 groups: first render {first_render:.2f} s, "
+          f"all loaded {all_loaded:.2f} s, expanding a group {expand * 1000:.0f} ms")
+    # Generous bounds for a loaded 2-core machine; the figures measured are in docs/console.md.
+    assert first_render < 3
+    assert expand < 2
     assert served.script_errors(watched.console_errors) == []

@@ -11,6 +11,7 @@ from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.consumers import QueueConsumers
 from zq.api.health import Health, Ping
 from zq.api.home import Home, Versions
+from zq.api.identity import IDENTITY_PATH, IdentityResource
 from zq.api.messages import MessageCollection, MessageItem, MessageReject
 from zq.api.metrics import METRICS_PATH, MetricsResource, RequestMetrics
 from zq.api.middleware import AccessLog, RequestId, RequestRules
@@ -129,6 +130,7 @@ def build_app(
     for template, resource in ROUTES:
         app.add_route(template, resource(service, clock))
     app.add_route("/v2/health", Health(service, clock, notifier_status))
+    app.add_route(IDENTITY_PATH, IdentityResource())
     app.add_route(
         "/v2/queues/{queue_name}/share", QueueShare(service, clock, config.signed_urls)
     )

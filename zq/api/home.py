@@ -86,6 +86,8 @@ _QUEUE_RESOURCES = {
     "rel/ping": {"href-template": "/v2/ping",
                  "hints": {"allow": ["GET"], "formats": {"application/json": {}}}},
     "rel/health": _rel("/v2/health", ["GET"]),
+    # zq: the caller's project and roles (the console asks it for the admin role).
+    "rel/identity": _rel("/v2/identity", ["GET"]),
 }
 _POOLING_RESOURCES = {
     "rel/pools": _rel("/v2/pools{?detailed,limit,marker}", ["GET"],

@@ -84,20 +84,30 @@ export class Api {
 
   get(path, query) { return this.request("GET", path, { query }); }
 
-  /** Follow `links` rel=next until `key` has `max` items (or the pages end). */
-  async pages(path, query, key, max = 1000) {
+  /**
+   * Follow `links` rel=next until `key` has `max` items (or the pages end);
+   * `onPage(itemsSoFar)` after each page, to show them while the rest comes.
+   */
+  async pages(path, query, key, max = 1000, onPage = null) {
     const items = [];
     let next = null;
     let { data } = await this.get(path, query);
     for (;;) {
       if (!data) break;
       items.push(...(data[key] || []));
+      if (onPage) onPage(items);
       next = (data.links || []).find((l) => l.rel === "next");
       const page = data[key] || [];
       if (!next || !page.length || items.length >= max) break;
       ({ data } = await this.get(next.href));
     }
-    return { items: items.slice(0, max), truncated: items.length >= max && Boolean(next) };
+    let truncated = items.length > max;
+    if (items.length === max && next) {
+      // Exactly max so far: one more page tells whether anything is left out.
+      const { data: rest } = await this.get(next.href);
+      truncated = Boolean(rest && (rest[key] || []).length);
+    }
+    return { items: items.slice(0, max), truncated };
   }
 }
 

@@ -9,6 +9,7 @@ import { h, replace, when, pretty, plural, notify, dialog, confirmAction } from 
 import { fingerprint } from "./sha256.js";
 
 const MAX_MESSAGES = 10000;
+const REDRAW_MS = 2000; // while pages come in
 const SHOWN = 20; // messages of a group shown at first, and per "more"
 const MAX_QUEUES = 1000; // read to find the queues that feed this one
 const REDRIVE_BATCH = 100;
@@ -95,6 +96,8 @@ export function renderDeadLetters(root, { api }, name) {
   let stopped = false;
   let items = [];
   let truncated = false;
+  let loading = false;
+  const opened = new Set(); // the groups the operator opened: still open after a redraw
   let redriveAvailable = null; // unknown until the probe answers
   const selected = new Set();
   const groupIds = new Map(); // a group checkbox's data-group -> the ids it selects
@@ -206,7 +209,12 @@ export function renderDeadLetters(root, { api }, name) {
     const byFailure = grouping === "description";
     const inner = byFailure ? plural(group.sub.length, "body", "bodies") : plural(group.sub.length, "failure");
     const label = `the group: ${plural(ids.length, "message")} ${byFailure ? group.key : `with body ${group.key}`}`;
-    const details = h("details", { open: index === 0 }, h("summary", { text: `show ${plural(ids.length, "message")}` }));
+    const open = index === 0 || opened.has(group.key);
+    // The operator's own opening and closing (a click, or Enter, on the
+    // summary) is remembered across redraws; the first group's default is not.
+    const summaryEl = h("summary", { text: `show ${plural(ids.length, "message")}`,
+      on: { click: () => (details.open ? opened.delete(group.key) : opened.add(group.key)) } });
+    const details = h("details", { open }, summaryEl);
     // Built when first opened: 500 groups of 20 messages each are not drawn up front.
     const fill = () => {
       if (details.dataset.filled) return;
@@ -215,7 +223,7 @@ export function renderDeadLetters(root, { api }, name) {
       updateButtons();
     };
     details.addEventListener("toggle", () => details.open && fill());
-    if (index === 0) fill();
+    if (open) fill();
     return h("section.group", { dataset: { key: group.key, count: String(ids.length), ...(byFailure ? {} : { fingerprint: group.key }) },
       "aria-labelledby": `g${index}` },
       h("header", {}, groupBox(ids, label, String(index)),
@@ -236,24 +244,40 @@ export function renderDeadLetters(root, { api }, name) {
       replace(list, h("p.empty", { text: "No dead letters: nothing to do." }));
     } else {
       const groups = groupMessages(items, grouping);
-      summary.textContent = `${plural(items.length, "message")} in ${plural(groups.length, "group")}` +
-        (truncated ? ` (the first ${MAX_MESSAGES}; redrive by filter reaches the rest)` : "");
+      summary.textContent = loading ? `Loading: ${plural(items.length, "message")} so far, in ${plural(groups.length, "group")}…`
+        : `${plural(items.length, "message")} in ${plural(groups.length, "group")}` +
+          (truncated ? ` (the first ${MAX_MESSAGES}; redrive by filter reaches the rest)` : "");
       replace(list, groups.map(groupView));
     }
     updateButtons();
   }
 
   async function load() {
+    loading = true;
+    let drawn = 0;
+    const described = [];
     try {
+      // Groups show from the first page on and are redrawn as pages come
+      // (at most once a second): the first screen does not wait for 10,000.
       const answer = await api.pages(`${q(name)}/messages`,
-        { include_history: true, include_claimed: true, echo: true, limit: 20 }, "messages", MAX_MESSAGES);
+        { include_history: true, include_claimed: true, echo: true, limit: 20 }, "messages", MAX_MESSAGES,
+        (so_far) => {
+          // Each message described (its body hashed) once, as it comes.
+          for (let i = described.length; i < so_far.length; i++) described.push(describe(so_far[i]));
+          if (stopped || performance.now() - drawn < REDRAW_MS) return;
+          items = described.slice();
+          draw();
+          drawn = performance.now();
+        });
       if (stopped) return;
-      items = answer.items.map(describe);
+      loading = false;
+      items = described.slice(0, answer.items.length);
       truncated = answer.truncated;
       const present = new Set(items.map((i) => i.id));
       for (const id of [...selected]) if (!present.has(id)) selected.delete(id);
       draw();
     } catch (err) {
+      loading = false;
       if (stopped) return;
       replace(list, h("p.error", { role: "alert", text: `Could not read ${name}: ${err.description || err.message}` }));
       updateButtons();
@@ -353,6 +377,8 @@ export function renderDeadLetters(root, { api }, name) {
       on: { click: () => { cancelled = true; cancel.disabled = true; pace.textContent = "stopping after this page…"; wake(); } } });
     replace(progress, text, bar, pace, cancel);
     progress.hidden = false;
+    // One redrive at a time: the rest of the page waits until this one ends.
+    toolbar.inert = list.inert = true;
     // With a speed, each call moves at most that many: a page takes about a second.
     const page = speed ? Math.max(1, Math.min(REDRIVE_BATCH, Math.floor(speed))) : REDRIVE_BATCH;
     const started = performance.now();
@@ -365,12 +391,13 @@ export function renderDeadLetters(root, { api }, name) {
           moved += result.moved;
           addTo(to, result.to);
           bar.value = Math.min(moved, total);
-          const seconds = (performance.now() - started) / 1000;
           text.textContent = `Redriving: ${moved} of ${total}`;
-          if (!cancelled) pace.textContent = `${Math.round(moved / Math.max(seconds, 0.001))}/s` + (speed ? ` (at most ${speed}/s)` : "");
           marker = result.next;
-          // The next page starts when the speed allows it.
+          // The next page starts when the speed allows it; the rate shown is
+          // then the paced one, not the burst of a single call.
           if (speed) await pause(started + (moved / speed) * 1000 - performance.now(), (fn) => { wake = fn; });
+          const seconds = (performance.now() - started) / 1000;
+          if (!cancelled) pace.textContent = `${Math.round(moved / Math.max(seconds, 0.001))}/s` + (speed ? ` (at most ${speed}/s)` : "");
         } while (marker);
       }
       if (stopped) return;
@@ -385,6 +412,7 @@ export function renderDeadLetters(root, { api }, name) {
       notify(`Redrive stopped after ${moved} of ${total}: ${err.description || err.message}`, "error");
     }
     progress.hidden = true;
+    toolbar.inert = list.inert = false;
     selected.clear();
     await load();
   }

@@ -25,6 +25,10 @@ async function probeAdmin(api) {
   // Under auth = none the server trusts X-Roles as sent: the box ticked is the answer.
   if (!USES_TOKEN) return Boolean(api.session.admin);
   try {
+    // The home document says whether this zq tells a caller its roles; an
+    // older one does not, and then only trying /v2/health tells.
+    const home = (await api.get("/v2")).data || {};
+    if ((home.resources || {})["rel/identity"]) return Boolean((await api.get("/v2/identity")).data.admin);
     await api.get("/v2/health");
     return true;
   } catch {
