@@ -2,6 +2,7 @@
 
     python -m benchmarks.failover [--rounds 3] [--before 10] [--after 5]
                                   [--only postgresql|redis] [--cost-seconds 10]
+                                  [--lag SECONDS]
     (from the repository root)
 
 Failover rounds: for each setup (PostgreSQL with an asynchronous, then a
@@ -12,7 +13,11 @@ synchronous standby; Redis through Sentinel with ``[redis] wait_replicas``
 rejects, dead letter moves, backoff on) for ``--before`` seconds, SIGKILL
 of the primary/master, promotion (PostgreSQL by hand one second later,
 Redis by the sentinels), load until a post is acknowledged again and then
-``--after`` seconds, and the audit of tests/failover/load.py.
+``--after`` seconds, and the audit of tests/failover/load.py. With
+``--lag`` the replica stops receiving that many seconds before the kill
+(the standby's walreceiver, the Redis replica SIGSTOPped) and goes on right
+after it: the price of asynchronous replication made visible, which on
+loopback is otherwise never paid.
 
 Cost: the same servers without a failover, eight producers posting one
 message each for ``--cost-seconds`` seconds, with the replica confirming
@@ -31,10 +36,11 @@ import uuid
 from pathlib import Path
 
 
-def failover_rounds(only: str | None, rounds: int, before: float, after: float) -> None:
+def failover_rounds(only: str | None, rounds: int, before: float, after: float,
+                    lag: float) -> None:
     from tests.failover.scenario import Timing, postgresql_failover, redis_failover
 
-    timing = Timing(before=before, after=after, promote_after=1.0)
+    timing = Timing(before=before, after=after, promote_after=1.0, lag=lag)
     setups = []
     if only in (None, "postgresql"):
         setups += [("postgresql async", lambda tmp: postgresql_failover(
@@ -48,18 +54,20 @@ def failover_rounds(only: str | None, rounds: int, before: float, after: float) 
                        tmp, wait_replicas=1, timing=timing))]
     print("| setup | round | requests | 503 | other 5xx | past 10 s | acknowledged posts lost "
           "| deletes undone | moves undone | in two queues | half-moved | kill -> promoted s "
-          "| kill -> first acknowledged post s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| kill -> first acknowledged post s | gc after s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, run in setups:
         for round_ in range(1, rounds + 1):
             with tempfile.TemporaryDirectory(prefix="zq-failover-bench-") as tmp:
                 outcome = run(Path(tmp))
             r = outcome.report
             first = "-" if r.kill_to_first_post is None else f"{r.kill_to_first_post:.1f}"
+            gc_after = outcome.gc_after_failover
+            gc = "never" if gc_after is None else f"{gc_after:.1f}"
             print(f"| {name} | {round_} | {r.requests} | {r.unavailable} | {r.server_errors} "
                   f"| {len(r.hung)} | {r.acknowledged_lost} of {r.acknowledged} "
                   f"| {r.deletes_undone} of {r.deleted} | {r.moves_undone} | {r.in_two_queues} "
-                  f"| {r.in_neither} | {r.kill_to_promoted:.1f} | {first} |", flush=True)
+                  f"| {r.in_neither} | {r.kill_to_promoted:.1f} | {first} | {gc} |", flush=True)
             if outcome.client_failures:
                 print(f"  client failures: {outcome.client_failures}")
 
@@ -146,12 +154,16 @@ def main() -> None:
     parser.add_argument("--after", type=float, default=5.0,
                         help="seconds of load after the first acknowledged post")
     parser.add_argument("--only", choices=("postgresql", "redis"))
+    parser.add_argument("--lag", type=float, default=0.0,
+                        help="seconds before the kill the replica stops receiving (0: none)")
     parser.add_argument("--cost-seconds", type=float, default=10.0,
                         help="seconds of each cost measurement; 0: skip the cost")
     parser.add_argument("--no-failover", action="store_true", help="measure the cost only")
     args = parser.parse_args()
+    if args.lag < 0 or args.lag >= args.before:
+        parser.error("--lag must be at least 0 and less than --before")
     if not args.no_failover:
-        failover_rounds(args.only, args.rounds, args.before, args.after)
+        failover_rounds(args.only, args.rounds, args.before, args.after, args.lag)
     if args.cost_seconds > 0:
         print()
         cost(args.only, args.cost_seconds)

@@ -7,6 +7,15 @@ seconds later (an operator, or Patroni after its own timeout), Redis's
 replica by the sentinels; the load goes on until a post is acknowledged
 again (at most ``RECOVERY_LIMIT`` seconds after the promotion) and then
 for ``after`` seconds; then the clients stop and ``load.audit`` counts.
+
+With ``Timing.lag`` the replica is held back (PostgreSQL: the standby's
+walreceiver SIGSTOPped; Redis: the replica SIGSTOPped) for the last ``lag``
+seconds before the kill, and let go right after it: what the primary
+acknowledged meanwhile is what asynchronous replication may lose.
+
+After the load a message with a one-second TTL is posted in a project of
+its own and the server's gc must record its expiry: the background loops
+recover from the failover by themselves, not only the request path.
 """
 
 from __future__ import annotations
@@ -20,12 +29,24 @@ from pathlib import Path
 
 import httpx
 
-from tests.crash.audit import crash_environment
+from tests.crash.audit import crash_environment, project_events
 from tests.e2e.server import ServerProcess, clean_environment, run_zq
 from tests.failover import servers
-from tests.failover.load import SETTLE, Client, Ledger, Report, audit, configure_queues
+from tests.failover.load import (
+    SETTLE,
+    Client,
+    Ledger,
+    Report,
+    audit,
+    configure_queues,
+    headers,
+)
+from zq import events
+from zq.storage import open_storage
 
 RECOVERY_LIMIT = 30.0  # seconds from the promotion to the first acknowledged post
+GC_INTERVAL = 1.0  # seconds between the server's collections (30 by default)
+GC_LIMIT = 20.0  # seconds the gc may take to record the expiry of a one-second message
 PRODUCERS = 3
 CONSUMERS = 5
 
@@ -35,6 +56,7 @@ class Timing:
     before: float = 3.0  # seconds of load before the kill
     after: float = 3.0  # seconds of load after the first post acknowledged again
     promote_after: float = 1.0  # PostgreSQL: seconds from the kill to `pg_ctl promote`
+    lag: float = 0.0  # seconds before the kill the replica stops receiving (within before)
 
 
 @dataclass
@@ -43,14 +65,38 @@ class Outcome:
     metrics_status: int  # GET /metrics after the failover (the event tail recovered)
     client_failures: list[BaseException]
     server_log: str
+    gc_after_failover: float | None  # seconds to the gc's expiry of a probe; None: never
+
+
+def _gc_probe(url: str, uri: str) -> float | None:
+    """Seconds until the gc records the expiry of a one-second message; None: not in time."""
+    project = f"gc-probe-{uuid.uuid4().hex[:12]}"
+    posted = time.monotonic()
+    with httpx.Client(base_url=url, headers=headers(project), timeout=30,
+                      trust_env=False) as http:
+        response = http.post("/v2/queues/probe/messages",
+                             json={"messages": [{"body": "expires", "ttl": 1}]})
+        assert response.status_code == 201, response.text
+    storage = open_storage(uri)
+    try:
+        while time.monotonic() < posted + GC_LIMIT:
+            if any(e.kind == events.EXPIRED for e in project_events(storage, project)):
+                return time.monotonic() - posted
+            time.sleep(0.5)
+    finally:
+        storage.close()
+    return None
 
 
 def _run(tmp: Path, uri: str, backend: str, replication: str, kill: Callable[[], None],
-         promote: Callable[[], float | None], timing: Timing,
-         extra_env: dict[str, str]) -> Outcome:
+         promote: Callable[[], float | None], timing: Timing, extra_env: dict[str, str],
+         hold: Callable[[], None], release: Callable[[], None]) -> Outcome:
     """``promote`` returns when the load may go on, and the moment of the promotion
-    (time.monotonic()) when that was earlier than its return (None: its return)."""
-    env = {**crash_environment(clean_environment(tmp / "data")), **extra_env}
+    (time.monotonic()) when that was earlier than its return (None: its return).
+    ``hold`` stops the replication ``timing.lag`` seconds before the kill, ``release``
+    lets it go on right after the kill."""
+    env = {**crash_environment(clean_environment(tmp / "data")),
+           "ZQ_LIMITS_MIN_MESSAGE_TTL": "1", "ZQ_GC_INTERVAL": str(GC_INTERVAL), **extra_env}
     if backend == "postgresql":
         upgraded = run_zq("db", "upgrade", "--storage", uri, env=env)
         assert upgraded.returncode == 0, upgraded.stderr
@@ -65,9 +111,13 @@ def _run(tmp: Path, uri: str, backend: str, replication: str, kill: Callable[[],
                    enumerate(["producer"] * PRODUCERS + ["consumer"] * CONSUMERS)]
         for client in clients:
             client.start()
-        time.sleep(timing.before)
+        time.sleep(max(timing.before - timing.lag, 0.0))
+        if timing.lag > 0:
+            hold()
+            time.sleep(timing.lag)
         kill()  # returns once the server and all its processes are gone
         killed = time.monotonic()
+        release()
         promoted = promote() or time.monotonic()
         deadline = promoted + RECOVERY_LIMIT
         while time.monotonic() < deadline:
@@ -83,11 +133,13 @@ def _run(tmp: Path, uri: str, backend: str, replication: str, kill: Callable[[],
         metrics = httpx.get(f"{server.url}/metrics", timeout=30, trust_env=False).status_code
         report = audit(server.url, uri, project, ledger, backend=backend,
                        replication=replication, killed=killed, promoted=promoted)
+        gc_after = _gc_probe(server.url, uri)
     finally:
         stop.set()
+        release()
         server.stop()
     return Outcome(report, metrics, [c.failure for c in clients if c.failure is not None],
-                   server.log())
+                   server.log(), gc_after)
 
 
 def postgresql_failover(tmp: Path, *, synchronous: bool, timing: Timing = Timing()) -> Outcome:
@@ -100,7 +152,8 @@ def postgresql_failover(tmp: Path, *, synchronous: bool, timing: Timing = Timing
 
         return _run(tmp, pair.uri, "postgresql",
                     "synchronous" if synchronous else "asynchronous",
-                    pair.primary.kill, promote, timing, {})
+                    pair.primary.kill, promote, timing, {}, pair.hold_replication,
+                    pair.release_replication)
 
 
 def redis_failover(tmp: Path, *, wait_replicas: int = 0, timing: Timing = Timing()) -> Outcome:
@@ -123,4 +176,4 @@ def redis_failover(tmp: Path, *, wait_replicas: int = 0, timing: Timing = Timing
         replication = (f"wait_replicas = {wait_replicas}" if wait_replicas
                        else "asynchronous (wait_replicas = 0)")
         return _run(tmp, redis_set.uri, "redis", replication, redis_set.master.kill, promote,
-                    timing, env)
+                    timing, env, redis_set.hold_replication, redis_set.release_replication)

@@ -186,6 +186,7 @@ class PostgresPair:
     primary: Server = field(init=False)
     standby: Server = field(init=False)
     database: str = "zq"
+    _conninfo: str | None = field(default=None, init=False)  # the standby's, while held
 
     def __post_init__(self) -> None:
         postgres = binary("postgres")
@@ -265,6 +266,36 @@ class PostgresPair:
         _wait("promoted standby", lambda: self.query(
             self.standby_port, "SELECT pg_is_in_recovery()") is False, self.standby)
 
+    def hold_replication(self) -> None:
+        """Cut the standby off its primary: from now on it receives nothing.
+
+        The standby's walreceiver is pointed at a port nobody listens on
+        (``primary_conninfo``, reloaded: PostgreSQL restarts the walreceiver
+        with it), a partition as a broken link would make. SIGSTOPping the
+        walreceiver would not do on loopback: the kernel's socket buffers
+        (megabytes) keep what the primary sent meanwhile and the resumed
+        walreceiver reads it even after the primary's death, so nothing is
+        ever lost. The primary goes on committing: at once when asynchronous;
+        with a synchronous standby its commits wait for a standby that is gone.
+        """
+        self._conninfo = str(self.query(self.standby_port, "SHOW primary_conninfo"))
+        nowhere = f"host=127.0.0.1 port={free_ports(1)[0]} user=postgres connect_timeout=1"
+        self._set_conninfo(nowhere)
+        _wait("standby cut off", lambda: self.query(
+            self.primary_port, "SELECT count(*) FROM pg_stat_replication") == 0)
+
+    def release_replication(self) -> None:
+        """Point the standby at its primary again, after ``hold_replication``."""
+        if self._conninfo is not None:
+            with contextlib.suppress(Exception):  # the standby may be gone too
+                self._set_conninfo(self._conninfo)
+            self._conninfo = None
+
+    def _set_conninfo(self, conninfo: str) -> None:
+        quoted = conninfo.replace("'", "''")
+        self.query(self.standby_port, f"ALTER SYSTEM SET primary_conninfo = '{quoted}'")
+        self.query(self.standby_port, "SELECT pg_reload_conf()")
+
     def stop(self) -> None:
         self.primary.kill()
         self.standby.kill()
@@ -301,6 +332,7 @@ class RedisSentinelSet:
     master: Server = field(init=False)
     replica: Server = field(init=False)
     sentinels: list[Server] = field(init=False)
+    _held: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.master = self._data_server("master", self.master_port)
@@ -388,6 +420,30 @@ class RedisSentinelSet:
             return self.client(self.replica_port).info("replication")["role"] == "master"
 
         _wait("Sentinel failover", done, timeout=timeout)
+
+    def hold_replication(self) -> None:
+        """Cut the replica off its master: from now on it receives nothing.
+
+        The replica drops its link to the master and cannot make a new one
+        (a ``masterauth`` the master refuses), as a broken link would leave
+        it; it still answers the sentinels, which may promote it. SIGSTOPping
+        the replica would not do on loopback: the kernel's socket buffers
+        keep the master's stream and the resumed replica reads it even after
+        the master's death.
+        """
+        with self.client(self.replica_port) as replica:
+            replica.config_set("masterauth", "cut-off")
+            replica.client_kill_filter(_type="master")
+        _wait("replica cut off", lambda: self.client(self.master_port).info(
+            "replication")["connected_slaves"] == 0)
+        self._held = True
+
+    def release_replication(self) -> None:
+        """Let the replica connect again, after ``hold_replication``."""
+        if self._held:
+            with contextlib.suppress(Exception), self.client(self.replica_port) as replica:
+                replica.config_set("masterauth", "")
+            self._held = False
 
     def rejoin_old_master(self) -> None:
         """Start the killed master again, empty, as a replica of the promoted one.
