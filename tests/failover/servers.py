@@ -198,7 +198,7 @@ class PostgresPair:
     def uri(self) -> str:
         return (f"postgresql://postgres@127.0.0.1:{self.primary_port},"
                 f"127.0.0.1:{self.standby_port}/{self.database}"
-                "?target_session_attrs=read-write&connect_timeout=5")
+                "?target_session_attrs=read-write")
 
     def single_uri(self, port: int, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{port}/{database}"
@@ -368,10 +368,26 @@ class RedisSentinelSet:
         _wait("sentinels in agreement", agreed)
 
     def wait_promoted(self, timeout: float = 60.0) -> None:
-        """Wait until the sentinels name the replica as master and it takes writes."""
-        _wait("Sentinel failover", lambda: self.master_address() == (
-            "127.0.0.1", self.replica_port) and self.client(self.replica_port).info(
-            "replication")["role"] == "master", timeout=timeout)
+        """Wait until every sentinel names the replica as master, the failover over.
+
+        Only then may the old master come back: a sentinel still in the
+        middle of the failover (or one that has not heard of it) could
+        otherwise take the returning, empty server for a master to act on.
+        """
+        replica = ("127.0.0.1", self.replica_port)
+
+        def done() -> bool:
+            for port in self.sentinel_ports:
+                with self.client(port) as sentinel:
+                    if sentinel.sentinel_get_master_addr_by_name(MASTER_NAME) != replica:
+                        return False
+                    state = sentinel.sentinel_master(MASTER_NAME)
+                    if state.get("is_failover_in_progress") or "failover" in str(
+                            state.get("flags", "")):
+                        return False
+            return self.client(self.replica_port).info("replication")["role"] == "master"
+
+        _wait("Sentinel failover", done, timeout=timeout)
 
     def rejoin_old_master(self) -> None:
         """Start the killed master again, empty, as a replica of the promoted one.

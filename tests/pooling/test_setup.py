@@ -100,3 +100,23 @@ def test_management_store_on_postgresql_needs_an_upgrade_first(postgres_database
         assert store.catalog.generation() == 0
     finally:
         store.close()
+
+
+def test_management_store_named_by_a_host_list_keeps_every_host(postgres_database, capsys):
+    """`zq db upgrade --management` and the store itself on libpq's host list form.
+
+    The first host refuses; libpq goes on to the second, which is the
+    primary. Before host lists were passed on, both failed in int().
+    """
+    from zq import cli
+    from zq.pooling.store import open_management
+
+    listed = postgres_database.replace(
+        "@127.0.0.1:5432/", "@127.0.0.1:1,127.0.0.1:5432/") + "?target_session_attrs=read-write"
+    assert cli.main(["db", "upgrade", "--management", listed]) == 0
+    assert "127.0.0.1:1,127.0.0.1:5432" in capsys.readouterr().out
+    store = open_management(listed)
+    try:
+        assert store.catalog.generation() == 0
+    finally:
+        store.close()

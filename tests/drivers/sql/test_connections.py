@@ -40,6 +40,17 @@ def test_every_host_of_a_list_reaches_libpq_in_order():
         engine.dispose()
     assert (options["host"], options["port"]) == ("h1,h2,h3", "5432,,5434")
     assert options["target_session_attrs"] == "read-write"
+    # A host that neither answers nor refuses cannot hold a request for minutes.
+    assert options["connect_timeout"] == str(dialects.PG_CONNECT_TIMEOUT)
+
+
+def test_a_connect_timeout_in_the_uri_is_kept():
+    engine = dialects.create_engine("postgresql://u@h1/zq?connect_timeout=2")
+    try:
+        _, options = engine.dialect.create_connect_args(engine.url)
+    finally:
+        engine.dispose()
+    assert options["connect_timeout"] == "2"
 
 
 @pytest.mark.parametrize(("uri", "fragment"), [

@@ -28,6 +28,9 @@ from zq.storage.uri import redact, scrub
 WRITE_OPTION = "zq_write"
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Seconds libpq may take to connect to one host of a PostgreSQL URI, unless
+# the URI sets connect_timeout itself.
+PG_CONNECT_TIMEOUT = 5
 
 # Scheme as users write it -> SQLAlchemy driver name.
 _DRIVERS = {
@@ -118,6 +121,10 @@ def create_engine(uri: str) -> Engine:
         # READ COMMITTED avoids InnoDB gap locks, which turn concurrent
         # claims and posts on one queue into deadlocks.
         options["isolation_level"] = "READ COMMITTED"
+    if backend == "postgresql" and "connect_timeout" not in url.query:
+        # libpq waits as long as TCP does for a host that neither answers
+        # nor refuses (minutes): a request would hang past its bound.
+        url = url.update_query_dict({"connect_timeout": str(PG_CONNECT_TIMEOUT)})
     engine = sa.create_engine(url, **options)
     if backend == "postgresql":
         event.listen(engine, "handle_error", _drop_connections_to_a_standby)
