@@ -70,6 +70,9 @@ def test_redrive_at_a_chosen_speed_and_cancel_between_pages(served: Served,
     progress = page.locator("#redrive-progress")
     expect(progress).to_have_text("Redriving: 2 of 8")
     assert "at most 2/s" in page.locator("#redrive-pace").inner_text()
+    # One redrive at a time: the toolbar and the groups wait for this one.
+    assert page.locator("#actions").evaluate("e => e.inert")
+    assert page.locator("#groups").evaluate("e => e.inert")
     shot(page, "redrive-progress")
     page.get_by_role("button", name="Cancel redrive").click()
     notice = page.locator("#status")
@@ -83,6 +86,7 @@ def test_redrive_at_a_chosen_speed_and_cancel_between_pages(served: Served,
         f"Redrive cancelled: {len(moved)} messages moved to pace {len(moved)}; "
         f"the other {8 - len(moved)} stay in pace-dlq.")
     expect(page.locator("section.group")).to_have_attribute("data-count", str(8 - len(moved)))
+    assert not page.locator("#groups").evaluate("e => e.inert")
     assert served.script_errors(watched.console_errors) == []
 
 
