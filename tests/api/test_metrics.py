@@ -9,12 +9,12 @@ import falcon.testing
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.api.helpers import Api
+from tests.api.helpers import Api, assert_error
 from zq.api import create_app
 from zq.auth import tokens
 from zq.clock import ManualClock
 from zq.config import Config
-from zq.metrics.tail import SETTLE
+from zq.metrics.tail import RATE_STEP, RATE_WINDOW, SETTLE
 from zq.storage.base import Storage
 
 MESSAGE = {"body": {"job": 1}, "ttl": 600}
@@ -263,3 +263,42 @@ def test_a_queue_deleted_while_empty_is_no_longer_reported(api: Api, clock: Manu
     samples = scrape(api, clock)
     assert value(samples, "zq_queue_messages", project=p, queue="gone", state="free") is None
     assert value(samples, "zq_queue_messages", project=p, queue="kept", state="free") == 1
+
+
+def test_queue_rates_count_each_kind_per_step(api: Api, clock: ManualClock) -> None:
+    """GET /v2/queues/{q}/rates: the console's message rates, from the same tail."""
+    api.put("/v2/queues/src", json={"_dead_letter_queue": "dlq"})
+    posted = api.post_messages("src", MESSAGE, MESSAGE, MESSAGE)
+    claim = api.claim("src", limit=3)
+    claim_id = claim.headers["Location"].rsplit("/", 1)[1]
+    assert api.delete(claim.json["messages"][0]["href"]).status_code == 204
+    for message_id in posted[1:]:
+        api.post(f"/v2/queues/src/messages/{message_id}/reject", params={"claim_id": claim_id})
+    assert api.post("/v2/queues/dlq/redrive", json={"limit": 1}).json["moved"] == 1
+    clock.advance(SETTLE + 0.1)
+
+    src = api.get("/v2/queues/src/rates")
+    assert src.status_code == 200, src.text
+    body = src.json
+    assert (body["step"], body["window"]) == (RATE_STEP, RATE_WINDOW)
+    assert len(body["counts"]["posted"]) == RATE_WINDOW // RATE_STEP
+    # 3 posted, plus the one the redrive sent back (a redrive is no post).
+    assert {k: sum(v) for k, v in body["counts"].items()} == {
+        "posted": 3, "delivered": 3, "deleted": 1, "dead_lettered": 2, "redriven": 0}
+    dlq = api.get("/v2/queues/dlq/rates").json["counts"]
+    assert {k: sum(v) for k, v in dlq.items()} == {
+        "posted": 0, "delivered": 0, "deleted": 0, "dead_lettered": 0, "redriven": 1}
+    # Other projects see their own queue of that name: nothing.
+    other = Api(api.app, "someone-else")
+    assert sum(sum(v) for v in other.get("/v2/queues/src/rates").json["counts"].values()) == 0
+    # Ten minutes on, the window has moved past them.
+    clock.advance(RATE_WINDOW + RATE_STEP)
+    later = api.get("/v2/queues/src/rates").json["counts"]
+    assert sum(sum(v) for v in later.values()) == 0
+    assert_error(api.get("/v2/queues/" + "x" * 300 + "/rates"), 400)
+
+
+def test_queue_rates_need_metrics(storage: Storage, clock: ManualClock) -> None:
+    app = create_app(Config().with_overrides(metrics={"enabled": False}),
+                     storage=storage, clock=clock)
+    assert Api(app, "p").get("/v2/queues/q/rates").status_code == 404

@@ -336,7 +336,7 @@ def test_queue_page_edits_the_policy_with_server_validation_inline(
     # The live stats catch up by themselves (the page polls every 2 s).
     expect(page.locator('dd[data-stat="free"]')).to_have_text("3")
     page.evaluate("window.scrollTo(0, 0)")  # the chart, not the form just saved
-    shot(page, "queue")
+    shot(page, "queue-policy")
     assert served.script_errors(watched.console_errors) == []
 
 

@@ -26,6 +26,7 @@ except ImportError:  # CI installs it ('.[test]'): there a missing one fails the
 from tests.console.conftest import Served, Watched, shot, sign_in
 from tests.console.workload import poison, stats
 from zq import events
+from zq.metrics.tail import SETTLE
 from zq.poison import moves
 from zq.storage.records import NewMessage
 
@@ -69,6 +70,9 @@ def test_redrive_at_a_chosen_speed_and_cancel_between_pages(served: Served,
     progress = page.locator("#redrive-progress")
     expect(progress).to_have_text("Redriving: 2 of 8")
     assert "at most 2/s" in page.locator("#redrive-pace").inner_text()
+    # One redrive at a time: the toolbar and the groups wait for this one.
+    assert page.locator("#actions").evaluate("e => e.inert")
+    assert page.locator("#groups").evaluate("e => e.inert")
     shot(page, "redrive-progress")
     page.get_by_role("button", name="Cancel redrive").click()
     notice = page.locator("#status")
@@ -82,6 +86,7 @@ def test_redrive_at_a_chosen_speed_and_cancel_between_pages(served: Served,
         f"Redrive cancelled: {len(moved)} messages moved to pace {len(moved)}; "
         f"the other {8 - len(moved)} stay in pace-dlq.")
     expect(page.locator("section.group")).to_have_attribute("data-count", str(8 - len(moved)))
+    assert not page.locator("#groups").evaluate("e => e.inert")
     assert served.script_errors(watched.console_errors) == []
 
 
@@ -248,4 +253,31 @@ def test_ten_thousand_dead_letters_in_five_hundred_groups_stay_fast(
     # Generous bounds for a loaded 2-core machine; the figures measured are in docs/console.md.
     assert first_render < 3
     assert expand < 2
+    assert served.script_errors(watched.console_errors) == []
+
+
+def test_message_rates_on_the_queue_page_and_the_overview(served: Served,
+                                                          watched: Watched) -> None:
+    api = served.admin
+    poison(api, "rated", "rated-dlq", {KEY_ERROR: ({"rated": 1}, 1)}, good=3)
+    claimed = api.claim("rated", limit=1)
+    assert api.delete(claimed.json["messages"][0]["href"]).status_code == 204
+    served.clock.advance(SETTLE + 0.1)  # the tail counts settled events only
+    page = watched.page
+    sign_in(page, served.url, api.token)
+    page.goto(f"{served.url}/console#/queue/rated")
+    # Last minute: 4 posted, 2 delivered (claims), 1 deleted, 1 dead lettered, per 60 s.
+    rates = page.locator("#rates")
+    expect(rates.locator('[data-rate="posted"]')).to_have_text("Posted 0.07/s")
+    assert [rates.locator(f'[data-rate="{k}"]').inner_text() for k in (
+        "delivered", "deleted", "dead_lettered", "redriven")] == [
+        "Delivered 0.03/s", "Deleted 0.02/s", "Dead lettered 0.02/s", "Redriven 0.00/s"]
+    assert rates.locator("polyline").count() == 5
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, "queue")
+    page.goto(f"{served.url}/console#/queues")
+    spark = page.locator('tr[data-queue="rated"] td[data-col="rates"] .spark')
+    expect(spark).to_have_attribute("data-posted", "0.07")
+    assert "Posted 0.07/s · Delivered 0.03/s" in spark.get_attribute("title")
+    shot(page, "overview-rates")
     assert served.script_errors(watched.console_errors) == []

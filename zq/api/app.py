@@ -13,7 +13,13 @@ from zq.api.health import Health, Ping
 from zq.api.home import Home, Versions
 from zq.api.identity import IDENTITY_PATH, IdentityResource
 from zq.api.messages import MessageCollection, MessageItem, MessageReject
-from zq.api.metrics import METRICS_PATH, MetricsResource, RequestMetrics
+from zq.api.metrics import (
+    METRICS_PATH,
+    RATES_ROUTE,
+    MetricsResource,
+    QueueRates,
+    RequestMetrics,
+)
 from zq.api.middleware import AccessLog, RequestId, RequestRules
 from zq.api.pools import ADMIN_ROUTES, PoolingOff
 from zq.api.queues import QueueCollection, QueueItem, QueuePurge, QueueStatsResource
@@ -148,4 +154,5 @@ def build_app(
     if telemetry is not None:
         app.add_route(METRICS_PATH, MetricsResource(
             telemetry, auth=config.auth.strategy != "none"))
+        app.add_route(RATES_ROUTE, QueueRates(telemetry, config.limits))
     return app

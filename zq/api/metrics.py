@@ -7,7 +7,9 @@ from typing import Any
 
 import falcon
 
+from zq import validation
 from zq.auth.middleware import require_admin
+from zq.config import Limits
 from zq.metrics.setup import Telemetry
 
 METRICS_PATH = "/metrics"
@@ -41,6 +43,26 @@ class MetricsResource:
             require_admin(req, resp, self, {})
         resp.content_type = CONTENT_TYPE
         resp.data = self.telemetry.scrape()
+
+
+RATES_ROUTE = "/v2/queues/{queue_name}/rates"
+
+
+class QueueRates:
+    """``GET /v2/queues/{queue_name}/rates``: a queue's recent message rates.
+
+    Counted from the backends' event logs by the metrics tail (one source
+    with the counters of ``/metrics``), so present only when metrics are on.
+    A queue nobody used lately has all zeros, as a queue never created does.
+    """
+
+    def __init__(self, telemetry: Telemetry, limits: Limits) -> None:
+        self.telemetry = telemetry
+        self.limits = limits
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
+        validation.queue_name(queue_name, self.limits)
+        resp.media = self.telemetry.rates(req.context.project, queue_name)
 
 
 class RequestMetrics:

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from zq.clock import Clock
 from zq.config import MetricsConfig
 from zq.metrics.gauges import QueueGauges
 from zq.metrics.registry import Metrics
-from zq.metrics.tail import EventTail, FileTailStore, MemoryTailStore, StorageSource
+from zq.metrics.tail import (
+    EventTail,
+    FileTailStore,
+    MemoryTailStore,
+    StorageSource,
+    queue_rates,
+)
+
+RATES_TAIL_EVERY = 2.0  # seconds between the tails the rates endpoint triggers
 
 
 @dataclass
@@ -17,11 +26,24 @@ class Telemetry:
 
     metrics: Metrics
     tail: EventTail
+    _rates_tailed: float = float("-inf")  # when the rates endpoint last tailed (clock time)
 
     def scrape(self) -> bytes:
         """Count the events recorded since the last scrape, then render every series."""
         self.tail.run_once()
         return self.metrics.render()
+
+    def rates(self, project: str, queue: str) -> dict[str, Any]:
+        """A queue's recent message rates (zq.metrics.tail.queue_rates), the
+        events counted first, at most once per RATES_TAIL_EVERY seconds in this
+        process: a console asking for every queue every few seconds must not
+        tail (and save the tail's state) once per queue."""
+        now = self.tail.clock.now()
+        if now - self._rates_tailed >= RATES_TAIL_EVERY:
+            self._rates_tailed = now
+            self.tail.run_once()
+        pools = dict(self.tail.storages()).keys()
+        return queue_rates(self.tail.store.snapshot(), pools, project, queue, now)
 
 
 def open_telemetry(config: MetricsConfig, storages: StorageSource, clock: Clock,

@@ -31,7 +31,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,14 @@ PAGE = 1000  # events read per call
 CONSUMER_WINDOW = 15 * 60  # seconds a Client-ID counts as a queue's consumer after a claim
 MAX_POST_TIMES = 50_000  # messages whose post time is kept for the post-to-delete histogram
 MAX_QUEUES = 100_000  # queues the state remembers (least recently active forgotten first)
+# A queue's recent activity for GET /v2/queues/{q}/rates (the console's
+# message rates): counts per RATE_STEP seconds over the last RATE_WINDOW.
+RATE_STEP = 10
+RATE_WINDOW = 600
+# Event kind -> the rate it counts; dead_lettered counts on the queue the
+# message left, redriven on the dead letter queue it left.
+RATE_KINDS = {events.POSTED: "posted", events.CLAIMED: "delivered", events.DELETED: "deleted",
+              events.DEAD_LETTERED: "dead_lettered", events.REDRIVEN: "redriven"}
 
 @dataclass
 class TailState:
@@ -240,6 +248,12 @@ class EventTail:
             return
         queue = state.queues.setdefault(key, {"active": event.time, "consumers": {}})
         queue["active"] = max(queue["active"], event.time)
+        rate = RATE_KINDS.get(event.kind)
+        if rate is not None:
+            # JSON keys: the bucket's start as text (the state is saved as JSON).
+            bucket = str(int(event.time // RATE_STEP) * RATE_STEP)
+            counts = queue.setdefault("rates", {}).setdefault(rate, {})
+            counts[bucket] = counts.get(bucket, 0) + 1
         consumed = event.kind in (events.CLAIMED, events.RENEWED) or (
             event.kind == events.DELETED and event.detail.get("pop"))
         if consumed and event.client_id:
@@ -251,8 +265,12 @@ class EventTail:
 
     def _forget_old(self, state: TailState) -> None:
         horizon = self.clock.now() - CONSUMER_WINDOW
+        oldest = self.clock.now() - RATE_WINDOW - RATE_STEP
         for queue in state.queues.values():
             queue["consumers"] = {c: t for c, t in queue["consumers"].items() if t >= horizon}
+            for counts in queue.get("rates", {}).values():
+                for bucket in [b for b in counts if float(b) < oldest]:
+                    del counts[bucket]
         if len(state.posted) > MAX_POST_TIMES:  # dicts keep insertion (post) order
             for message_id in list(state.posted)[: len(state.posted) - MAX_POST_TIMES]:
                 del state.posted[message_id]
@@ -260,3 +278,19 @@ class EventTail:
             by_activity = sorted(state.queues, key=lambda k: state.queues[k]["active"])
             for key in by_activity[: len(state.queues) - MAX_QUEUES]:
                 del state.queues[key]
+
+
+def queue_rates(state: TailState, pools: Iterable[str], project: str, queue: str,
+                now: float) -> dict[str, Any]:
+    """A queue's counts per RATE_STEP seconds over the last RATE_WINDOW, oldest
+    first, summed over the pools it was seen in (the rates endpoint's body)."""
+    last = int(now // RATE_STEP) * RATE_STEP
+    starts = [last - RATE_STEP * i for i in range(RATE_WINDOW // RATE_STEP - 1, -1, -1)]
+    series = {rate: [0] * len(starts) for rate in RATE_KINDS.values()}
+    for pool in pools:
+        seen = state.queues.get(queue_key(pool, project, queue))
+        for rate, counts in (seen or {}).get("rates", {}).items():
+            for i, start in enumerate(starts):
+                series[rate][i] += counts.get(str(start), 0)
+    return {"step": RATE_STEP, "window": RATE_WINDOW, "since": starts[0],
+            "settle": SETTLE, "counts": series}

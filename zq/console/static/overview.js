@@ -5,6 +5,7 @@ import { q } from "./api.js";
 import { h, replace, aged, when, plural } from "./dom.js";
 import { consumersOf } from "./consumers.js";
 import { queueLinks } from "./deadletters.js";
+import { sparkline } from "./chart.js";
 
 const REFRESH_MS = 5000;
 const MAX_QUEUES = 500;
@@ -25,6 +26,18 @@ async function mapLimit(items, limit, fn) {
   return results;
 }
 
+let ratesMissing = false; // an older zq, or metrics off: asked once, not per queue
+
+async function ratesOf(api, name) {
+  if (ratesMissing) return null;
+  try {
+    return (await api.get(`${q(name)}/rates`)).data;
+  } catch (err) {
+    if (err.missingRoute) ratesMissing = true;
+    return null;
+  }
+}
+
 async function statsOf(api, name) {
   try {
     return (await api.get(`${q(name)}/stats`)).data.messages;
@@ -43,6 +56,7 @@ export async function loadOverview(api) {
   const results = await mapLimit(wanted, 6, (name) => statsOf(api, name));
   wanted.forEach((name, i) => stats.set(name, results[i]));
   const consumers = await mapLimit(names, 6, (name) => consumersOf(api, name));
+  const rates = await mapLimit(names, 6, (name) => ratesOf(api, name));
   const rows = items.map((queue, i) => {
     const metadata = queue.metadata || {};
     const s = stats.get(queue.name) || {};
@@ -56,7 +70,7 @@ export async function loadOverview(api) {
     const c = consumers[i];
     return {
       name: queue.name, metadata, stats: s, dlq, isDlq, feeders, deadDepth, growth,
-      consumers: c.available ? c.list : null,
+      consumers: c.available ? c.list : null, rates: rates[i],
       suspected: c.available ? c.list.filter((x) => x.suspected).length : 0,
     };
   });
@@ -118,6 +132,7 @@ function tableRow(row) {
       h("td.num", { dataset: { col: "total" }, text: String(s.total ?? 0) }),
       h("td.num", { dataset: { col: "oldest" } }, aged(s.oldest ? s.oldest.age : null)),
     ]),
+    h("td.rates", { dataset: { col: "rates" } }, row.rates ? sparkline(row.rates) : h("span.muted", { text: "–" })),
     consumersCell(row),
     policyCell(row),
     deadCell(row));
@@ -147,7 +162,7 @@ export function renderOverview(root, { api }) {
       replace(body, h("p.empty", { text: `No queue name contains “${filterText}”.` }));
       return;
     }
-    const head = ["Queue", "Free", "Claimed", "Delayed", "Total", "Oldest", "Consumers", "Dead letter policy", "Dead letters"];
+    const head = ["Queue", "Free", "Claimed", "Delayed", "Total", "Oldest", "Rates (10 min)", "Consumers", "Dead letter policy", "Dead letters"];
     replace(body, h("div.scroll", {}, h("table.queues", { "aria-describedby": "updated" },
       h("caption", { text: `${plural(shown.length, "queue")}, most troubled first` }),
       h("thead", {}, h("tr", {}, head.map((t) => h("th", { scope: "col", text: t })))),

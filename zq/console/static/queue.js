@@ -4,7 +4,7 @@
 
 import { q, JSON_PATCH } from "./api.js";
 import { h, replace, aged, when, notify, clearNotice, confirmAction } from "./dom.js";
-import { drawChart } from "./chart.js";
+import { drawChart, drawRates } from "./chart.js";
 import { consumersOf } from "./consumers.js";
 import { feedersOf, queueLinks } from "./deadletters.js";
 
@@ -93,6 +93,7 @@ export function renderQueue(root, { api }, name) {
   const samples = samplesByQueue.get(name) || [];
   samplesByQueue.set(name, samples);
   const statsBox = h("div", { id: "stats" }, h("p.empty", { text: "Loading stats…" }));
+  const ratesBox = h("div", { id: "rates-box" }, h("p.empty", { text: "Loading rates…" }));
   const metaBox = h("section.panel", { "aria-labelledby": "meta-title" }, h("h2", { id: "meta-title", text: "Dead letter policy and backoff" }));
   const consumersBox = h("section.panel", { "aria-labelledby": "consumers-title" }, h("h2", { id: "consumers-title", text: "Consumers" }));
   const purge = h("button.danger", { type: "button", text: "Purge messages…", on: { click: onPurge } });
@@ -103,6 +104,7 @@ export function renderQueue(root, { api }, name) {
     h("div.bar", {}, h("h1", { text: name }),
       h("a.button", { href: `#/dlq/${encodeURIComponent(name)}`, text: "Browse as dead letters" }), purge),
     h("section.panel", { "aria-labelledby": "stats-title" }, h("h2", { id: "stats-title", text: "Stats" }), statsBox),
+    h("section.panel", { "aria-labelledby": "rates-title" }, h("h2", { id: "rates-title", text: "Message rates" }), ratesBox),
     feeders,
     h("div.columns", {}, metaBox, consumersBox), publishBox);
 
@@ -125,7 +127,20 @@ export function renderQueue(root, { api }, name) {
     } catch (err) {
       if (!stopped) replace(statsBox, h("p.error", { role: "alert", text: `Could not read stats: ${err.description || err.message}` }));
     }
+    await loadRates();
     if (!stopped) timer = setTimeout(sample, SAMPLE_MS);
+  }
+
+  async function loadRates() {
+    try {
+      const { data } = await api.get(`${q(name)}/rates`);
+      if (!stopped) replace(ratesBox, drawRates(data));
+    } catch (err) {
+      if (stopped) return;
+      replace(ratesBox, h("p.empty", { text: err.missingRoute
+        ? "Rates are not served here: they come from the metrics tail ([metrics] enabled = true)."
+        : `Could not read rates: ${err.description || err.message}` }));
+    }
   }
 
   async function loadMetadata() {
