@@ -13,10 +13,12 @@ synchronous standby; Redis through Sentinel with ``[redis] wait_replicas``
 rejects, dead letter moves, backoff on) for ``--before`` seconds, SIGKILL
 of the primary/master, promotion (PostgreSQL by hand one second later,
 Redis by the sentinels), load until a post is acknowledged again and then
-``--after`` seconds, and the audit of tests/failover/load.py. With
+``--after`` seconds, the audit of tests/failover/load.py, and the
+seconds until the server's gc records the expiry of a one-second message
+posted after the failover ("gc after"). With
 ``--lag`` the replica stops receiving that many seconds before the kill
-(the standby's walreceiver, the Redis replica SIGSTOPped) and goes on right
-after it: the price of asynchronous replication made visible, which on
+(tests/failover/servers.py ``hold_replication``) and gets its link back
+right after it: the price of asynchronous replication made visible, which on
 loopback is otherwise never paid.
 
 Cost: the same servers without a failover, eight producers posting one

@@ -8,10 +8,10 @@ replica by the sentinels; the load goes on until a post is acknowledged
 again (at most ``RECOVERY_LIMIT`` seconds after the promotion) and then
 for ``after`` seconds; then the clients stop and ``load.audit`` counts.
 
-With ``Timing.lag`` the replica is held back (PostgreSQL: the standby's
-walreceiver SIGSTOPped; Redis: the replica SIGSTOPped) for the last ``lag``
-seconds before the kill, and let go right after it: what the primary
-acknowledged meanwhile is what asynchronous replication may lose.
+With ``Timing.lag`` the replica is cut off its primary for the last
+``lag`` seconds before the kill (``hold_replication`` in servers.py) and
+gets its link back right after it: what the primary acknowledged meanwhile
+is what asynchronous replication loses.
 
 After the load a message with a one-second TTL is posted in a project of
 its own and the server's gc must record its expiry: the background loops
