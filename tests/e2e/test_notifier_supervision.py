@@ -18,20 +18,15 @@ import httpx
 import pytest
 
 from tests.e2e.server import ServerProcess, clean_environment, run_zq
-from tests.notifications.helpers import Receiver
+from tests.notifications.helpers import Receiver, receiver
 
 HEADERS = {"X-Project-ID": "e2e-supervision", "X-Roles": "admin"}
 
 
 @pytest.fixture
 def hook() -> Iterator[Receiver]:
-    server = Receiver()
-    server.thread.start()
-    try:
+    with receiver() as server:
         yield server
-    finally:
-        server.server.shutdown()
-        server.server.server_close()
 
 
 def environment(tmp_path: Path, allowed_hosts: str) -> dict[str, str]:
