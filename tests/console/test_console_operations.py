@@ -219,6 +219,13 @@ def test_the_breaker_shows_its_state_and_can_be_forced(served: Served, watched: 
     expect(page.locator('dd[data-stat="total"]')).to_have_text("1")
     assert page.locator('dd[data-stat="state"]').count() == 0
     expect(page.locator("#breaker-force")).to_be_hidden()
+    # The policy form turns it on (a ratio is a number, not an integer).
+    page.get_by_label("Breaker failure ratio").fill("0.25")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#status")).to_have_text("Saved the metadata of calm.")
+    expect(page.locator('dd[data-stat="state"]')).to_have_text("breaker closed")
+    expect(page.locator("#breaker-force")).to_have_text("Open breaker…")
+    assert api.get("/v2/queues/calm").json["_breaker_failure_ratio"] == 0.25
     assert served.script_errors(watched.console_errors) == []
 
 

@@ -22,6 +22,12 @@ const FIELDS = [
   ["_retry_max_delay", "Retry max delay (s)", "int", "at least the retry delay"],
   ["_retry_backoff", "Backoff", "choice", "how the delay grows with the claim count"],
   ["_suspect_lapsed_consumers", "Suspect lapsed consumers", "bool", "hold back consumers that let a claim lapse"],
+  ["_breaker_failure_ratio", "Breaker failure ratio", "number", "0 < r <= 1: the share of failed deliveries that trips the breaker; set: breaker on"],
+  ["_breaker_min_failures", "Breaker min failures", "int", "distinct messages that must fail in the window (default 20)"],
+  ["_breaker_window", "Breaker window (s)", "int", "how far back failures and successes count (default 60)"],
+  ["_breaker_probe_interval", "Breaker probe interval (s)", "int", "one probe delivery per interval while open (default 5)"],
+  ["_breaker_close_after", "Breaker close after", "int", "successful probes in a row that close it (default 3)"],
+  ["_auto_redrive_max", "Auto-redrive max", "int", "automatic redrives of a message after an outage (default 1; 0: off)"],
 ];
 
 function field([key, label, kind, hint], metadata) {
@@ -34,7 +40,7 @@ function field([key, label, kind, hint], metadata) {
     input = h("select", { id, name: key },
       ["", "fixed", "linear", "exponential"].map((v) => h("option", { value: v, text: v || "(unset: exponential)", selected: value === v })));
   } else {
-    input = h("input", { id, name: key, inputmode: kind === "int" ? "numeric" : null,
+    input = h("input", { id, name: key, inputmode: kind === "int" ? "numeric" : kind === "number" ? "decimal" : null,
       value: value ?? "", autocomplete: "off" });
   }
   input.setAttribute("aria-describedby", `${id}-hint ${id}-error`);
@@ -84,6 +90,7 @@ export function patchFrom(form) {
     if (kind === "bool") value = el.checked ? true : null;
     else if (el.value.trim() === "") value = null;
     else if (kind === "int") value = /^-?\d+$/.test(el.value.trim()) ? Number(el.value.trim()) : el.value.trim();
+    else if (kind === "number") value = /^-?(\d+\.?\d*|\.\d+)$/.test(el.value.trim()) ? Number(el.value.trim()) : el.value.trim();
     else value = el.value.trim();
     return { op: "add", path: `/metadata/${key}`, value };
   });
@@ -111,7 +118,7 @@ export function renderQueue(root, { api }, name) {
   samplesByQueue.set(name, samples);
   const statsBox = h("div", { id: "stats" }, h("p.empty", { text: "Loading stats…" }));
   const ratesBox = h("div", { id: "rates-box" }, h("p.empty", { text: "Loading rates…" }));
-  const metaBox = h("section.panel", { "aria-labelledby": "meta-title" }, h("h2", { id: "meta-title", text: "Dead letter policy and backoff" }));
+  const metaBox = h("section.panel", { "aria-labelledby": "meta-title" }, h("h2", { id: "meta-title", text: "Dead letter policy, backoff and breaker" }));
   const consumersBox = h("section.panel", { "aria-labelledby": "consumers-title" }, h("h2", { id: "consumers-title", text: "Consumers" }));
   const purge = h("button.danger", { type: "button", text: "Purge messages…", on: { click: onPurge } });
   // Shown once the stats carry a breaker; its label follows the state.
@@ -169,7 +176,7 @@ export function renderQueue(root, { api }, name) {
     try {
       metadata = (await api.get(q(name))).data || {};
     } catch (err) {
-      replace(metaBox, h("h2", { id: "meta-title", text: "Dead letter policy and backoff" }),
+      replace(metaBox, h("h2", { id: "meta-title", text: "Dead letter policy, backoff and breaker" }),
         h("p.error", { role: "alert", text: err.description || err.message }));
       return;
     }
@@ -177,7 +184,7 @@ export function renderQueue(root, { api }, name) {
     const form = h("form.meta", { on: { submit: onSave }, "aria-describedby": "meta-error" },
       FIELDS.map((f) => field(f, metadata)), formError,
       h("button.primary", { type: "submit", text: "Save" }));
-    replace(metaBox, h("h2", { id: "meta-title", text: "Dead letter policy and backoff" }), form,
+    replace(metaBox, h("h2", { id: "meta-title", text: "Dead letter policy, backoff and breaker" }), form,
       h("details", {}, h("summary", { text: "All metadata (JSON)" }), h("pre.json", { text: JSON.stringify(metadata, null, 2) })));
   }
 
