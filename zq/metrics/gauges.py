@@ -85,7 +85,7 @@ def read_queue(storage: Storage, project: str, queue: str, now: float) -> QueueR
     if target:
         reading.dead_letter = storage.queues.stats(project, target).total
     policy = breaker.policy_from_metadata(metadata)
-    if policy is not None:
+    if policy is not None and storage.has_breaker:
         state = storage.breakers.read(project, queue, policy, now).state
         reading.breaker = {s: int(s == state) for s in BREAKER_STATES}
     return reading

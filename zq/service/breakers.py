@@ -37,9 +37,13 @@ def forced_state(document: Any) -> str:
 
 def read(storage: Storage, project: str, queue: str, metadata: dict[str, Any],
          now: float) -> BreakerState | None:
-    """The queue's breaker; None when it is off (no ``_breaker_failure_ratio``)."""
+    """The queue's breaker; None when it is off (no ``_breaker_failure_ratio``).
+
+    Also None on a backend whose driver runs no breaker (``has_breaker``
+    False): no breaker state exists there to show.
+    """
     policy = breaker.policy_from_metadata(metadata)
-    if policy is None:
+    if policy is None or not storage.has_breaker:
         return None
     return storage.breakers.read(project, queue, policy, now)
 
@@ -58,4 +62,7 @@ def force(storage: Storage, project: str, queue: str, state: str, now: float) ->
         raise Conflict(
             f"The breaker of queue {queue!r} is off: set {breaker.FAILURE_RATIO} in its "
             "metadata to turn it on (docs/poison.md).")
+    if not storage.has_breaker:
+        raise Conflict(f"The storage of queue {queue!r} runs no breaker: there is "
+                       "nothing to force.")
     return storage.breakers.force(project, queue, state, policy, now)
