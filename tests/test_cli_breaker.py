@@ -32,6 +32,8 @@ def uri(tmp_path: Path) -> str:
     migrate.upgrade(made)
     storage = open_storage(made)
     try:
+        if not storage.has_breaker:
+            pytest.skip("the SQL driver runs no breaker yet (Storage.has_breaker)")
         storage.queues.create(PROJECT, "orders", dict(ON))
         storage.queues.create(PROJECT, "plain", {})
     finally:

@@ -310,7 +310,10 @@ def breaker_states(samples: dict, project: str, queue: str) -> dict[str, float]:
             and dict(labels)["project"] == project}
 
 
-def test_breaker_state_gauge_and_trip_counter(api: Api, clock: ManualClock) -> None:
+def test_breaker_state_gauge_and_trip_counter(api: Api, clock: ManualClock,
+                                              storage: Storage) -> None:
+    if not storage.has_breaker:
+        pytest.skip("this driver runs no breaker yet (Storage.has_breaker)")
     p = api.project
     api.put("/v2/queues/guarded", json={"_breaker_failure_ratio": 0.5,
                                          "_breaker_min_failures": 2})
