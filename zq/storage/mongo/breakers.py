@@ -29,7 +29,7 @@ miscounted), never a message lost or delivered twice (docs/mongo.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -81,7 +81,7 @@ def is_open(doc: dict[str, Any] | None) -> bool:
 
 
 def outage_lapse(doc: dict[str, Any] | None, claim_expires: float) -> bool:
-    """Whether a lapse is the outage's: the breaker is open and the claim expired since it tripped."""
+    """Whether a lapse is the outage's: open, and the claim expired since it tripped."""
     return is_open(doc) and claim_expires >= (doc or {}).get("tripped_at", 0.0)
 
 
@@ -297,7 +297,7 @@ def _probe_failed(ctx: MongoContext, project: str, queue: str, policy: BreakerPo
 
 def _state(doc: dict[str, Any] | None, description: str | None) -> BreakerState:
     if doc is None:
-        return initial_state()
+        return replace(initial_state(), description=description)
     return BreakerState(state=doc["state"], since=doc["since"], description=description,
                         tripped_at=doc.get("tripped_at"), closed_at=doc.get("closed_at"),
                         redrive_due=bool(doc.get("redrive_due")))

@@ -22,8 +22,8 @@ from zq.storage.mongo import breakers, lapses
 from zq.storage.mongo.consumers import write_record
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.delivery import lapse_filter, merged, take_batch
-from zq.storage.mongo.lapses import LapseChange
 from zq.storage.mongo.documents import expiry_date, free, held_by, object_id, to_record
+from zq.storage.mongo.lapses import LapseChange
 from zq.storage.records import ClaimRecord
 
 
@@ -101,21 +101,22 @@ class MongoClaims(ClaimController):
                                            client_id, now, session=session),
             )
             recorded += walked.moved
-            if rules.breaker is not None:
-                recorded += breakers.record(self._ctx, project, queue, rules.breaker,
-                                            walked.outcomes, now, session=session)
+            # The lapses the walk consumed, after the messages' updates.
+            changed = ([] if rules.breaker is None else breakers.record(
+                self._ctx, project, queue, rules.breaker, walked.outcomes, now,
+                session=session))
             if not walked.delivered:
                 if reserved is not None:
                     breakers.unreserve(self._ctx, reserved, claim_id, session=session)
                 self._ctx.claims.delete_one({"_id": claim["_id"]}, session=session)
-                return None, recorded
+                return None, recorded + changed
             taken = walked.delivered
             recorded += [
                 event_fields(events.CLAIMED, now, project, queue, message_id=str(doc["_id"]),
                           claim_id=claim_id, client_id=client_id,
                           claim_count=doc["claim_count"])
                 for doc in taken
-            ]
+            ] + changed
             record = _claim_record(claim, [to_record(doc, now) for doc in taken])
             if consumer is not None:
                 # In the claim's unit: its transaction where the server has them.

@@ -88,8 +88,9 @@ def discover(
                                     claimer, session=session))
         judged = blame.judge(known, client, suspected=suspected, outage=outage)
         changes["lapsed_with"] = list(judged.lapsed_with)
+        # The entry is dated at the lapse: when the claim expired.
         changes["history"] = blame.with_lapse(
-            candidate.get("history", []), blame.lapse_entry(queue, now, client, judged))
+            candidate.get("history", []), blame.lapse_entry(queue, expired, client, judged))
         forgiven = judged.forgiven
     else:
         forgiven = outage

@@ -45,7 +45,7 @@ def move_document(
     state: dict[str, Any],
     session: Any,
     lapse: LapseChange | None = None,
-    last_failure: str | None | Unset = UNSET,
+    last_failure: str | Unset | None = UNSET,
 ) -> bool:
     """Move ``message`` as ``move`` says while it still matches ``state``.
 
