@@ -35,7 +35,7 @@ from zq.service.redrive import Redrive
 from zq.service.subscribed import SubscribedQueues
 from zq.storage.base import Storage
 from zq.storage.breakers import BreakerState
-from zq.storage.delivery_rules import DeliveryRules
+from zq.storage.delivery_rules import NO_RULES, DeliveryRules
 from zq.storage.records import ClaimRecord, MessageRecord, QueueRecord, QueueStats
 
 
@@ -343,10 +343,13 @@ class QueueService:
         # in its own step, and a refused one (even for an expired claim)
         # right after (zq.poison.consumers).
         settle = self._consumers.to_settle(project, queue, claim_id)
+        # A delete by a claim's holder is a success for the breaker; one
+        # without a claim is neither (no metadata read for it).
+        rules = self._outcome_rules(storage, project, queue) if claim_id else NO_RULES
         try:
             storage.messages.delete(
                 project, queue, message_id, claim_id=claim_id or None, client_id=client_id,
-                settle_claim=settle,
+                settle_claim=settle, rules=rules,
             )
         except (ClaimMismatch, MessageIsClaimed):
             self._consumers.settled(storage.consumers, project, queue, claim_id,
@@ -373,8 +376,9 @@ class QueueService:
         if not ids or claims == []:
             return []  # nothing named exists, or no named claim holds anything
         storage = self._storage(project, queue)
+        rules = self._outcome_rules(storage, project, queue) if claims else NO_RULES
         deleted = storage.messages.delete_many(
-            project, queue, ids, claim_ids=claims, client_id=client_id
+            project, queue, ids, claim_ids=claims, client_id=client_id, rules=rules,
         )
         for claim in claims or []:
             self._consumers.settled(storage.consumers, project, queue, claim,
@@ -411,14 +415,20 @@ class QueueService:
         if not claim_id or not validation.is_id_shaped(claim_id):
             rejects.refuse_without_claim(storage, project, queue, message_id, claim_id)
         self._consumers.settled(storage.consumers, project, queue, claim_id, self.clock.now())
+        # A reject is a failure for the breaker (an open one holds a terminal one);
+        # a retry reads the metadata only for it.
+        needed = storage.has_breaker or not rejection.retry
+        stored = self._stored_metadata(project, queue) if needed else {}
+        rules = breakers.judged(storage, stored)
         if rejection.retry:
             storage.messages.reject(
                 project, queue, message_id, claim_id=claim_id, client_id=client_id,
-                description=rejection.description, retry_after=rejection.retry_after)
+                description=rejection.description, retry_after=rejection.retry_after,
+                rules=rules)
         else:
             rejects.move_to_dead_letter_queue(
-                storage, project, queue, message_id, rejection.description,
-                self._stored_metadata(project, queue), claim_id=claim_id, client_id=client_id)
+                storage, project, queue, message_id, rejection.description, stored,
+                claim_id=claim_id, client_id=client_id, rules=rules)
 
     def pop_messages(
         self, project: str, queue: str, count: int, *, client_id: str | None
@@ -438,8 +448,8 @@ class QueueService:
                               self._stored_metadata(project, queue), claim=None)
 
         def pop(stored: dict[str, Any], version: str | None) -> list[MessageRecord]:
-            rules = DeliveryRules(dead_letter=dead_letter.policy_from_metadata(stored),
-                                  metadata_version=version)
+            rules = breakers.judged(storage, stored, DeliveryRules(
+                dead_letter=dead_letter.policy_from_metadata(stored), metadata_version=version))
             return storage.messages.pop(project, queue, limit=count, client_id=client_id,
                                         rules=rules)
 
@@ -478,10 +488,10 @@ class QueueService:
         def claim(stored: dict[str, Any], version: str | None) -> ClaimRecord | None:
             self._consumers.check(storage.consumers, project, queue, client_id, stored,
                                   self.clock.now())
-            rules = DeliveryRules(
+            rules = breakers.judged(storage, stored, DeliveryRules(
                 dead_letter=dead_letter.policy_from_metadata(stored),
                 backoff=backoff.policy_from_metadata(stored, self.limits.max_message_delay),
-                consumer=consumer, metadata_version=version)
+                consumer=consumer, metadata_version=version))
             return storage.claims.create(project, queue, ttl=ttl, grace=grace, limit=size,
                                          client_id=client_id, rules=rules)
 
@@ -590,6 +600,13 @@ class QueueService:
     def _stored_metadata(self, project: str, queue: str) -> dict[str, Any]:
         # Queues are lazy: one never created behaves as one with no metadata.
         return self._storage(project, queue).queues.read_metadata(project, queue).metadata
+
+    def _outcome_rules(self, storage: Storage, project: str, queue: str) -> DeliveryRules:
+        """The rules a delete by a claim's holder follows (zq.service.breakers.judged)."""
+        if not storage.has_breaker:
+            return NO_RULES  # nothing to judge: no metadata read
+        return breakers.judged(storage,
+                               self._metadata_cache.get(storage, project, queue).read.metadata)
 
     def _metadata_of(self, project: str) -> Callable[[str], dict[str, Any]]:
         """A queue's stored metadata by name, in ``project`` (for the chain check)."""
