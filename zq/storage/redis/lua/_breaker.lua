@@ -18,7 +18,7 @@ function K.failures(qid) return P .. 'qkf:' .. qid end
 function K.failed(qid) return P .. 'qkm:' .. qid end
 function K.successes(qid) return P .. 'qks:' .. qid end
 
-local function breaker_keys(qid)
+function breaker_keys(qid)  -- declared in _lib.lua
   return K.breaker(qid), K.failures(qid), K.failed(qid), K.successes(qid)
 end
 
@@ -243,12 +243,13 @@ local function suspected(r, client, cid, at)
   return since == 0
 end
 
--- The history entry of a lapse (zq.poison.blame.lapse_entry), as JSON text
--- written here so that its time keeps every digit.
-local function lapse_entry(r, client, charged)
+-- The history entry of a lapse (zq.poison.blame.lapse_entry) whose claim
+-- expired at ``at``, as JSON text written here so that its time keeps every
+-- digit (cjson.encode keeps 14).
+local function lapse_entry(r, at, client, charged)
   return '{' .. cjson.encode(MOVE.QUEUE) .. ':' .. cjson.encode(r.queue) .. ','
          .. cjson.encode(MOVE.REASON) .. ':' .. cjson.encode(MOVE.LAPSED) .. ','
-         .. cjson.encode(MOVE.TIME) .. ':' .. fmt(NOW) .. ','
+         .. cjson.encode(MOVE.TIME) .. ':' .. fmt(at) .. ','
          .. cjson.encode(MOVE.CLIENT_ID) .. ':'
          .. (client ~= '' and cjson.encode(client) or 'null') .. ','
          .. cjson.encode(MOVE.CHARGED_TO) .. ':' .. cjson.encode(charged) .. '}'
@@ -336,7 +337,7 @@ function lapse(r, m)  -- declared in _lib.lua
       charged = BLAME.MESSAGE
     end
     m.lapsed = with
-    m.lh = with_lapse(m.lh, lapse_entry(r, client, charged))
+    m.lh = with_lapse(m.lh, lapse_entry(r, at, client, charged))
     redis.call('HSET', K.msg(m.id), 'lh', m.lh)
     forgiven, charged_message = charged ~= BLAME.MESSAGE, charged == BLAME.MESSAGE
   end
@@ -377,4 +378,37 @@ end
 -- Whether pops deliver: not while the breaker is open or half-open.
 local function breaker_closed(r)
   return not r.ratio or load_breaker(r.qid).st == BREAKER.CLOSED
+end
+
+-- A reject (retry or terminal) of message ``mid`` by the holder of live
+-- claim ``cid``, with its stored description: the message's last failure,
+-- and the breaker's failure. Returns whether it is forgiven (the breaker is
+-- open: a terminal reject is then held as a retry).
+local function breaker_reject(r, mid, cid, desc)
+  if desc then
+    redis.call('HSET', K.msg(mid), 'lf', desc)
+  else
+    redis.call('HDEL', K.msg(mid), 'lf')
+  end
+  local forgiven = breaker_failure(r, mid, desc, NOW, cid, false)
+  if forgiven then
+    redis.call('HINCRBY', K.msg(mid), 'fc', 1)
+  end
+  return forgiven
+end
+
+-- BreakerLog.read's answer for queue ``qid`` (nil: none) and window
+-- ``window`` (seconds): {state, since, description or false, tripped at,
+-- closed at ('' when never), redrive due (1/0)}. Closed: the description
+-- is the current window's most common; otherwise the outage's.
+local function breaker_state(qid, window)
+  if not qid then
+    return {BREAKER.CLOSED, '0', false, '', '', 0}
+  end
+  local b = load_breaker(qid)
+  local desc = b.desc
+  if b.st == BREAKER.CLOSED then
+    desc = most_common(qid, NOW - window)
+  end
+  return {b.st, b.since, desc or false, b.tripped, b.closed, b.rdue and 1 or 0}
 end

@@ -44,6 +44,9 @@ function K.trash() return P .. 'trash' end
 function K.consumers(project, name) return P .. 'u:' .. enc(project) .. name end
 function K.consumer_expiry(project, name) return P .. 'ux:' .. enc(project) .. name end
 
+-- Defined in _breaker.lua (prepended after this file), used here.
+local breaker_keys, lapse, lapsed_move
+
 local function queue_id(project, name)
   return redis.call('HGET', K.catalog(), enc(project) .. name)
 end
@@ -486,8 +489,6 @@ local function settle(qid, budget)
   return not (expired_left or due_left)
 end
 
--- Defined in _breaker.lua (prepended after this file), used by take_batch.
-local lapse, lapsed_move
 
 -- Take messages from the head of the ready set of a settled queue: dead
 -- letter the exhausted ones, hand the others to ``deliver`` until ``limit``
@@ -537,7 +538,7 @@ end
 local function detach_queue(project, name, qid, keep)
   local n = redis.call('ZCARD', K.order(qid))
   redis.call('UNLINK', K.ready(qid), K.held(qid), K.waiting(qid), K.expiry(qid),
-             K.backoff(qid))
+             K.backoff(qid), breaker_keys(qid))
   redis.call('ZREM', K.queue_expiry(), qid)
   redis.call('SADD', K.trash(), qid)
   if keep then
