@@ -112,13 +112,13 @@ end
 
 -- A ``breaker`` event (zq.events.breaker_detail): the state left and
 -- entered, the outage's description and the window's counts at the change.
-local function breaker_event(r, to, from, desc, failures, successes, forced)
+local function breaker_event(r, to, from, desc, fails, oks, forced)
   local detail = {}
   detail[DETAIL.STATE] = to
   detail[DETAIL.PREVIOUS] = from
   detail[DETAIL.DESCRIPTION] = desc or cjson.null
-  detail[DETAIL.FAILURES] = failures
-  detail[DETAIL.SUCCESSES] = successes
+  detail[DETAIL.FAILURES] = fails
+  detail[DETAIL.SUCCESSES] = oks
   detail[DETAIL.FORCED] = forced
   event(r.project, r.queue, KIND.BREAKER, nil, nil, nil, nil, detail)
 end
@@ -128,22 +128,22 @@ end
 local function open_breaker(r, b, forced)
   local from = NOW - r.window
   local desc = most_common(r.qid, from)
-  local failures, successes = outcome_counts(r.qid, from)
+  local fails, oks = outcome_counts(r.qid, from)
   redis.call('HSET', K.breaker(r.qid), 'st', BREAKER.OPEN, 'since', NOW_S, 'tripped', NOW_S,
              'desc', stored_desc(desc), 'np', fmt(NOW + r.probe_interval), 'pc', '', 'pm', '',
              'ps', 0)
-  breaker_event(r, BREAKER.OPEN, b.st, desc, failures, successes, forced)
+  breaker_event(r, BREAKER.OPEN, b.st, desc, fails, oks, forced)
 end
 
 -- Closed after an outage (probes, or forced): the window starts over, so
 -- the outage's failures cannot trip it again, and its auto-redrive is due.
 local function close_breaker(r, b, forced)
-  local failures, successes = outcome_counts(r.qid, NOW - r.window)
+  local fails, oks = outcome_counts(r.qid, NOW - r.window)
   local _, f, m, s = breaker_keys(r.qid)
   redis.call('DEL', f, m, s)
   redis.call('HSET', K.breaker(r.qid), 'st', BREAKER.CLOSED, 'since', NOW_S, 'closed', NOW_S,
              'rdue', r.redrive_max > 0 and '1' or '', 'np', 0, 'pc', '', 'pm', '', 'ps', 0)
-  breaker_event(r, BREAKER.CLOSED, b.st, b.desc, failures, successes, forced)
+  breaker_event(r, BREAKER.CLOSED, b.st, b.desc, fails, oks, forced)
 end
 
 -- A failure of message ``mid`` (``desc``: its stored description, nil for
@@ -162,10 +162,10 @@ local function breaker_failure(r, mid, desc, at, cid, is_lapse)
   end
   trim_outcomes(r)
   if b.st == BREAKER.CLOSED then
-    local failures, successes, messages = outcome_counts(r.qid, NOW - r.window)
-    local total = failures + successes
+    local fails, oks, msgs = outcome_counts(r.qid, NOW - r.window)
+    local total = fails + oks
     -- zq.poison.breaker.trips.
-    if total > 0 and failures >= r.ratio * total and messages >= r.min_failures then
+    if total > 0 and fails >= r.ratio * total and msgs >= r.min_failures then
       open_breaker(r, b, false)
     end
     return false
@@ -175,8 +175,8 @@ local function breaker_failure(r, mid, desc, at, cid, is_lapse)
                'np', fmt(NOW + r.probe_interval))
     if b.st ~= BREAKER.OPEN then
       redis.call('HSET', K.breaker(r.qid), 'since', NOW_S)
-      local failures, successes = outcome_counts(r.qid, NOW - r.window)
-      breaker_event(r, BREAKER.OPEN, b.st, b.desc, failures, successes, false)
+      local fails, oks = outcome_counts(r.qid, NOW - r.window)
+      breaker_event(r, BREAKER.OPEN, b.st, b.desc, fails, oks, false)
     end
   end
   return not is_lapse or at >= tonumber(b.tripped ~= '' and b.tripped or '0')
@@ -201,8 +201,8 @@ local function breaker_success(r, mid, cid)
   redis.call('HSET', K.breaker(r.qid), 'ps', probes, 'pc', '', 'pm', '', 'np', NOW_S)
   if b.st == BREAKER.OPEN then
     redis.call('HSET', K.breaker(r.qid), 'st', BREAKER.HALF_OPEN, 'since', NOW_S)
-    local failures, successes = outcome_counts(r.qid, NOW - r.window)
-    breaker_event(r, BREAKER.HALF_OPEN, b.st, b.desc, failures, successes, false)
+    local fails, oks = outcome_counts(r.qid, NOW - r.window)
+    breaker_event(r, BREAKER.HALF_OPEN, b.st, b.desc, fails, oks, false)
   end
 end
 
