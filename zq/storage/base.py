@@ -31,8 +31,7 @@ Conventions every driver follows:
 - Every state change writes its event(s) (see zq.events) in the same atomic
   step as the change itself; MongoDB without transactions (standalone,
   mongomock) writes them right after it (docs/mongo.md).
-- Message bodies are opaque JSON text: the driver stores and returns the
-  exact string it was given.
+- Message bodies are opaque JSON text, stored and returned exactly as given.
 - Queues are created implicitly by posting to them and by a move into them.
 """
 
@@ -60,6 +59,7 @@ from zq.storage.records import (
     QueueStats,
 )
 from zq.storage.subscriptions import SubscriptionController
+from zq.storage.wakeups import Wakeups
 
 
 class QueueController(ABC):
@@ -565,9 +565,9 @@ class Storage(ABC):
     consumers: ConsumerLog
     # A capability: post, claim and pop check ``DeliveryRules.metadata_version``.
     checks_metadata_version: bool = False
-    # The notifier's cursors and leases (zq.storage.cursors).
-    notification_cursors: NotificationCursors
+    notification_cursors: NotificationCursors  # the notifier's (zq.storage.cursors)
     subscriptions: SubscriptionController
+    wakeups: Wakeups  # waiting claims (zq.storage.wakeups)
 
     @abstractmethod
     def ping(self) -> bool:
