@@ -9,6 +9,7 @@ import falcon.media
 import orjson
 
 from zq.api import console, errors
+from zq.api.breaker import QueueBreaker
 from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.consumers import QueueConsumers
 from zq.api.health import Health, Ping
@@ -51,6 +52,7 @@ ROUTES: list[tuple[str, type[Resource]]] = [
     ("/v2/queues/{queue_name}", QueueItem),
     ("/v2/queues/{queue_name}/stats", QueueStatsResource),
     ("/v2/queues/{queue_name}/purge", QueuePurge),
+    ("/v2/queues/{queue_name}/breaker", QueueBreaker),
     ("/v2/queues/{queue_name}/messages", MessageCollection),
     ("/v2/queues/{queue_name}/messages/{message_id}", MessageItem),
     ("/v2/queues/{queue_name}/messages/{message_id}/reject", MessageReject),

@@ -24,9 +24,9 @@ from zq.errors import (
 )
 from zq.poison import backoff, consumers, dead_letter, redrive
 from zq.pooling import Pools
+from zq.service import breakers, posts, rejects
 from zq.service import health as health_report
 from zq.service import metadata_writes as writes
-from zq.service import posts, rejects
 from zq.service.bodies import Bodies
 from zq.service.deliveries import version_for, with_metadata
 from zq.service.metadata_cache import MetadataCache
@@ -34,6 +34,7 @@ from zq.service.opening import Opened, OpenedClaim, opened_claim
 from zq.service.redrive import Redrive
 from zq.service.subscribed import SubscribedQueues
 from zq.storage.base import Storage
+from zq.storage.breakers import BreakerState
 from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import ClaimRecord, MessageRecord, QueueRecord, QueueStats
 
@@ -44,6 +45,14 @@ class QueuePage:
 
     queues: list[QueueRecord]
     count: int | None  # total matching queues, when asked for
+
+
+@dataclass(frozen=True, slots=True)
+class QueueReport:
+    """What ``GET .../stats`` shows: the counts, and the breaker when it is on."""
+
+    stats: QueueStats
+    breaker: BreakerState | None
 
 
 class QueueService:
@@ -193,6 +202,36 @@ class QueueService:
         """Counts of alive messages (zeros for a queue never created)."""
         queue = self._queue_name(queue)
         return self._storage(project, queue).queues.stats(project, queue)
+
+    def queue_report(self, project: str, queue: str) -> QueueReport:
+        """The counts, and the breaker's state when ``_breaker_failure_ratio`` is set."""
+        queue = self._queue_name(queue)
+        storage = self._storage(project, queue)
+        stats = storage.queues.stats(project, queue)
+        stored = self._metadata_cache.get(storage, project, queue).read.metadata
+        return QueueReport(stats, breakers.read(storage, project, queue, stored,
+                                                self.clock.now()))
+
+    def breaker(self, project: str, queue: str) -> BreakerState | None:
+        """The queue's breaker, None when it is off; QueueNotFound for a queue never created."""
+        queue = self._queue_name(queue)
+        storage = self._storage(project, queue)
+        current = storage.queues.read_metadata(project, queue)
+        if not current.exists:
+            raise QueueNotFound.gone(queue)
+        return breakers.read(storage, project, queue, current.metadata, self.clock.now())
+
+    def force_breaker(self, project: str, queue: str, document: Any | None) -> BreakerState:
+        """Force the queue's breaker open or closed (``POST .../breaker``).
+
+        InvalidRequest for a body other than ``{"state": "open"|"closed"}``,
+        QueueNotFound for a queue never created, Conflict when its breaker
+        is off (zq.service.breakers).
+        """
+        queue = self._queue_name(queue)
+        state = breakers.forced_state(document)
+        return breakers.force(self._storage(project, queue), project, queue, state,
+                              self.clock.now())
 
     def purge_queue(self, project: str, queue: str, document: Any | None) -> None:
         """Remove the queue's resources named by ``resource_types`` (all by default)."""
