@@ -96,7 +96,7 @@ def dead_letter_entry(record: MessageRecord) -> Mapping[str, Any] | None:
     if not record.history:
         return None
     last = record.history[-1]
-    if last.get(moves.REASON) == moves.REASON_REDRIVEN:
+    if last.get(moves.REASON) in (moves.REASON_REDRIVEN, moves.REASON_AUTO_REDRIVEN):
         return None
     return last
 
