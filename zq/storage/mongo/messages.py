@@ -137,6 +137,7 @@ class MongoMessages(MessageController):
         claim_id: str | None,
         client_id: str | None,
         settle_claim: bool = False,
+        rules: DeliveryRules = NO_RULES,  # the breaker: not on this driver yet
     ) -> None:
         oid = object_id(message_id)
         if oid is None:
@@ -173,6 +174,7 @@ class MongoMessages(MessageController):
         *,
         claim_ids: Sequence[str] | None = None,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,  # the breaker: not on this driver yet
     ) -> list[str]:
         ids = _object_ids(message_ids)
 
@@ -203,6 +205,7 @@ class MongoMessages(MessageController):
         client_id: str | None,
         description: str | None,
         retry_after: int | None,
+        rules: DeliveryRules = NO_RULES,  # the breaker: not on this driver yet
     ) -> None:
         oid = object_id(message_id)
 
@@ -242,6 +245,7 @@ class MongoMessages(MessageController):
         *,
         claim_id: str | None = None,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,  # the breaker: not on this driver yet
     ) -> list[str]:
         ids = _object_ids(message_ids)
         if not ids:
