@@ -34,11 +34,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zq.poison import moves, redrive
 from zq.poison.breaker import description_fingerprint
-from zq.storage.records import MessageRecord
+
+if TYPE_CHECKING:  # zq.storage imports zq.validation, which imports this module
+    from zq.storage.records import MessageRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zq.poison import moves
-from zq.storage.records import MessageRecord
+
+if TYPE_CHECKING:  # zq.storage imports zq.validation, which imports this module
+    from zq.storage.records import MessageRecord
 
 # A call reads at most this many times its limit cap of messages of the
 # dead letter queue (a filter that selects few costs bounded work per

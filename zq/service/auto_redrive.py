@@ -32,6 +32,7 @@ from zq.clock import Clock
 from zq.config import Limits
 from zq.poison import auto_redrive, breaker, moves
 from zq.storage.base import Storage
+from zq.storage.breakers import BreakerState
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 TRUST_CLOSED = 1.0
 # Dead letters read per page of the walk.
 PAGE = 100
+# The policy a breaker turned off is read with (to forget its due redrive).
+OFF = breaker.BreakerPolicy(failure_ratio=1.0)
 
 
 class AutoRedrive:
@@ -55,7 +58,7 @@ class AutoRedrive:
                       metadata: dict[str, Any]) -> int:
         """After a delete by a claim holder (a probe may have closed the breaker)."""
         policy = breaker.policy_from_metadata(metadata)
-        if policy is None:
+        if policy is None or not storage.has_breaker:
             return 0
         key = (id(storage), project, queue)
         now = self.clock.now()
@@ -73,25 +76,30 @@ class AutoRedrive:
     def run(self, storage: Storage, project: str, queue: str, metadata: dict[str, Any]) -> int:
         """Redrive the queue's last outage if its close left it due; messages moved."""
         policy = breaker.policy_from_metadata(metadata)
-        if policy is None:
+        if policy is None or not storage.has_breaker:
             return 0
         state = storage.breakers.read(project, queue, policy, self.clock.now())
         return self._redrive(storage, project, queue, metadata, policy, state)
 
     def run_due(self, storage: Storage) -> int:
         """Every redrive a close left due on ``storage`` (housekeeping); messages moved."""
+        if not storage.has_breaker:
+            return 0
         moved = 0
         for project, queue in storage.breakers.due_redrives():
             metadata = storage.queues.read_metadata(project, queue).metadata
             if breaker.policy_from_metadata(metadata) is None:
-                # The breaker was turned off since: nothing to redrive for it.
-                storage.breakers.redrive_done(project, queue, None)
+                # The breaker was turned off since its close: its outage is
+                # forgotten with it, or it would be listed for ever.
+                state = storage.breakers.read(project, queue, OFF, self.clock.now())
+                if state.closed_at is not None:
+                    storage.breakers.redrive_done(project, queue, state.closed_at)
                 continue
             moved += self.run(storage, project, queue, metadata)
         return moved
 
     def _redrive(self, storage: Storage, project: str, queue: str, metadata: dict[str, Any],
-                 policy: breaker.BreakerPolicy, state: Any) -> int:
+                 policy: breaker.BreakerPolicy, state: BreakerState) -> int:
         if not state.redrive_due or state.closed_at is None:
             return 0
         dlq = metadata.get(meta.DEAD_LETTER_QUEUE)
