@@ -61,8 +61,12 @@ class QueueService:
     def __init__(self, limits: Limits, pools: Pools, *,
                  metadata_cache: MetadataCache | None = None,
                  cipher: BodyCipher | None = None, clock: Clock | None = None,
-                 subscribed: SubscribedQueues | None = None) -> None:
+                 subscribed: SubscribedQueues | None = None,
+                 on_claimable: Callable[[str, str], None] | None = None) -> None:
+        """``on_claimable(project, queue)``: told of each change that may have
+        made a message claimable, for this process's waiting claims (zq.waiting)."""
         self.limits = limits
+        self._on_claimable = on_claimable
         self.pools = pools
         # The consumer log's times (zq.poison.consumers); the drivers keep their own.
         self.clock = clock or SystemClock()
@@ -264,7 +268,10 @@ class QueueService:
             new = self._bodies.sealed(placed, project, stored, new)
             new = self.subscribed.with_event_bodies(placed, project, queue, new)
             rules = DeliveryRules(metadata_version=version_for(placed, version))
-            return placed.messages.post(project, queue, new, client_id=client_id, rules=rules)
+            ids = placed.messages.post(project, queue, new, client_id=client_id, rules=rules)
+            if any(message.delay == 0 for message in new):
+                self._claimable(placed, project, queue)
+            return ids
 
         return with_metadata(self._metadata_cache, project, queue, storage, post)
 
@@ -425,6 +432,7 @@ class QueueService:
                 project, queue, message_id, claim_id=claim_id, client_id=client_id,
                 description=rejection.description, retry_after=rejection.retry_after,
                 rules=rules)
+            self._claimable(storage, project, queue)
         else:
             rejects.move_to_dead_letter_queue(
                 storage, project, queue, message_id, rejection.description, stored,
@@ -547,6 +555,7 @@ class QueueService:
             return  # no such claim
         storage = self._storage(project, queue)
         storage.claims.release(project, queue, claim_id, client_id=client_id)
+        self._claimable(storage, project, queue)
         self._consumers.settled(storage.consumers, project, queue, claim_id,
                                 self.clock.now(), ended=True)
 
@@ -577,7 +586,11 @@ class QueueService:
         """
         queue = self._queue_name(queue)
         request = validation.redrive_document(document, self.limits)
-        return self._redrive.run(project, queue, request, client_id=client_id)
+        result = self._redrive.run(project, queue, request, client_id=client_id)
+        if result.moved:
+            for destination in result.to:
+                self._claimable(self._storage(project, destination), project, destination)
+        return result
 
     # -- operations -----------------------------------------------------
 
@@ -590,6 +603,12 @@ class QueueService:
         return health_report.health(self.pools)
 
     # -- rules ----------------------------------------------------------
+
+    def _claimable(self, storage: Storage, project: str, queue: str) -> None:
+        """Wake the claims waiting on ``queue``: in this process, and through the backend."""
+        storage.wakeups.notify(project, queue)
+        if self._on_claimable is not None:
+            self._on_claimable(project, queue)
 
     def _queue_name(self, queue: str) -> str:
         return validation.queue_name(queue, self.limits)
