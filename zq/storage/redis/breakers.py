@@ -40,10 +40,10 @@ class RedisBreakers(RedisController, BreakerLog):
         return _state(self._scripts.run("breaker_force", now, project, queue, state,
                                         *breaker_args(DeliveryRules(breaker=policy))))
 
+    def due_redrives(self) -> list[tuple[str, str]]:
+        flat = self._scripts.run("breaker_due", self._clock.now())
+        return list(zip(flat[0::2], flat[1::2], strict=True))
+
     def redrive_done(self, project: str, queue: str, closed_at: float) -> None:
         self._scripts.run("breaker_redrive_done", self._clock.now(), project, queue,
                           repr(float(closed_at)))
-
-    def due_redrives(self) -> list[tuple[str, str]]:
-        return [(project, name) for project, name in
-                self._scripts.run("breaker_due", self._clock.now())]

@@ -1,14 +1,13 @@
 #!lua flags=no-writes
--- ARGV: none. BreakerLog.due_redrives: {project, name} of every queue whose
--- breaker closed after an outage and whose auto-redrive has not run (the
--- set is kept by close_breaker, breaker_redrive_done and detach_queue).
-local due = {}
-for _, qid in ipairs(redis.call('SMEMBERS', K.due_redrives())) do
-  if redis.call('HGET', K.breaker(qid), 'rdue') == '1' then
-    local q = redis.call('HMGET', K.queue(qid), 'project', 'name')
-    if q[1] and q[2] then
-      due[#due + 1] = {q[1], q[2]}
-    end
+-- No ARGV. BreakerLog.due_redrives: {project, queue, ...} of every queue
+-- whose breaker closed with its auto-redrive still to run (a short set: a
+-- queue leaves it when its redrive ran, or when it is purged or deleted).
+local out = {}
+for _, qid in ipairs(redis.call('SMEMBERS', K.redrive_due())) do
+  local project, name = queue_names(qid)
+  if project and redis.call('HGET', K.breaker(qid), 'rdue') == '1' then
+    out[#out + 1] = project
+    out[#out + 1] = name
   end
 end
-return due
+return out
