@@ -17,6 +17,7 @@ from zq.storage.mongo.messages import MongoMessages
 from zq.storage.mongo.queues import MongoQueues
 from zq.storage.mongo.subscriptions import MongoSubscriptions
 from zq.storage.mongo.unit import UnitRunner
+from zq.storage.mongo.wakeups import MongoWakeups
 from zq.storage.records import Collected
 
 
@@ -38,6 +39,7 @@ class MongoStorage(Storage):
         self.notification_cursors = MongoNotificationCursors(connection.database, clock)
         self.subscriptions = MongoSubscriptions(self._ctx)
         self.breakers = MongoBreakers(self._ctx)
+        self.wakeups = MongoWakeups(self._ctx)
 
     @property
     def transactions(self) -> bool:
