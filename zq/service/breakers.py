@@ -1,40 +1,21 @@
-"""The outage breaker in the service: the rules its steps get, what operators see and force.
+"""The outage breaker as operators see it: read beside the stats, forced by hand.
 
 The breaker's state lives in the backend (zq.storage.breakers) and moves in
-the reject, delete and claim steps that count failures and successes; its
-policy comes from the queue's metadata (zq.poison.breaker). This part builds
-the rules those steps get (``judged``), and reads the breaker of one queue
-or forces it open or closed.
+the reject, delete and claim steps that count failures and successes (their
+rules: zq.service.deliveries.outage_rules); its policy comes from the
+queue's metadata (zq.poison.breaker). This part only reads it for one
+queue, or forces it open or closed.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from zq import validation
 from zq.errors import Conflict, InvalidRequest, QueueNotFound
-from zq.poison import breaker, consumers
+from zq.poison import breaker
 from zq.storage.base import Storage
 from zq.storage.breakers import BreakerState
-from zq.storage.delivery_rules import DeliveryRules
-
-
-def judged(storage: Storage, metadata: dict[str, Any],
-           rules: DeliveryRules | None = None) -> DeliveryRules:
-    """``rules`` (default: none) with the queue's breaker and blame split, where
-    the driver carries them out (``Storage.has_breaker``); elsewhere unchanged,
-    which is Zaqar's behaviour.
-
-    Every step that can be a failure or a success gets them: a claim or pop
-    (lapses it discovers), a delete by a claim's holder, a reject and a
-    terminal reject (zq.storage.breakers).
-    """
-    rules = rules or DeliveryRules()
-    if not storage.has_breaker:
-        return rules
-    return replace(rules, breaker=breaker.policy_from_metadata(metadata),
-                   blame_split=consumers.enabled(metadata))
 
 
 def forced_state(document: Any) -> str:

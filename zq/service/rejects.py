@@ -44,8 +44,7 @@ def move_to_dead_letter_queue(storage: Storage, project: str, queue: str, messag
                               rules: DeliveryRules = NO_RULES) -> None:
     """Move the message to the dead letter queue ``stored`` (the queue's metadata) names.
 
-    ``rules.breaker``: the reject is a failure, and an open breaker holds it
-    as a retry instead (zq.storage.breakers); it is not moved then.
+    ``rules.breaker``: a failure, held as a retry while the breaker is open.
     """
     target = stored.get(meta.DEAD_LETTER_QUEUE)
     if not target:
