@@ -258,7 +258,7 @@ export function renderQueue(root, { api }, name) {
     if (!breaker) return;
     const [label, state, text] = breakerAction(breaker);
     const verb = label.replace("…", "");
-    if (!(await confirmAction(`${verb} of ${name}?`, text, verb))) return;
+    if (!(await confirmAction(`${verb.replace(" breaker", " the breaker")} of ${name}?`, text, verb))) return;
     clearNotice();
     try {
       await api.request("POST", `${q(name)}/breaker`, { body: { state } });
