@@ -100,6 +100,18 @@ class WaitingClaims:
         while incoming:
             self.wake(incoming.popleft())
 
+    def wake_all_threadsafe(self) -> None:
+        """Every waited queue may have a message (a listener reconnected: what was
+        reported meanwhile is lost)."""
+        loop = self.loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self.wake_all)
+
+    def wake_all(self) -> None:
+        for key in list(self.queues):
+            self.wake(key)
+
     # -- on the loop ---------------------------------------------------------
 
     def wake(self, key: QueueKey) -> None:
