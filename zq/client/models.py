@@ -41,6 +41,21 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimAnswer:
+    """One claim request's outcome (``Client.claim_answer``).
+
+    ``waited``: the wait the server says it honoured (zq's ``X-Zq-Wait``
+    header, on claims that asked to wait); None when the answer had no such
+    header (Zaqar, or zq before long polling). ``seconds``: how long the
+    request took, measured by the client.
+    """
+
+    claim: Claim | None
+    waited: float | None
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class QueueStats:
     free: int
     claimed: int
