@@ -45,9 +45,10 @@ function field([key, label, kind, hint], metadata) {
 }
 
 /**
- * What the stats will carry once the outage breaker (issue 27) and long-poll
- * waiters (issue 28) exist. Neither exists yet: each fact shows only when
- * the stats carry it, so until then nothing shows (docs/console.md).
+ * The facts zq's stats add to Zaqar's counts: the outage breaker's state
+ * (issue 27), when the stats carry it, and the claims waiting for a message
+ * on this queue (long poll, issue 28: `waiting`, a count across the
+ * server's workers). A server without them shows neither (docs/console.md).
  */
 export function stateFacts(stats) {
   const facts = [];
@@ -57,6 +58,13 @@ export function stateFacts(stats) {
   }
   if (typeof stats.waiting === "number") facts.push(["Waiting", stats.waiting]);
   return facts;
+}
+
+/** "waiting" (one claim waiting) or "N waiting"; nothing when none. */
+export function waitingBadge(count) {
+  if (!count) return "";
+  return h("span.badge.ok", { text: count > 1 ? `${count} waiting` : "waiting",
+    title: `${count} claim${count > 1 ? "s" : ""} waiting for a message (long poll)` });
 }
 
 /** The form's values as a JSON patch: an empty field sets null, which unsets a reserved key. */
@@ -203,8 +211,8 @@ export function renderQueue(root, { api }, name) {
       replace(consumersBox, title, h("p.empty", { text: "No consumer claimed from this queue in the last hour." }));
       return;
     }
-    // A consumer waiting in a long poll (issue 28) gets a column once the
-    // consumers carry it; until then the table has none.
+    // Claims each consumer has waiting for a message (long poll): a column
+    // when the server reports them (a zq before long polling does not).
     const waits = result.list.some((c) => c.waiting !== undefined);
     const head = ["Client-ID", "Last claim", "Live", "Lapsed", ...(waits ? ["Waiting"] : []), ""];
     replace(consumersBox, title, h("div.scroll", {}, h("table", {},
@@ -214,7 +222,7 @@ export function renderQueue(root, { api }, name) {
         h("td", {}, when(c.last_claim)),
         h("td.num", { text: String(c.live_claims ?? "–") }),
         h("td.num", { text: String(c.lapsed_claims ?? "–") }),
-        waits ? h("td", { dataset: { col: "waiting" }, text: c.waiting ? "waiting" : "" }) : null,
+        waits ? h("td", { dataset: { col: "waiting" } }, waitingBadge(c.waiting)) : null,
         h("td", {}, c.suspected ? h("span.badge.warn", { text: "suspected" }) : "")))))));
   }
 
