@@ -231,3 +231,23 @@ def test_sigterm_cuts_a_waiting_claim_short(project):
     assert time.monotonic() - started < 10  # not the 30 s the claim asked
     assert run.stopping and stats.long_polls == 1
     assert signal.getsignal(signal.SIGTERM) is previous
+
+
+def test_stats_and_consumers_carry_the_waiting_claims(config, storage, clock, project):
+    from zq.api import create_app
+    from zq.metrics.waiting import WaitingCensus
+
+    census = WaitingCensus()
+    app = create_app(config, storage=storage, clock=clock, waiting=census)
+    with Client("http://zq.test", project=project,
+                transport=httpx.WSGITransport(app=app)) as client:
+        assert client.stats("q").waiting == 0
+        census.started(project, "q", "c1")
+        assert client.stats("q").waiting == 1
+        [row] = client.consumers("q")
+        assert (row.client_id, row.waiting, row.last_claim) == ("c1", 1, None)
+    # Zaqar's stats have no such field.
+    with Client("http://zaqar.test", project=project,
+                transport=httpx.MockTransport(lambda request: httpx.Response(
+                    200, json={"messages": {"free": 0, "claimed": 0, "total": 0}}))) as zaqar:
+        assert zaqar.stats("q").waiting is None

@@ -95,8 +95,10 @@ class QueueItem(Resource):
 
 class QueueStatsResource(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
-        stats = self.service.queue_stats(req.context.project, queue_name)
-        resp.media = representation.stats(stats, queue_name, self.clock.now())
+        project = req.context.project
+        stats = self.service.queue_stats(project, queue_name)
+        waiting = self.waiting.waiting(project, queue_name) if self.waiting else None
+        resp.media = representation.stats(stats, queue_name, self.clock.now(), waiting=waiting)
 
 
 class QueuePurge(Resource):

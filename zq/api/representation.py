@@ -94,11 +94,14 @@ def claim(record: ClaimRecord, now: float, *, history: bool = False) -> dict[str
     }
 
 
-def stats(record: QueueStats, queue: str, now: float) -> dict[str, Any]:
-    """``{"messages": {"free", "claimed", "delayed", "total"[, "oldest", "newest"]}}``.
+def stats(record: QueueStats, queue: str, now: float, *,
+          waiting: int | None = None) -> dict[str, Any]:
+    """``{"messages": {"free", "claimed", "delayed", "total"[, "oldest", "newest"]}[,
+    "waiting"]}``.
 
     ``delayed`` (zq's) counts free messages not claimable yet; ``total``
-    stays free + claimed, as Zaqar clients expect.
+    stays free + claimed, as Zaqar clients expect. ``waiting`` (zq's): the
+    claims waiting for a message on the queue in this server (long poll).
     """
     counts: dict[str, Any] = {
         "free": record.free,
@@ -109,7 +112,9 @@ def stats(record: QueueStats, queue: str, now: float) -> dict[str, Any]:
     if record.total and record.oldest and record.newest:
         counts["oldest"] = _stamp(record.oldest, queue, now)
         counts["newest"] = _stamp(record.newest, queue, now)
-    return {"messages": counts}
+    if waiting is None:
+        return {"messages": counts}
+    return {"messages": counts, "waiting": waiting}
 
 
 def _stamp(stamp: MessageStamp, queue: str, now: float) -> dict[str, Any]:

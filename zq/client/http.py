@@ -142,9 +142,10 @@ class Client:
         return [] if response.status_code == 204 else response.json().get("queues", [])
 
     def stats(self, queue: str) -> QueueStats:
-        doc = self._call("GET", f"/queues/{queue}/stats").json()["messages"]
+        answer = self._call("GET", f"/queues/{queue}/stats").json()
+        doc = answer["messages"]
         return QueueStats(free=doc["free"], claimed=doc["claimed"], total=doc["total"],
-                          delayed=doc.get("delayed", 0))
+                          delayed=doc.get("delayed", 0), waiting=answer.get("waiting"))
 
     def purge(self, queue: str) -> None:
         self._call("POST", f"/queues/{queue}/purge", json_body={})
@@ -294,7 +295,8 @@ class Client:
         doc = self._call("GET", f"/queues/{queue}/consumers").json()
         return [ConsumerInfo(client_id=c["client_id"], last_claim=c["last_claim"],
                              live_claims=c["live_claims"], lapsed_claims=c["lapsed_claims"],
-                             suspected=c["suspected"]) for c in doc["consumers"]]
+                             suspected=c["suspected"], waiting=c.get("waiting", 0))
+                for c in doc["consumers"]]
 
     def redrive(self, dlq: str, *, to: str | None = None,
                 filter: Mapping[str, Any] | None = None, limit: int | None = None,

@@ -61,6 +61,9 @@ class QueueStats:
     claimed: int
     total: int
     delayed: int = 0
+    # zq: claims waiting for a message on the queue (long poll); None when
+    # the server does not say (Zaqar, zq before long polling).
+    waiting: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +71,11 @@ class ConsumerInfo:
     """One Client-ID of ``GET /v2/queues/{q}/consumers`` (zq)."""
 
     client_id: str
-    last_claim: float
+    last_claim: float | None  # None: it only waits, it has claimed nothing yet
     live_claims: int
     lapsed_claims: int
     suspected: bool
+    waiting: int = 0  # its claims waiting for a message (long poll)
 
 
 @dataclass(frozen=True, slots=True)
