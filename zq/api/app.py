@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import falcon
 import falcon.media
 import orjson
 
 from zq.api import console, errors
+from zq.api.breaker import QueueBreaker
 from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.consumers import QueueConsumers
 from zq.api.health import Health, Ping
@@ -50,6 +53,7 @@ ROUTES: list[tuple[str, type[Resource]]] = [
     ("/v2/queues/{queue_name}", QueueItem),
     ("/v2/queues/{queue_name}/stats", QueueStatsResource),
     ("/v2/queues/{queue_name}/purge", QueuePurge),
+    ("/v2/queues/{queue_name}/breaker", QueueBreaker),
     ("/v2/queues/{queue_name}/messages", MessageCollection),
     ("/v2/queues/{queue_name}/messages/{message_id}", MessageItem),
     ("/v2/queues/{queue_name}/messages/{message_id}/reject", MessageReject),
@@ -70,6 +74,7 @@ def create_app(
     metrics_dir: str | None = None,
     notifier_status: StatusFile | None = None,
     waiting: WaitingCensus | None = None,
+    on_claimable: Callable[[str, str], None] | None = None,
 ) -> keystone.WsgiApp:
     """The WSGI app serving the Zaqar v2 API.
 
@@ -83,14 +88,16 @@ def create_app(
     ``notifier_status`` where it reports its notifier, for ``GET /v2/health``;
     ``waiting`` counts the waiting claims of this process, shared with the
     server's other workers (zq.metrics.waiting; one of this process alone
-    when None). Raises ConfigError for unusable auth settings.
+    when None); ``on_claimable`` wakes this process's waiting claims
+    (zq.waiting). Raises ConfigError for unusable auth settings.
     """
     clock = clock or SystemClock()
     if pools is None:
         pools, admin = open_pools(config, clock=clock, storage=storage)
     service = QueueService(config.limits, pools,
                            metadata_cache=MetadataCache(config.server.metadata_cache),
-                           cipher=BodyCipher.from_config(config.encryption), clock=clock)
+                           cipher=BodyCipher.from_config(config.encryption), clock=clock,
+                           on_claimable=on_claimable)
     telemetry = None
     if config.metrics.enabled:
         telemetry = open_telemetry(config.metrics, pools.storages, clock,

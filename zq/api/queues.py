@@ -96,9 +96,10 @@ class QueueItem(Resource):
 class QueueStatsResource(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
         project = req.context.project
-        stats = self.service.queue_stats(project, queue_name)
+        report = self.service.queue_report(project, queue_name)
         waiting = self.waiting.waiting(project, queue_name) if self.waiting else None
-        resp.media = representation.stats(stats, queue_name, self.clock.now(), waiting=waiting)
+        resp.media = representation.stats(report.stats, queue_name, self.clock.now(),
+                                          breaker=report.breaker, waiting=waiting)
 
 
 class QueuePurge(Resource):

@@ -14,8 +14,10 @@ move inside its atomic step (pinned by tests/contract/test_moves.py):
 - ``ttl``: ``Move.ttl``, or the message's own ttl when it is None;
 - ``created`` = now and ``expires`` = now + ttl (``Move.values``);
 - the message is free in the destination: no claim, no delay;
-- ``claim_count`` is 0 when ``Move.reset_claim_count`` else kept;
-  ``redrive_count`` goes up by one when ``Move.count_redrive``;
+- ``claim_count`` is 0 when ``Move.reset_claim_count`` else kept, and so
+  are ``forgiven_count`` (0 or kept) and ``lapsed_with`` (empty or kept);
+  ``last_failure`` is always kept; ``redrive_count`` goes up by one when
+  ``Move.count_redrive``;
 - the history entry (``Move.history_entry``) is appended, last;
 - one ``Move.event`` event per moved message, on the source queue, with
   the message's claim count before the move, and ``Move.event_detail``
@@ -25,6 +27,7 @@ move inside its atomic step (pinned by tests/contract/test_moves.py):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,12 +40,23 @@ REASON_REJECTED = "rejected"
 REASON_EXPIRED = "expired"
 REASON_REDRIVEN = "redriven"
 REASON_UNREADABLE = "unreadable"  # its sealed body could not be opened (zq.service.opening)
+# A lapse charged to the message exhausted it (zq.poison.blame); also the
+# reason of each lapse entry of its history (those carry CHARGED_TO).
+REASON_LAPSED = "lapsed"
 
 # History entry keys.
 QUEUE = "queue"  # the queue the message left
 REASON = "reason"
 TIME = "time"  # POSIX seconds of the move
 DESCRIPTION = "description"  # why, in words (a reject's text), when given
+# Only in a lapse entry (zq.poison.blame.lapse_entry), never in a move's.
+CLIENT_ID = "client_id"  # the Client-ID whose claim lapsed, None when it gave none
+CHARGED_TO = "charged_to"  # whom the lapse was charged to (zq.poison.blame)
+
+
+def is_move_entry(entry: Mapping[str, Any]) -> bool:
+    """Whether a history entry records a move (not a lapse in place)."""
+    return CHARGED_TO not in entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +122,11 @@ def unreadable(to: str, ttl: int | None, description: str) -> Move:
     The description is the failure (it names the key id, never the body).
     """
     return Move(to=to, reason=REASON_UNREADABLE, ttl=ttl, description=description)
+
+
+def lapsed(to: str, ttl: int | None, description: str) -> Move:
+    """An exhausted message whose last lapse was charged to it (blame split on)."""
+    return Move(to=to, reason=REASON_LAPSED, ttl=ttl, description=description)
 
 
 def expired(to: str, ttl: int | None) -> Move:

@@ -8,7 +8,8 @@ with the one move primitive (``MessageController.move`` with
 ``zq.poison.moves.redriven``).
 
 A message is selected by its *dead letter entry*: its most recent history
-entry, the move that brought it into the queue it is in. A message with no
+entry that is a move (lapse entries are not), the move that brought it
+into the queue it is in. A message with no
 history (posted straight into the dead letter queue), or whose most recent
 entry is itself a redrive (it was redriven into this queue), has none:
 the filters on reason, source and time never select it, and without
@@ -31,7 +32,7 @@ SCAN_FACTOR = 10
 
 # The reasons a dead letter entry can have (filter ``reason``).
 DEAD_LETTER_REASONS = (moves.REASON_MAX_CLAIM_COUNT, moves.REASON_REJECTED,
-                       moves.REASON_EXPIRED, moves.REASON_UNREADABLE)
+                       moves.REASON_EXPIRED, moves.REASON_UNREADABLE, moves.REASON_LAPSED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +93,14 @@ class RedriveResult:
 
 
 def dead_letter_entry(record: MessageRecord) -> Mapping[str, Any] | None:
-    """The move that brought the message where it is, if it was dead lettered there."""
-    if not record.history:
+    """The move that brought the message where it is, if it was dead lettered there.
+
+    Lapse entries (zq.poison.blame, written in place) are not moves: passed over.
+    """
+    entries = [entry for entry in record.history if moves.is_move_entry(entry)]
+    if not entries:
         return None
-    last = record.history[-1]
+    last = entries[-1]
     if last.get(moves.REASON) == moves.REASON_REDRIVEN:
         return None
     return last

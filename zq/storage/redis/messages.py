@@ -101,6 +101,7 @@ class RedisMessages(RedisController, MessageController):
         claim_id: str | None,
         client_id: str | None,
         settle_claim: bool = False,
+        rules: DeliveryRules = NO_RULES,  # the breaker: not on this driver yet
     ) -> None:
         answer = self._run("delete", project, queue, message_id, optional(claim_id),
                            optional(client_id), "1" if settle_claim else "")
@@ -118,6 +119,7 @@ class RedisMessages(RedisController, MessageController):
         *,
         claim_ids: Sequence[str] | None = None,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,  # the breaker: not on this driver yet
     ) -> list[str]:
         if not message_ids:
             return []
@@ -135,6 +137,7 @@ class RedisMessages(RedisController, MessageController):
         client_id: str | None,
         description: str | None,
         retry_after: int | None,
+        rules: DeliveryRules = NO_RULES,  # the breaker: not on this driver yet
     ) -> None:
         detail = events.rejected_detail(description, retry_after)
         answer = self._run("reject", project, queue, message_id, claim_id, optional(client_id),
@@ -153,6 +156,7 @@ class RedisMessages(RedisController, MessageController):
         *,
         claim_id: str | None = None,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,  # the breaker: not on this driver yet
     ) -> list[str]:
         now = self._clock.now()
         # move.lua applies zq.storage.checks.check_move's rule atomically.

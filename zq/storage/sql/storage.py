@@ -17,6 +17,7 @@ from zq.storage.sql.database import Database
 from zq.storage.sql.events import SqlEventLog
 from zq.storage.sql.messages import SqlMessages
 from zq.storage.sql.queues import SqlQueues
+from zq.storage.sql.wakeups import SqlWakeups
 from zq.storage.uri import redact
 
 
@@ -37,6 +38,7 @@ class SqlStorage(Storage):
         self.notification_cursors = SqlNotificationCursors(self._db, clock)
         self.subscriptions = subscriptions.SqlSubscriptions(self._db, clock)
         self.consumers = SqlConsumers(self._db)
+        self.wakeups = SqlWakeups(self._db, clock)
 
     @property
     def engine(self) -> sa.Engine:
