@@ -47,6 +47,7 @@ from zq.metrics.waiting import WaitingCensus
 from zq.notifications.status import StatusFile
 from zq.pooling.base import PoolDown, Pools
 from zq.pooling.migrate import upgrade_management
+from zq.service.auto_redrive import AutoRedrive
 from zq.startup import (
     StartupError,
     ensure_default_data_dir,
@@ -237,7 +238,8 @@ def open_worker(config: Config, metrics_dir: str | None = None,
     collector = None
     if config.gc.interval > 0:
         # A callable, not a snapshot: pools registered later are collected too.
-        collector = GarbageCollector(pools.storages, config.gc.interval)
+        collector = GarbageCollector(pools.storages, config.gc.interval,
+                                     after_collect=AutoRedrive(config.limits, clock).run_due)
         collector.start()
     status = StatusFile(notifier_status) if notifier_status else None
     census = WaitingCensus(run_dir)

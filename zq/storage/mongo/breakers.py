@@ -300,7 +300,9 @@ def _state(doc: dict[str, Any] | None, description: str | None) -> BreakerState:
         return replace(initial_state(), description=description)
     return BreakerState(state=doc["state"], since=doc["since"], description=description,
                         tripped_at=doc.get("tripped_at"), closed_at=doc.get("closed_at"),
-                        redrive_due=bool(doc.get("redrive_due")))
+                        redrive_due=bool(doc.get("redrive_due")),
+                        # Written when it opens, kept when it closes.
+                        outage_description=doc.get("description"))
 
 
 class MongoBreakers(BreakerLog):
@@ -353,3 +355,7 @@ class MongoBreakers(BreakerLog):
         self._ctx.breakers.update_one(
             {"_id": key(project, queue), "closed_at": closed_at, "redrive_due": True},
             {"$set": {"redrive_due": False}})
+
+    def due_redrives(self) -> list[tuple[str, str]]:
+        return [(doc["_id"]["project"], doc["_id"]["queue"])
+                for doc in self._ctx.breakers.find({"redrive_due": True}, {"_id": 1})]
