@@ -26,7 +26,9 @@ Markdown summary:
    requests per second the backend served (Redis: ``total_commands_processed``
    of the whole Redis server, so use a Redis nobody else uses; PostgreSQL:
    transactions of the run's database; SQLite: not measurable from outside)
-   and zq's own ``zq_claims_waiting`` and ``zq_claim_wakeups_total``.
+   and zq's own ``zq_claims_waiting`` and ``zq_claim_wakeups_total``; the
+   same CPU and backend figures are first measured for ``--baseline-seconds``
+   with nobody waiting (what gc, the notifier and the metrics cost anyway).
 3. **claim-delete throughput**: the side-by-side benchmark's ``claim-delete``
    workload (benchmarks/loadgen) with every claim asking ``wait`` and
    without, alternating, ``--rounds`` times each; medians and their ratio.
@@ -321,6 +323,16 @@ async def idle_run(url: str, pid: int, store: Storage, args: argparse.Namespace)
     connector = aiohttp.TCPConnector(limit=args.idle + 8)
     timeout = aiohttp.ClientTimeout(total=args.wait + 60)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        # The same figures with nobody waiting first: what the server and its
+        # backend do anyway (gc, the notifier, the metrics), to subtract.
+        pids = tree(pid)
+        cpu0, backend0, started = cpu_seconds(pids), backend_requests(store), time.monotonic()
+        await asyncio.sleep(args.baseline_seconds)
+        elapsed = time.monotonic() - started
+        cpu1, backend1 = cpu_seconds(pids), backend_requests(store)
+        quiet_cpu = round(100 * (cpu1 - cpu0) / elapsed, 2)
+        quiet_backend = (round((backend1 - backend0) / elapsed, 1)
+                         if backend0 is not None and backend1 is not None else None)
         stop = asyncio.Event()
         consumers = []
         for n in range(args.idle):  # a ramp, not 2,000 connections in one instant
@@ -348,10 +360,13 @@ async def idle_run(url: str, pid: int, store: Storage, args: argparse.Namespace)
     line = {"part": "idle", "waiters": args.idle, "wait": args.wait,
             "seconds": round(elapsed, 1), "server_processes": len(pids),
             "server_cpu_pct_of_one_core": round(100 * (cpu1 - cpu0) / elapsed, 2),
+            "server_cpu_pct_nobody_waiting": quiet_cpu,
             "rss_start_mib": round(rss0, 1), "rss_end_mib": round(rss1, 1),
             "rss_growth_mib": round(rss1 - rss0, 1),
             "claim_answers_per_s": round(claims / elapsed, 1),
-            "backend_requests_per_s": backend, "backend_counter": store.counter or None,
+            "backend_requests_per_s": backend,
+            "backend_requests_per_s_nobody_waiting": quiet_backend,
+            "backend_counter": store.counter or None,
             "errors": run.errors, "metrics_before": metrics_before,
             "metrics_after": metrics_after, "load": load()}
     emit(line)
@@ -390,6 +405,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=30.0, help="of posts per latency run")
     parser.add_argument("--idle", type=int, default=2000, help="idle waiting consumers")
     parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--baseline-seconds", type=float, default=15.0,
+                        help="seconds measured with nobody waiting, before the idle "
+                             "consumers start")
     parser.add_argument("--settle", type=float, default=5.0,
                         help="seconds between the last idle consumer's start and the "
                              "measurement")
@@ -424,11 +442,14 @@ def summary(runs: list[Run], idle: dict | None, sides: dict[str, list[dict]]) ->
                          f"{sum(r.posted for r in mine)} |")
     if idle:
         lines += ["", f"{idle['waiters']} idle waiting consumers for {idle['seconds']} s: "
-                  f"server CPU {idle['server_cpu_pct_of_one_core']}% of one core, RSS "
+                  f"server CPU {idle['server_cpu_pct_of_one_core']}% of one core "
+                  f"({idle['server_cpu_pct_nobody_waiting']}% with nobody waiting), RSS "
                   f"{idle['rss_start_mib']} -> {idle['rss_end_mib']} MiB "
                   f"({idle['rss_growth_mib']:+} MiB), claim answers "
                   f"{idle['claim_answers_per_s']}/s, backend requests "
-                  f"{idle['backend_requests_per_s']}/s ({idle['backend_counter']}), "
+                  f"{idle['backend_requests_per_s']}/s "
+                  f"({idle['backend_requests_per_s_nobody_waiting']}/s with nobody waiting; "
+                  f"{idle['backend_counter']}), "
                   f"zq_claims_waiting {idle['metrics_after'].get('zq_claims_waiting')}"]
     if sides.get("without") and sides.get("with"):
         without = statistics.median(r["msgs_per_s"] for r in sides["without"])
