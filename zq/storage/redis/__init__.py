@@ -56,6 +56,8 @@ bytes) can make two keys collide::
                              description) by time
     P qkm:<qid>        zset  the window's failed message ids by last failure
     P qks:<qid>        zset  the window's successes by time
+    P kd               set   queue ids whose breaker closed with its auto-redrive
+                             still due (BreakerLog.due_redrives)
     P marker           string counter for markers (one sequence per backend)
     P m:<id>           hash  q, body, ttl, created, expires, client, claim,
                              cexp (claim expiry), count, hist (JSON list),

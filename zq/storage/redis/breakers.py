@@ -19,7 +19,7 @@ from zq.storage.redis.wire import breaker_args
 
 def _state(row: list[Any]) -> BreakerState:
     """``breaker_state``'s answer in lua/_breaker.lua."""
-    state, since, description, tripped, closed, due = row
+    state, since, description, tripped, closed, due, outage = row
     return BreakerState(
         state=state,
         since=float(since),
@@ -27,6 +27,7 @@ def _state(row: list[Any]) -> BreakerState:
         tripped_at=float(tripped) if tripped else None,
         closed_at=float(closed) if closed else None,
         redrive_due=bool(int(due)),
+        outage_description=outage,
     )
 
 
@@ -38,6 +39,10 @@ class RedisBreakers(RedisController, BreakerLog):
               now: float) -> BreakerState:
         return _state(self._scripts.run("breaker_force", now, project, queue, state,
                                         *breaker_args(DeliveryRules(breaker=policy))))
+
+    def due_redrives(self) -> list[tuple[str, str]]:
+        flat = self._scripts.run("breaker_due", self._clock.now())
+        return list(zip(flat[0::2], flat[1::2], strict=True))
 
     def redrive_done(self, project: str, queue: str, closed_at: float) -> None:
         self._scripts.run("breaker_redrive_done", self._clock.now(), project, queue,

@@ -17,6 +17,9 @@ function K.breaker(qid) return P .. 'qk:' .. qid end
 function K.failures(qid) return P .. 'qkf:' .. qid end
 function K.failed(qid) return P .. 'qkm:' .. qid end
 function K.successes(qid) return P .. 'qks:' .. qid end
+-- Backend-wide: the queue ids whose breaker closed with its auto-redrive
+-- still to run (BreakerLog.due_redrives, for housekeeping after a crash).
+function K.redrive_due() return P .. 'kd' end
 
 function breaker_keys(qid)  -- declared in _lib.lua
   return K.breaker(qid), K.failures(qid), K.failed(qid), K.successes(qid)
@@ -143,6 +146,11 @@ local function close_breaker(r, b, forced)
   redis.call('DEL', f, m, s)
   redis.call('HSET', K.breaker(r.qid), 'st', BREAKER.CLOSED, 'since', NOW_S, 'closed', NOW_S,
              'rdue', r.redrive_max > 0 and '1' or '', 'np', 0, 'pc', '', 'pm', '', 'ps', 0)
+  if r.redrive_max > 0 then
+    redis.call('SADD', K.redrive_due(), r.qid)
+  else
+    redis.call('SREM', K.redrive_due(), r.qid)
+  end
   breaker_event(r, BREAKER.CLOSED, b.st, b.desc, fails, oks, forced)
 end
 
@@ -399,16 +407,18 @@ end
 
 -- BreakerLog.read's answer for queue ``qid`` (nil: none) and window
 -- ``window`` (seconds): {state, since, description or false, tripped at,
--- closed at ('' when never), redrive due (1/0)}. Closed: the description
--- is the current window's most common; otherwise the outage's.
+-- closed at ('' when never), redrive due (1/0), outage description or
+-- false}. Closed: the description is the current window's most common;
+-- otherwise the outage's, which a close keeps until the next opening.
 local function breaker_state(qid, window)
   if not qid then
-    return {BREAKER.CLOSED, '0', false, '', '', 0}
+    return {BREAKER.CLOSED, '0', false, '', '', 0, false}
   end
   local b = load_breaker(qid)
   local desc = b.desc
   if b.st == BREAKER.CLOSED then
     desc = most_common(qid, NOW - window)
   end
-  return {b.st, b.since, desc or false, b.tripped, b.closed, b.rdue and 1 or 0}
+  return {b.st, b.since, desc or false, b.tripped, b.closed, b.rdue and 1 or 0,
+          b.desc or false}
 end

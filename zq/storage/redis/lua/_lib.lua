@@ -540,6 +540,7 @@ local function detach_queue(project, name, qid, keep)
   redis.call('UNLINK', K.ready(qid), K.held(qid), K.waiting(qid), K.expiry(qid),
              K.backoff(qid), breaker_keys(qid))
   redis.call('ZREM', K.queue_expiry(), qid)
+  redis.call('SREM', K.redrive_due(), qid)
   redis.call('SADD', K.trash(), qid)
   if keep then
     local q = redis.call('HMGET', K.queue(qid), 'meta', 'mv', 'vid', 'xmove')

@@ -8,6 +8,7 @@ end
 local closed = redis.call('HGET', K.breaker(qid), 'closed')
 if closed and tonumber(closed) == tonumber(ARGV[5]) then
   redis.call('HDEL', K.breaker(qid), 'rdue')
+  redis.call('SREM', K.redrive_due(), qid)
   return 1
 end
 return 0
