@@ -27,7 +27,7 @@ function breaker_lib()  -- declared in _lib.lua
   --                   message ids), ps (probe successes), seq (outcome numbers)
   --   qkf:<qid> zset  the window's failures: "seq:enc(message id)" .. desc, by time
   --   qkm:<qid> zset  the window's failed message ids, by their last failure
-  --   qks:<qid> zset  the window's successes: seq, by time
+  --   qks:<qid> zset  the window's successes: the deleted message ids, by time
   function K.breaker(qid) return P .. 'qk:' .. qid end
   function K.failures(qid) return P .. 'qkf:' .. qid end
   function K.failed(qid) return P .. 'qkm:' .. qid end
@@ -62,6 +62,10 @@ function breaker_lib()  -- declared in _lib.lua
   -- Forget outcomes from before the window (zq.poison.breaker: those at or
   -- after NOW - window count).
   local function trim_outcomes(r)
+    if r.trimmed then
+      return  -- once per script: NOW does not move within it
+    end
+    r.trimmed = true
     local before = '(' .. fmt(NOW - r.window)
     redis.call('ZREMRANGEBYSCORE', K.failures(r.qid), '-inf', before)
     redis.call('ZREMRANGEBYSCORE', K.failed(r.qid), '-inf', before)
@@ -189,8 +193,8 @@ function breaker_lib()  -- declared in _lib.lua
   -- success; the probe's moves an open breaker to half-open (the next probe
   -- may go at once) and, the close_after-th in a row, closes it.
   local function breaker_success(r, mid, cid)
-    local seq = redis.call('HINCRBY', K.breaker(r.qid), 'seq', 1)
-    redis.call('ZADD', K.successes(r.qid), NOW_S, seq)
+    -- A message is deleted once: its id names the success.
+    redis.call('ZADD', K.successes(r.qid), NOW_S, mid)
     trim_outcomes(r)
     local b = load_breaker(r.qid)
     if b.st == BREAKER.CLOSED or b.pc == '' or cid ~= b.pc or mid ~= b.pm then
