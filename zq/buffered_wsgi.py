@@ -227,7 +227,11 @@ class BufferedWSGI:
                     if gone.done() and made.release is not None:
                         # Nobody will read this claim: its messages must not
                         # stay held for the claim's ttl.
-                        await asyncio.to_thread(made.release)
+                        try:
+                            await asyncio.to_thread(made.release)
+                        except Exception as error:  # they stay held for the ttl, no worse
+                            log.warning("Releasing the claim of a client that left failed: "
+                                        "%s", error)
                         break
                 protocol.response_bytes(*attempt[ANSWER_KEY])
                 return
