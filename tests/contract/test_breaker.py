@@ -124,7 +124,7 @@ def test_outcomes_older_than_the_window_do_not_count(storage, project, clock):
     fail(storage, project, posted[0], held.id)
     fail(storage, project, posted[1], held.id)
     clock.advance(61)
-    fail(storage, project, posted[2], held.id)
+    fail(storage, project, posted[2], held.id)  # the claim (ttl 300) still holds it
     assert state(storage, project, clock).state == CLOSED
 
 

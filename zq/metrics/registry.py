@@ -72,6 +72,11 @@ class Metrics:
         self.rejected = counter(
             "zq_messages_rejected", "Messages rejected by their claim's holder (retry or terminal)."
         )
+        # Per queue: breakers are opt-in and trips rare, so the series stay few.
+        self.breaker_trips = counter(
+            "zq_breaker_trips", "Times a queue's breaker tripped open: its failures crossed "
+            "_breaker_failure_ratio (forced opens and re-opens after a failed probe not "
+            "counted).", ("queue",))
         self.notifications_sent = counter(
             "zq_notifications_sent", "Notification attempts delivered (2xx, 3xx, mail accepted)."
         )

@@ -138,3 +138,17 @@ def redriven(to: str, ttl: int) -> Move:
     """A dead letter sent back to ``to``: claims start over, expiry with ``to``'s ttl."""
     return Move(to=to, reason=REASON_REDRIVEN, ttl=ttl, reset_claim_count=True,
                 count_redrive=True, event=events.REDRIVEN)
+
+
+# A dead letter sent back by the close of its queue's breaker (zq.poison.auto_redrive).
+REASON_AUTO_REDRIVEN = "auto_redriven"
+
+
+def auto_redriven(to: str, ttl: int) -> Move:
+    """A dead letter of an outage sent back to ``to`` when its breaker closed.
+
+    As a redrive (claims start over, ``to``'s ttl, ``redrive_count`` + 1, a
+    ``redriven`` event) with its own reason, which counts its generation.
+    """
+    return Move(to=to, reason=REASON_AUTO_REDRIVEN, ttl=ttl, reset_claim_count=True,
+                count_redrive=True, event=events.REDRIVEN)

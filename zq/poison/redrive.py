@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zq.poison import moves
-from zq.storage.records import MessageRecord
+
+if TYPE_CHECKING:  # zq.storage imports zq.validation, which imports this module
+    from zq.storage.records import MessageRecord
 
 # A call reads at most this many times its limit cap of messages of the
 # dead letter queue (a filter that selects few costs bounded work per
@@ -101,7 +103,7 @@ def dead_letter_entry(record: MessageRecord) -> Mapping[str, Any] | None:
     if not entries:
         return None
     last = entries[-1]
-    if last.get(moves.REASON) == moves.REASON_REDRIVEN:
+    if last.get(moves.REASON) in (moves.REASON_REDRIVEN, moves.REASON_AUTO_REDRIVEN):
         return None
     return last
 

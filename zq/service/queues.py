@@ -24,9 +24,9 @@ from zq.errors import (
 )
 from zq.poison import backoff, consumers, dead_letter, redrive
 from zq.pooling import Pools
+from zq.service import breakers, posts, rejects
 from zq.service import health as health_report
 from zq.service import metadata_writes as writes
-from zq.service import posts, rejects
 from zq.service.bodies import Bodies
 from zq.service.deliveries import version_for, with_metadata
 from zq.service.metadata_cache import MetadataCache
@@ -34,6 +34,7 @@ from zq.service.opening import Opened, OpenedClaim, opened_claim
 from zq.service.redrive import Redrive
 from zq.service.subscribed import SubscribedQueues
 from zq.storage.base import Storage
+from zq.storage.breakers import BreakerState
 from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import ClaimRecord, MessageRecord, QueueRecord, QueueStats
 
@@ -46,14 +47,26 @@ class QueuePage:
     count: int | None  # total matching queues, when asked for
 
 
+@dataclass(frozen=True, slots=True)
+class QueueReport:
+    """What ``GET .../stats`` shows: the counts, and the breaker when it is on."""
+
+    stats: QueueStats
+    breaker: BreakerState | None
+
+
 class QueueService:
     """Every operation the API offers, scoped by project and queue."""
 
     def __init__(self, limits: Limits, pools: Pools, *,
                  metadata_cache: MetadataCache | None = None,
                  cipher: BodyCipher | None = None, clock: Clock | None = None,
-                 subscribed: SubscribedQueues | None = None) -> None:
+                 subscribed: SubscribedQueues | None = None,
+                 on_claimable: Callable[[str, str], None] | None = None) -> None:
+        """``on_claimable(project, queue)``: told of each change that may have
+        made a message claimable, for this process's waiting claims (zq.waiting)."""
         self.limits = limits
+        self._on_claimable = on_claimable
         self.pools = pools
         # The consumer log's times (zq.poison.consumers); the drivers keep their own.
         self.clock = clock or SystemClock()
@@ -190,6 +203,36 @@ class QueueService:
         queue = self._queue_name(queue)
         return self._storage(project, queue).queues.stats(project, queue)
 
+    def queue_report(self, project: str, queue: str) -> QueueReport:
+        """The counts, and the breaker's state when ``_breaker_failure_ratio`` is set."""
+        queue = self._queue_name(queue)
+        storage = self._storage(project, queue)
+        stats = storage.queues.stats(project, queue)
+        stored = self._metadata_cache.get(storage, project, queue).read.metadata
+        return QueueReport(stats, breakers.read(storage, project, queue, stored,
+                                                self.clock.now()))
+
+    def breaker(self, project: str, queue: str) -> BreakerState | None:
+        """The queue's breaker, None when it is off; QueueNotFound for a queue never created."""
+        queue = self._queue_name(queue)
+        storage = self._storage(project, queue)
+        current = storage.queues.read_metadata(project, queue)
+        if not current.exists:
+            raise QueueNotFound.gone(queue)
+        return breakers.read(storage, project, queue, current.metadata, self.clock.now())
+
+    def force_breaker(self, project: str, queue: str, document: Any | None) -> BreakerState:
+        """Force the queue's breaker open or closed (``POST .../breaker``).
+
+        InvalidRequest for a body other than ``{"state": "open"|"closed"}``,
+        QueueNotFound for a queue never created, Conflict when its breaker
+        is off (zq.service.breakers).
+        """
+        queue = self._queue_name(queue)
+        state = breakers.forced_state(document)
+        return breakers.force(self._storage(project, queue), project, queue, state,
+                              self.clock.now())
+
     def purge_queue(self, project: str, queue: str, document: Any | None) -> None:
         """Remove the queue's resources named by ``resource_types`` (all by default)."""
         queue = self._queue_name(queue)
@@ -225,7 +268,10 @@ class QueueService:
             new = self._bodies.sealed(placed, project, stored, new)
             new = self.subscribed.with_event_bodies(placed, project, queue, new)
             rules = DeliveryRules(metadata_version=version_for(placed, version))
-            return placed.messages.post(project, queue, new, client_id=client_id, rules=rules)
+            ids = placed.messages.post(project, queue, new, client_id=client_id, rules=rules)
+            if any(message.delay == 0 for message in new):
+                self._claimable(placed, project, queue)
+            return ids
 
         return with_metadata(self._metadata_cache, project, queue, storage, post)
 
@@ -376,6 +422,7 @@ class QueueService:
             storage.messages.reject(
                 project, queue, message_id, claim_id=claim_id, client_id=client_id,
                 description=rejection.description, retry_after=rejection.retry_after)
+            self._claimable(storage, project, queue)
         else:
             rejects.move_to_dead_letter_queue(
                 storage, project, queue, message_id, rejection.description,
@@ -498,6 +545,7 @@ class QueueService:
             return  # no such claim
         storage = self._storage(project, queue)
         storage.claims.release(project, queue, claim_id, client_id=client_id)
+        self._claimable(storage, project, queue)
         self._consumers.settled(storage.consumers, project, queue, claim_id,
                                 self.clock.now(), ended=True)
 
@@ -528,7 +576,11 @@ class QueueService:
         """
         queue = self._queue_name(queue)
         request = validation.redrive_document(document, self.limits)
-        return self._redrive.run(project, queue, request, client_id=client_id)
+        result = self._redrive.run(project, queue, request, client_id=client_id)
+        if result.moved:
+            for destination in result.to:
+                self._claimable(self._storage(project, destination), project, destination)
+        return result
 
     # -- operations -----------------------------------------------------
 
@@ -541,6 +593,12 @@ class QueueService:
         return health_report.health(self.pools)
 
     # -- rules ----------------------------------------------------------
+
+    def _claimable(self, storage: Storage, project: str, queue: str) -> None:
+        """Wake the claims waiting on ``queue``: in this process, and through the backend."""
+        storage.wakeups.notify(project, queue)
+        if self._on_claimable is not None:
+            self._on_claimable(project, queue)
 
     def _queue_name(self, queue: str) -> str:
         return validation.queue_name(queue, self.limits)

@@ -57,6 +57,7 @@ from zq.storage.records import (
     QueueStats,
 )
 from zq.storage.subscriptions import SubscriptionController
+from zq.storage.wakeups import Wakeups
 
 
 class QueueController(ABC):
@@ -559,15 +560,14 @@ class Storage(ABC):
     claims: ClaimController
     events: EventLog
     consumers: ConsumerLog
-    # A capability: post, claim and pop check ``DeliveryRules.metadata_version``.
-    checks_metadata_version: bool = False
+    checks_metadata_version: bool = False  # capability: DeliveryRules.metadata_version
     # A capability: the driver carries out ``DeliveryRules.breaker`` and
     # ``blame_split`` and has ``breakers`` (zq.storage.breakers).
     has_breaker: bool = False
     breakers: BreakerLog
-    # The notifier's cursors and leases (zq.storage.cursors).
-    notification_cursors: NotificationCursors
+    notification_cursors: NotificationCursors  # the notifier's (zq.storage.cursors)
     subscriptions: SubscriptionController
+    wakeups: Wakeups  # waiting claims (zq.storage.wakeups)
 
     @abstractmethod
     def ping(self) -> bool:

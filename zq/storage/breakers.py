@@ -70,6 +70,11 @@ class BreakerState:
     # Closed after an outage, and the auto-redrive of that outage has not
     # run yet (BreakerLog.redrive_done clears it).
     redrive_due: bool = False
+    # The description it last opened on (the ``description`` of the open
+    # state), kept when it closes and until it opens again: the outage the
+    # auto-redrive of ``redrive_due`` sends back (zq.poison.auto_redrive).
+    # None: it never opened, or opened on no description.
+    outage_description: str | None = None
 
     @property
     def fingerprint(self) -> str | None:
@@ -109,3 +114,12 @@ class BreakerLog(ABC):
     @abstractmethod
     def redrive_done(self, project: str, queue: str, closed_at: float) -> None:
         """Clear ``redrive_due`` if the breaker last closed at ``closed_at``."""
+
+    @abstractmethod
+    def due_redrives(self) -> list[tuple[str, str]]:
+        """``(project, queue)`` of every queue of this backend whose ``redrive_due`` is set.
+
+        Housekeeping (zq.service.auto_redrive) runs what a crash between a
+        close and its auto-redrive left undone; a queue deleted or purged
+        since is not listed (its breaker went with it).
+        """

@@ -5,6 +5,7 @@ from __future__ import annotations
 from zq.clock import Clock, SystemClock
 from zq.storage.base import Storage
 from zq.storage.mongo import gc
+from zq.storage.mongo.breakers import MongoBreakers
 from zq.storage.mongo.claims import MongoClaims
 from zq.storage.mongo.connection import Connection, connect
 from zq.storage.mongo.consumers import MongoConsumers
@@ -16,10 +17,13 @@ from zq.storage.mongo.messages import MongoMessages
 from zq.storage.mongo.queues import MongoQueues
 from zq.storage.mongo.subscriptions import MongoSubscriptions
 from zq.storage.mongo.unit import UnitRunner
+from zq.storage.mongo.wakeups import MongoWakeups
 from zq.storage.records import Collected
 
 
 class MongoStorage(Storage):
+    has_breaker = True
+
     def __init__(self, connection: Connection, *, clock: Clock) -> None:
         self._connection = connection
         ensure_indexes(connection.database)
@@ -34,6 +38,8 @@ class MongoStorage(Storage):
         self.events = MongoEventLog(connection.database, transactions=connection.transactions)
         self.notification_cursors = MongoNotificationCursors(connection.database, clock)
         self.subscriptions = MongoSubscriptions(self._ctx)
+        self.breakers = MongoBreakers(self._ctx)
+        self.wakeups = MongoWakeups(self._ctx)
 
     @property
     def transactions(self) -> bool:

@@ -21,6 +21,7 @@ from zq.storage.redis.queues import RedisQueues
 from zq.storage.redis.scripts import ReplicaWait, ScriptBook
 from zq.storage.redis.subscriptions import RedisSubscriptions
 from zq.storage.redis.uri import parse_uri
+from zq.storage.redis.wakeups import RedisWakeups
 from zq.storage.redis.wire import Budget
 from zq.storage.uri import redact
 
@@ -47,6 +48,7 @@ class RedisStorage(Storage):
         self.claims = RedisClaims(self._scripts, clock, budget)
         self.events = RedisEventLog(self._scripts, clock, budget)
         self.consumers = RedisConsumers(self._scripts, clock, budget)
+        self.wakeups = RedisWakeups(self._scripts, clock, budget)
         self.notification_cursors = RedisNotificationCursors(client, prefix, clock)
         self.subscriptions = RedisSubscriptions(self._scripts, clock, budget,
                                                 client=client, prefix=prefix)

@@ -18,6 +18,7 @@ from zq.storage.sql.database import Database
 from zq.storage.sql.events import SqlEventLog
 from zq.storage.sql.messages import SqlMessages
 from zq.storage.sql.queues import SqlQueues
+from zq.storage.sql.wakeups import SqlWakeups
 from zq.storage.uri import redact
 
 
@@ -41,6 +42,7 @@ class SqlStorage(Storage):
         self.subscriptions = subscriptions.SqlSubscriptions(self._db, clock)
         self.consumers = SqlConsumers(self._db)
         self.breakers = SqlBreakers(self._db, clock)
+        self.wakeups = SqlWakeups(self._db, clock)
 
     @property
     def engine(self) -> sa.Engine:

@@ -1,0 +1,24 @@
+"""When a queue may next be claimed from, for waiting claims (zq.storage.wakeups)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from zq.storage.redis.controller import RedisController
+from zq.storage.wakeups import QueueKey, Wakeups
+
+# Queues per script call: one call reads a few keys per queue, and a long
+# one would hold Redis (single-threaded) from other clients meanwhile.
+KEYS_PER_CALL = 200
+
+
+class RedisWakeups(RedisController, Wakeups):
+    def earliest_claimable(self, keys: Collection[QueueKey]) -> dict[QueueKey, float]:
+        keys = list(dict.fromkeys(keys))
+        found: dict[QueueKey, float] = {}
+        for start in range(0, len(keys), KEYS_PER_CALL):
+            batch = keys[start:start + KEYS_PER_CALL]
+            moments = self._run("claimable_at", *(part for key in batch for part in key))
+            found.update({key: float(moment) for key, moment in zip(batch, moments, strict=True)
+                          if moment != ""})
+        return found

@@ -1,0 +1,54 @@
+"""When a queue may next be claimed from, for waiting claims (zq.storage.wakeups)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import sqlalchemy as sa
+
+from zq.clock import Clock
+from zq.storage.sql import predicates
+from zq.storage.sql.database import Database
+from zq.storage.sql.schema import messages as m
+from zq.storage.wakeups import QueueKey, Wakeups
+
+# Queues per statement: a long IN list of (project, queue) pairs is split so
+# that no dialect meets its bound on parameters.
+KEYS_PER_STATEMENT = 400
+
+
+def claimable_from() -> sa.ColumnElement[float]:
+    """When a message may be claimed: the later of its delay and its claim's expiry.
+
+    A message no claim holds has a NULL claim expiry: the comparison is then
+    NULL and the delay is taken.
+    """
+    return sa.case((m.c.claim_expires > m.c.delay_until, m.c.claim_expires),
+                   else_=m.c.delay_until)
+
+
+class SqlWakeups(Wakeups):
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    def earliest_claimable(self, keys: Collection[QueueKey]) -> dict[QueueKey, float]:
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return {}
+        now = self._clock.now()
+        moment = claimable_from()
+
+        def read(conn: sa.Connection) -> dict[QueueKey, float]:
+            found: dict[QueueKey, float] = {}
+            for start in range(0, len(keys), KEYS_PER_STATEMENT):
+                batch = keys[start:start + KEYS_PER_STATEMENT]
+                rows = conn.execute(
+                    sa.select(m.c.project, m.c.queue, sa.func.min(moment))
+                    .where(sa.tuple_(m.c.project, m.c.queue).in_(batch),
+                           predicates.alive(now), moment < m.c.expires)
+                    .group_by(m.c.project, m.c.queue))
+                found.update({(project, queue): when for project, queue, when in rows})
+            return found
+
+        return self._db.read(read)
