@@ -14,8 +14,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from zq.errors import InvalidRequest, MetadataChanged
+from zq.poison import breaker, consumers
 from zq.service.metadata_cache import MetadataCache
 from zq.storage.base import Storage
+from zq.storage.delivery_rules import NO_RULES, DeliveryRules
 
 # Reads of a queue's metadata a post, claim or pop makes at most when the
 # metadata keeps changing under it.
@@ -62,3 +64,17 @@ def version_for(storage: Storage, version: str | None) -> str | None:
     placed: a version goes down only to a placed storage that checks it.
     """
     return version if storage.checks_metadata_version else None
+
+
+def outcome_rules(stored: dict[str, Any]) -> DeliveryRules:
+    """The rules of a delete by a claim's holder, a reject or a terminal reject.
+
+    Only the breaker (zq.poison.breaker: a success or a failure, counted in
+    the operation's own step) and blame split apply there; NO_RULES when the
+    queue has neither, so that such a queue's deletes cost what they did.
+    """
+    policy = breaker.policy_from_metadata(stored)
+    split = consumers.enabled(stored)
+    if policy is None and not split:
+        return NO_RULES
+    return DeliveryRules(breaker=policy, blame_split=split)

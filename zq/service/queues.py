@@ -22,20 +22,20 @@ from zq.errors import (
     MessageNotFound,
     QueueNotFound,
 )
-from zq.poison import backoff, consumers, dead_letter, redrive
+from zq.poison import backoff, breaker, consumers, dead_letter, redrive
 from zq.pooling import Pools
 from zq.service import breakers, posts, rejects
 from zq.service import health as health_report
 from zq.service import metadata_writes as writes
 from zq.service.bodies import Bodies
-from zq.service.deliveries import version_for, with_metadata
+from zq.service.deliveries import outcome_rules, version_for, with_metadata
 from zq.service.metadata_cache import MetadataCache
 from zq.service.opening import Opened, OpenedClaim, opened_claim
 from zq.service.redrive import Redrive
 from zq.service.subscribed import SubscribedQueues
 from zq.storage.base import Storage
 from zq.storage.breakers import BreakerState
-from zq.storage.delivery_rules import DeliveryRules
+from zq.storage.delivery_rules import NO_RULES, DeliveryRules
 from zq.storage.records import ClaimRecord, MessageRecord, QueueRecord, QueueStats
 
 
@@ -350,10 +350,12 @@ class QueueService:
         # in its own step, and a refused one (even for an expired claim)
         # right after (zq.poison.consumers).
         settle = self._consumers.to_settle(project, queue, claim_id)
+        # A delete by the claim's holder is a success for the queue's breaker.
+        rules = self._outcome_rules(storage, project, queue) if claim_id else NO_RULES
         try:
             storage.messages.delete(
                 project, queue, message_id, claim_id=claim_id or None, client_id=client_id,
-                settle_claim=settle,
+                settle_claim=settle, rules=rules,
             )
         except (ClaimMismatch, MessageIsClaimed):
             self._consumers.settled(storage.consumers, project, queue, claim_id,
@@ -380,8 +382,9 @@ class QueueService:
         if not ids or claims == []:
             return []  # nothing named exists, or no named claim holds anything
         storage = self._storage(project, queue)
+        rules = NO_RULES if claims is None else self._outcome_rules(storage, project, queue)
         deleted = storage.messages.delete_many(
-            project, queue, ids, claim_ids=claims, client_id=client_id
+            project, queue, ids, claim_ids=claims, client_id=client_id, rules=rules
         )
         for claim in claims or []:
             self._consumers.settled(storage.consumers, project, queue, claim,
@@ -418,15 +421,22 @@ class QueueService:
         if not claim_id or not validation.is_id_shaped(claim_id):
             rejects.refuse_without_claim(storage, project, queue, message_id, claim_id)
         self._consumers.settled(storage.consumers, project, queue, claim_id, self.clock.now())
+        # Either is a failure for the queue's breaker, counted in its own step.
         if rejection.retry:
             storage.messages.reject(
                 project, queue, message_id, claim_id=claim_id, client_id=client_id,
-                description=rejection.description, retry_after=rejection.retry_after)
+                description=rejection.description, retry_after=rejection.retry_after,
+                rules=self._outcome_rules(storage, project, queue))
             self._claimable(storage, project, queue)
         else:
+            stored = self._stored_metadata(project, queue)
+            rules = outcome_rules(stored)
             rejects.move_to_dead_letter_queue(
-                storage, project, queue, message_id, rejection.description,
-                self._stored_metadata(project, queue), claim_id=claim_id, client_id=client_id)
+                storage, project, queue, message_id, rejection.description, stored,
+                claim_id=claim_id, client_id=client_id, rules=rules)
+            if rules.breaker is not None:
+                # An open breaker holds it as a retry: it may be claimable again.
+                self._claimable(storage, project, queue)
 
     def pop_messages(
         self, project: str, queue: str, count: int, *, client_id: str | None
@@ -447,7 +457,9 @@ class QueueService:
 
         def pop(stored: dict[str, Any], version: str | None) -> list[MessageRecord]:
             rules = DeliveryRules(dead_letter=dead_letter.policy_from_metadata(stored),
-                                  metadata_version=version)
+                                  metadata_version=version,
+                                  breaker=breaker.policy_from_metadata(stored),
+                                  blame_split=consumers.enabled(stored))
             return storage.messages.pop(project, queue, limit=count, client_id=client_id,
                                         rules=rules)
 
@@ -489,7 +501,9 @@ class QueueService:
             rules = DeliveryRules(
                 dead_letter=dead_letter.policy_from_metadata(stored),
                 backoff=backoff.policy_from_metadata(stored, self.limits.max_message_delay),
-                consumer=consumer, metadata_version=version)
+                consumer=consumer, metadata_version=version,
+                breaker=breaker.policy_from_metadata(stored),
+                blame_split=consumers.enabled(stored))
             return storage.claims.create(project, queue, ttl=ttl, grace=grace, limit=size,
                                          client_id=client_id, rules=rules)
 
@@ -605,6 +619,10 @@ class QueueService:
 
     def _storage(self, project: str, queue: str) -> Storage:
         return self.pools.storage_for(project, queue)
+
+    def _outcome_rules(self, storage: Storage, project: str, queue: str) -> DeliveryRules:
+        """The breaker and blame split rules of a delete or reject (cached where safe)."""
+        return outcome_rules(self._metadata_cache.get(storage, project, queue).read.metadata)
 
     def _stored_metadata(self, project: str, queue: str) -> dict[str, Any]:
         # Queues are lazy: one never created behaves as one with no metadata.

@@ -277,7 +277,10 @@ class BreakerStep:
                                       self.policy.window_start(self.now))
         return BreakerState(state=row.state, since=row.since or 0.0, description=description,
                             tripped_at=row.tripped_at, closed_at=row.closed_at,
-                            redrive_due=row.redrive_due)
+                            redrive_due=row.redrive_due,
+                            # Set when it opens, kept when it closes.
+                            outage_description=(None if row.tripped_at is None
+                                                else row.description))
 
 
 def most_common(conn: sa.Connection, project: str, queue: str, start: float) -> str | None:
@@ -329,6 +332,11 @@ class SqlBreakers(BreakerLog):
             return step.breaker_state()
 
         return self._db.write(work)
+
+    def due_redrives(self) -> list[tuple[str, str]]:
+        query = sa.select(b.c.project, b.c.queue).where(b.c.redrive_due.is_(True))
+        return [(row.project, row.queue)
+                for row in self._db.read(lambda conn: conn.execute(query).all())]
 
     def redrive_done(self, project: str, queue: str, closed_at: float) -> None:
         self._db.write(lambda conn: conn.execute(
