@@ -27,7 +27,13 @@ import pytest
 
 from tests.crash.audit import crash_environment, listed_messages, project_events, replay
 from tests.crash.conftest import storage_uri
-from tests.crash.outage_load import Deliveries, OutageConsumer, breaker_of, wait_for
+from tests.crash.outage_load import (
+    Deliveries,
+    OutageConsumer,
+    breaker_of,
+    skip_without_breaker,
+    wait_for,
+)
 from tests.crash.workload import Target
 from tests.e2e.server import ServerProcess, clean_environment
 from zq import events
@@ -49,6 +55,7 @@ FAILED_PROBES = 3.0  # seconds of outage after the trip
 
 def test_eight_consumers_on_two_workers_trip_and_close_one_breaker(
         storage_uri: str, tmp_path: Path) -> None:
+    skip_without_breaker(storage_uri)
     project = f"breaker-race-{uuid.uuid4().hex}"
     env = crash_environment(clean_environment(tmp_path / "data"))
     server = ServerProcess(tmp_path / "server.log", env, "--workers", "2",

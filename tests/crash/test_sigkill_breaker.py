@@ -27,7 +27,13 @@ from pathlib import Path
 import pytest
 
 from tests.crash.audit import crash_environment, listed_messages, project_events, replay
-from tests.crash.outage_load import Deliveries, OutageConsumer, breaker_of, wait_for
+from tests.crash.outage_load import (
+    Deliveries,
+    OutageConsumer,
+    breaker_of,
+    skip_without_breaker,
+    wait_for,
+)
 from tests.crash.workload import Target
 from tests.e2e.server import ServerProcess, clean_environment
 from zq import events
@@ -46,6 +52,7 @@ METADATA = {"_max_claim_count": 2, "_dead_letter_queue": "dlq",
 
 def test_sigkill_while_the_breaker_is_open_dead_letters_and_loses_nothing(
         storage_uri: str, tmp_path: Path) -> None:
+    skip_without_breaker(storage_uri)
     project = f"crash-breaker-{uuid.uuid4().hex}"
     env = crash_environment(clean_environment(tmp_path / "data"))
 

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from zq.errors import InvalidRequest, MetadataChanged
-from zq.poison import breaker, consumers
+from zq.poison import breaker
+from zq.poison.consumers import SUSPECT_LAPSED_CONSUMERS
 from zq.service.metadata_cache import MetadataCache
 from zq.storage.base import Storage
-from zq.storage.delivery_rules import NO_RULES, DeliveryRules
+from zq.storage.delivery_rules import DeliveryRules
 
 # Reads of a queue's metadata a post, claim or pop makes at most when the
 # metadata keeps changing under it.
@@ -66,15 +67,15 @@ def version_for(storage: Storage, version: str | None) -> str | None:
     return version if storage.checks_metadata_version else None
 
 
-def outcome_rules(stored: dict[str, Any]) -> DeliveryRules:
-    """The rules of a delete by a claim's holder, a reject or a terminal reject.
+def outage_rules(storage: Storage, stored: dict[str, Any]) -> DeliveryRules:
+    """The queue's breaker and blame split (zq.poison.breaker, zq.poison.blame), as rules.
 
-    Only the breaker (zq.poison.breaker: a success or a failure, counted in
-    the operation's own step) and blame split apply there; NO_RULES when the
-    queue has neither, so that such a queue's deletes cost what they did.
+    The same value goes with every claim, pop, delete, reject and terminal
+    reject of the queue (the claim and pop add their own parts), so that
+    each records its failure or success in its own atomic step. A driver
+    without ``has_breaker`` is given neither: Zaqar's behaviour.
     """
-    policy = breaker.policy_from_metadata(stored)
-    split = consumers.enabled(stored)
-    if policy is None and not split:
-        return NO_RULES
-    return DeliveryRules(breaker=policy, blame_split=split)
+    if not storage.has_breaker:
+        return DeliveryRules()
+    return DeliveryRules(breaker=breaker.policy_from_metadata(stored),
+                         blame_split=stored.get(SUSPECT_LAPSED_CONSUMERS) is True)

@@ -22,20 +22,21 @@ from zq.errors import (
     MessageNotFound,
     QueueNotFound,
 )
-from zq.poison import backoff, breaker, consumers, dead_letter, redrive
+from zq.poison import backoff, consumers, dead_letter, redrive
 from zq.pooling import Pools
 from zq.service import breakers, posts, rejects
 from zq.service import health as health_report
 from zq.service import metadata_writes as writes
+from zq.service.auto_redrive import AutoRedrive
 from zq.service.bodies import Bodies
-from zq.service.deliveries import outcome_rules, version_for, with_metadata
+from zq.service.deliveries import outage_rules, version_for, with_metadata
 from zq.service.metadata_cache import MetadataCache
 from zq.service.opening import Opened, OpenedClaim, opened_claim
 from zq.service.redrive import Redrive
 from zq.service.subscribed import SubscribedQueues
 from zq.storage.base import Storage
 from zq.storage.breakers import BreakerState
-from zq.storage.delivery_rules import NO_RULES, DeliveryRules
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import ClaimRecord, MessageRecord, QueueRecord, QueueStats
 
 
@@ -74,6 +75,7 @@ class QueueService:
         self._metadata_cache = metadata_cache or MetadataCache(0)
         self._bodies = Bodies(cipher)  # cipher None: no [encryption] keys configured
         self._redrive = Redrive(limits, pools, self._bodies, self._stored_metadata)
+        self._auto_redrive = AutoRedrive(limits, self.clock)
         # Shared with this process's SubscriptionService, which forgets a
         # queue whose subscriptions it changes.
         self.subscribed = subscribed or SubscribedQueues(self.clock)
@@ -230,8 +232,13 @@ class QueueService:
         """
         queue = self._queue_name(queue)
         state = breakers.forced_state(document)
-        return breakers.force(self._storage(project, queue), project, queue, state,
-                              self.clock.now())
+        storage = self._storage(project, queue)
+        forced = breakers.force(storage, project, queue, state, self.clock.now())
+        if forced.redrive_due:
+            # Closed by hand after an outage: its dead letters come back now.
+            self._auto_redrive.run(storage, project, queue,
+                                   self._stored_metadata(project, queue))
+        return forced
 
     def purge_queue(self, project: str, queue: str, document: Any | None) -> None:
         """Remove the queue's resources named by ``resource_types`` (all by default)."""
@@ -350,8 +357,10 @@ class QueueService:
         # in its own step, and a refused one (even for an expired claim)
         # right after (zq.poison.consumers).
         settle = self._consumers.to_settle(project, queue, claim_id)
-        # A delete by the claim's holder is a success for the queue's breaker.
-        rules = self._outcome_rules(storage, project, queue) if claim_id else NO_RULES
+        # A delete by the claim's holder is a success for the queue's breaker;
+        # one without a claim is neither, and reads no metadata for it.
+        stored = self._outage_metadata(storage, project, queue) if claim_id else {}
+        rules = outage_rules(storage, stored)
         try:
             storage.messages.delete(
                 project, queue, message_id, claim_id=claim_id or None, client_id=client_id,
@@ -363,6 +372,9 @@ class QueueService:
             raise
         if settle and claim_id:
             self._consumers.settled_in_step(project, queue, claim_id)
+        if claim_id and rules.breaker is not None:
+            # A probe's delete may have closed the breaker (zq.service.auto_redrive).
+            self._auto_redrive.after_success(storage, project, queue, stored)
 
     def delete_messages(
         self,
@@ -382,10 +394,13 @@ class QueueService:
         if not ids or claims == []:
             return []  # nothing named exists, or no named claim holds anything
         storage = self._storage(project, queue)
-        rules = NO_RULES if claims is None else self._outcome_rules(storage, project, queue)
+        stored = {} if claims is None else self._outage_metadata(storage, project, queue)
+        rules = outage_rules(storage, stored)
         deleted = storage.messages.delete_many(
             project, queue, ids, claim_ids=claims, client_id=client_id, rules=rules
         )
+        if claims and deleted and rules.breaker is not None:
+            self._auto_redrive.after_success(storage, project, queue, stored)
         for claim in claims or []:
             self._consumers.settled(storage.consumers, project, queue, claim,
                                     self.clock.now())
@@ -421,19 +436,18 @@ class QueueService:
         if not claim_id or not validation.is_id_shaped(claim_id):
             rejects.refuse_without_claim(storage, project, queue, message_id, claim_id)
         self._consumers.settled(storage.consumers, project, queue, claim_id, self.clock.now())
-        # Either is a failure for the queue's breaker, counted in its own step.
+        stored = self._stored_metadata(project, queue)
+        rules = outage_rules(storage, stored)
         if rejection.retry:
             storage.messages.reject(
                 project, queue, message_id, claim_id=claim_id, client_id=client_id,
                 description=rejection.description, retry_after=rejection.retry_after,
-                rules=self._outcome_rules(storage, project, queue))
+                rules=rules)
             self._claimable(storage, project, queue)
         else:
-            stored = self._stored_metadata(project, queue)
-            rules = outcome_rules(stored)
             rejects.move_to_dead_letter_queue(
-                storage, project, queue, message_id, rejection.description, stored,
-                claim_id=claim_id, client_id=client_id, rules=rules)
+                storage, project, queue, message_id, rejection.description,
+                stored, claim_id=claim_id, client_id=client_id, rules=rules)
             if rules.breaker is not None:
                 # An open breaker holds it as a retry: it may be claimable again.
                 self._claimable(storage, project, queue)
@@ -456,10 +470,10 @@ class QueueService:
                               self._stored_metadata(project, queue), claim=None)
 
         def pop(stored: dict[str, Any], version: str | None) -> list[MessageRecord]:
+            outage = outage_rules(storage, stored)
             rules = DeliveryRules(dead_letter=dead_letter.policy_from_metadata(stored),
-                                  metadata_version=version,
-                                  breaker=breaker.policy_from_metadata(stored),
-                                  blame_split=consumers.enabled(stored))
+                                  metadata_version=version, breaker=outage.breaker,
+                                  blame_split=outage.blame_split)
             return storage.messages.pop(project, queue, limit=count, client_id=client_id,
                                         rules=rules)
 
@@ -498,12 +512,12 @@ class QueueService:
         def claim(stored: dict[str, Any], version: str | None) -> ClaimRecord | None:
             self._consumers.check(storage.consumers, project, queue, client_id, stored,
                                   self.clock.now())
+            outage = outage_rules(storage, stored)
             rules = DeliveryRules(
                 dead_letter=dead_letter.policy_from_metadata(stored),
                 backoff=backoff.policy_from_metadata(stored, self.limits.max_message_delay),
-                consumer=consumer, metadata_version=version,
-                breaker=breaker.policy_from_metadata(stored),
-                blame_split=consumers.enabled(stored))
+                consumer=consumer, metadata_version=version, breaker=outage.breaker,
+                blame_split=outage.blame_split)
             return storage.claims.create(project, queue, ttl=ttl, grace=grace, limit=size,
                                          client_id=client_id, rules=rules)
 
@@ -620,9 +634,11 @@ class QueueService:
     def _storage(self, project: str, queue: str) -> Storage:
         return self.pools.storage_for(project, queue)
 
-    def _outcome_rules(self, storage: Storage, project: str, queue: str) -> DeliveryRules:
-        """The breaker and blame split rules of a delete or reject (cached where safe)."""
-        return outcome_rules(self._metadata_cache.get(storage, project, queue).read.metadata)
+    def _outage_metadata(self, storage: Storage, project: str, queue: str) -> dict[str, Any]:
+        """The metadata a delete reads for the breaker (cached where safe); {} without one."""
+        if not storage.has_breaker:
+            return {}
+        return self._metadata_cache.get(storage, project, queue).read.metadata
 
     def _stored_metadata(self, project: str, queue: str) -> dict[str, Any]:
         # Queues are lazy: one never created behaves as one with no metadata.

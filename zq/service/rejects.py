@@ -44,8 +44,7 @@ def move_to_dead_letter_queue(storage: Storage, project: str, queue: str, messag
                               rules: DeliveryRules = NO_RULES) -> None:
     """Move the message to the dead letter queue ``stored`` (the queue's metadata) names.
 
-    ``rules.breaker``: a failure, held as a retry while the breaker is open
-    (zq.storage.breakers).
+    ``rules.breaker``: a failure, held as a retry while the breaker is open.
     """
     target = stored.get(meta.DEAD_LETTER_QUEUE)
     if not target:

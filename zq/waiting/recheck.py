@@ -41,6 +41,8 @@ class WaitingClaims(Protocol):
 
     def wake_threadsafe(self, project: str, queue: str) -> None: ...
 
+    def wake_all_threadsafe(self) -> None: ...
+
     def forget_recent(self, now: float) -> None: ...
 
 
@@ -122,7 +124,8 @@ class Recheck:
             if id(storage) in self.listeners:
                 continue
             try:
-                self.listeners[id(storage)] = storage.wakeups.listen(claims.wake_threadsafe)
+                self.listeners[id(storage)] = storage.wakeups.listen(
+                    claims.wake_threadsafe, claims.wake_all_threadsafe)
             except Exception as error:  # the re-check stands in for it
                 log.warning("Cannot listen for wake-ups on a backend: %s", error)
                 self.listeners[id(storage)] = None

@@ -109,6 +109,7 @@ def _breaker_operations(storage, project, clock) -> None:
     storage.breakers.read(project, "b", policy, clock.now())
     storage.breakers.force(project, "b", "open", policy, clock.now())
     closed = storage.breakers.force(project, "b", "closed", policy, clock.now())
+    storage.breakers.due_redrives()
     storage.breakers.redrive_done(project, "b", closed.closed_at)
     storage.queues.purge(project, "b")
 

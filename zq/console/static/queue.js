@@ -64,7 +64,9 @@ export function stateFacts(stats) {
   if (stats.breaker !== undefined && stats.breaker !== null) {
     const b = stats.breaker;
     facts.push(["State", h(`span.badge.${BREAKER_BADGE[b.state] || "bad"}`, { text: `breaker ${b.state ?? b}` })]);
-    facts.push(["Since", when(b.since)]);
+    // The epoch: a breaker that never moved, on a backend that does not know
+    // when the queue was created.
+    facts.push(["Since", Date.parse(b.since) > 0 ? when(b.since) : h("span.muted", { text: "never tripped" })]);
     facts.push(["Failure", b.description ? h("span.mono", { text: b.description, title: b.description })
       : h("span.muted", { text: "–" })]);
   }

@@ -219,6 +219,17 @@ def _ensure(ctx: MongoContext, project: str, queue: str, *, session: Any) -> Non
             raise
 
 
+def _clear(ctx: MongoContext, project: str, queue: str, now: float, *, session: Any) -> None:
+    """Drop the window's outcomes after a close.
+
+    The close's own update already set ``window_from``, so nothing before
+    it counts even if this delete never runs; the delete also drops the
+    outcomes of the very instant of the close, which ``window_from`` keeps.
+    """
+    ctx.breaker_outcomes.delete_many({"project": project, "queue": queue,
+                                      "time": {"$lte": now}}, session=session)
+
+
 def _event(project: str, queue: str, now: float, state: str, previous: str,
            description: str | None, counts: tuple[int, int], *,
            forced: bool = False) -> dict[str, Any]:
@@ -276,6 +287,8 @@ def _probe_succeeded(ctx: MongoContext, project: str, queue: str, policy: Breake
         {"$set": change}, session=session)
     if won is None or change["state"] == doc["state"]:
         return []
+    if change["state"] == CLOSED:
+        _clear(ctx, project, queue, now, session=session)
     return [_event(project, queue, now, change["state"], doc["state"], doc.get("description"),
                    counts)]
 
@@ -345,6 +358,8 @@ class MongoBreakers(BreakerLog):
                 where, {"$set": update}, return_document=ReturnDocument.AFTER, session=session)
             if won is None:
                 return None, []  # another writer changed it first; read it again below
+            if state == CLOSED:
+                _clear(self._ctx, project, queue, now, session=session)
             return None, [_event(project, queue, now, state, previous, description, counts,
                                  forced=True)]
 

@@ -58,7 +58,12 @@ INDEXES: dict[str, list[tuple[str, list[tuple[str, int]], dict[str, Any]]]] = {
         # leaves its last outcomes to this (no window is longer than a day).
         ("ttl", [("recorded_at", ASC)], {"expireAfterSeconds": MAX_WINDOW}),
     ],
-    # counters, events, links and breakers are only addressed by _id.
+    # Housekeeping's due auto-redrives (BreakerLog.due_redrives); every
+    # other breaker read and update goes by _id.
+    "breakers": [
+        ("redrive_due", [("redrive_due", ASC)], {}),
+    ],
+    # counters, events and links are only addressed by _id.
 }
 
 
