@@ -206,7 +206,8 @@ class BufferedWSGI:
         waiting.bind(self.answers.loop)  # as granian's __rsgi_init__ does, for tests without it
         answer: Answer = environ[ANSWER_KEY]
         wait: ClaimWait = environ[ENVIRON_KEY]
-        waiter = waiting.enter(wait.key, wait.seconds, since=started)
+        waiter = waiting.enter(wait.key, wait.seconds, since=started,
+                               client_id=environ.get("HTTP_CLIENT_ID", ""))
         if waiter is None:
             protocol.response_bytes(*answer)
             return
@@ -226,7 +227,11 @@ class BufferedWSGI:
                     if gone.done() and made.release is not None:
                         # Nobody will read this claim: its messages must not
                         # stay held for the claim's ttl.
-                        await asyncio.to_thread(made.release)
+                        try:
+                            await asyncio.to_thread(made.release)
+                        except Exception as error:  # they stay held for the ttl, no worse
+                            log.warning("Releasing the claim of a client that left failed: "
+                                        "%s", error)
                         break
                 protocol.response_bytes(*attempt[ANSWER_KEY])
                 return

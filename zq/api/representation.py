@@ -103,12 +103,16 @@ def claim(record: ClaimRecord, now: float, *, history: bool = False) -> dict[str
 
 
 def stats(record: QueueStats, queue: str, now: float, *,
-          breaker: BreakerState | None = None) -> dict[str, Any]:
-    """``{"messages": {"free", "claimed", "delayed", "total"[, "oldest", "newest"]}}``.
+          breaker: BreakerState | None = None,
+          waiting: int | None = None) -> dict[str, Any]:
+    """``{"messages": {"free", "claimed", "delayed", "total"[, "oldest", "newest"]}
+    [, "breaker"][, "waiting"]}``.
 
     ``delayed`` (zq's) counts free messages not claimable yet; ``total``
     stays free + claimed, as Zaqar clients expect. ``breaker`` (zq's) only
     on a queue whose breaker is on, so other queues keep Zaqar's shape.
+    ``waiting`` (zq's): the claims waiting for a message on the queue in
+    this server (long poll), when the caller counts them.
     """
     counts: dict[str, Any] = {
         "free": record.free,
@@ -122,6 +126,8 @@ def stats(record: QueueStats, queue: str, now: float, *,
     shown: dict[str, Any] = {"messages": counts}
     if breaker is not None:
         shown["breaker"] = breaker_state(breaker)
+    if waiting is not None:
+        shown["waiting"] = waiting
     return shown
 
 
