@@ -232,7 +232,8 @@ class BufferedWSGI:
         waiting.bind(self.answers.loop)  # as granian's __rsgi_init__ does, for tests without it
         answer: Answer = environ[ANSWER_KEY]
         wait: ClaimWait = environ[ENVIRON_KEY]
-        waiter = waiting.enter(wait.key, wait.seconds, since=started)
+        waiter = waiting.enter(wait.key, wait.seconds, since=started,
+                               client_id=environ.get("HTTP_CLIENT_ID", ""))
         if waiter is None:
             protocol.response_bytes(*answer)
             return

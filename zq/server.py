@@ -43,6 +43,7 @@ from zq.clock import SystemClock
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
 from zq.metrics.multiprocess import metrics_directory
+from zq.metrics.waiting import WaitingCensus
 from zq.notifications.status import StatusFile
 from zq.pooling.base import PoolDown, Pools
 from zq.pooling.migrate import upgrade_management
@@ -212,17 +213,20 @@ class Worker:
         """Stop the collector and release every connection."""
         if self.collector is not None:
             self.collector.stop()
+        if self.waiting is not None and self.waiting.census is not None:
+            self.waiting.census.close()
         self.pools.close()
 
 
 def open_worker(config: Config, metrics_dir: str | None = None,
-                notifier_status: str | None = None) -> Worker:
+                notifier_status: str | None = None, run_dir: str | None = None) -> Worker:
     """This worker's resolver, collector and app (runs in the worker, after the fork).
 
     ``metrics_dir``: the directory every worker writes its metrics to
     (zq.metrics.multiprocess), when metrics are enabled. ``notifier_status``:
     the file where the master process reports the notifier's state, for
-    ``GET /v2/health`` (zq.notifications.status).
+    ``GET /v2/health`` (zq.notifications.status). ``run_dir``: the server's
+    directory where each worker publishes its waiting claims (zq.metrics.waiting).
     """
     from zq.api.app import create_app
     from zq.pooling.setup import open_pools
@@ -236,31 +240,36 @@ def open_worker(config: Config, metrics_dir: str | None = None,
                                      after_collect=AutoRedrive(config.limits, clock).run_due)
         collector.start()
     status = StatusFile(notifier_status) if notifier_status else None
-    waiting = open_waiting(config, pools, clock)
+    census = WaitingCensus(run_dir)
+    waiting = open_waiting(config, pools, clock, census)
     app = create_app(config, clock=clock, pools=pools, admin=admin, metrics_dir=metrics_dir,
-                     notifier_status=status, on_claimable=waiting.wake_threadsafe)
+                     notifier_status=status, on_claimable=waiting.wake_threadsafe,
+                     waiting=census)
     return Worker(app, pools, collector, waiting)
 
 
-def open_waiting(config: Config, pools: Pools, clock: SystemClock) -> WaitingClaims:
+def open_waiting(config: Config, pools: Pools, clock: SystemClock,
+                 census: WaitingCensus | None = None) -> WaitingClaims:
     """This worker's waiting claims, re-checked over every backend of ``pools``."""
     def storages() -> list[Any]:
         return [s for s in pools.storages().values() if not isinstance(s, PoolDown)]
 
     recheck = Recheck(storage_for=pools.storage_for, storages=storages,
                       interval=config.server.wait_recheck_interval, clock=clock)
-    return WaitingClaims(capacity=config.server.max_waiting_claims, recheck=recheck)
+    return WaitingClaims(capacity=config.server.max_waiting_claims, recheck=recheck,
+                         census=census)
 
 
 def load_worker_app(config: Config, metrics_dir: str | None = None,
-                    notifier_status: str | None = None) -> BufferedWSGI:
+                    notifier_status: str | None = None,
+                    run_dir: str | None = None) -> BufferedWSGI:
     """What granian runs in each worker process."""
     # A forked worker inherits the master's SIGTERM handler, which only flags
     # the master's own loop: a SIGTERM arriving while this worker still loads
     # would be lost and the worker would serve on until killed. Until granian
     # installs the worker's handlers (after this returns), it simply ends it.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    worker = open_worker(config, metrics_dir, notifier_status)
+    worker = open_worker(config, metrics_dir, notifier_status, run_dir)
     # multiprocessing runs these at a worker's exit (atexit handlers do not run there).
     Finalize(worker, worker.close, exitpriority=10)
     return BufferedWSGI(worker.app, threads=config.server.threads,
@@ -307,6 +316,7 @@ def serve(config: Config) -> None:
             config, metrics_dir, StatusFile(status_path), clock=SystemClock())
         notifier.start()
         stack.callback(notifier.stop)
-        granian.serve(target_loader=partial(load_worker_app, config, metrics_dir, status_path),
+        granian.serve(target_loader=partial(load_worker_app, config, metrics_dir, status_path,
+                                             run_dir),
                       wrap_loader=False)
     log.info("zq stopped")

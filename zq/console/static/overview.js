@@ -40,7 +40,9 @@ async function ratesOf(api, name) {
 
 async function statsOf(api, name) {
   try {
-    return (await api.get(`${q(name)}/stats`)).data.messages;
+    const { data } = await api.get(`${q(name)}/stats`);
+    // zq's `waiting` (claims waiting for a message) sits beside Zaqar's counts.
+    return typeof data.waiting === "number" ? { ...data.messages, waiting: data.waiting } : data.messages;
   } catch (err) {
     return { error: err.description || err.message };
   }
@@ -118,7 +120,13 @@ function deadCell(row) {
   return cell;
 }
 
-function tableRow(row) {
+function waitingCell(row) {
+  const n = row.stats.waiting;
+  return h("td.num", { dataset: { col: "waiting" }, text: String(n ?? 0),
+    title: `claims waiting for a message on ${row.name} (long poll)` });
+}
+
+function tableRow(row, waits) {
   const s = row.stats;
   const trouble = row.growth > 0 ? "grow" : row.deadDepth ? "dead" : row.suspected ? "warn" : "";
   const nameCell = h("th", { scope: "row" }, h("a", { href: `#/queue/${encodeURIComponent(row.name)}`, text: row.name }));
@@ -134,6 +142,7 @@ function tableRow(row) {
     ]),
     h("td.rates", { dataset: { col: "rates" } }, row.rates ? sparkline(row.rates) : h("span.muted", { text: "–" })),
     consumersCell(row),
+    waits ? waitingCell(row) : null,
     policyCell(row),
     deadCell(row));
 }
@@ -162,11 +171,15 @@ export function renderOverview(root, { api }) {
       replace(body, h("p.empty", { text: `No queue name contains “${filterText}”.` }));
       return;
     }
-    const head = ["Queue", "Free", "Claimed", "Delayed", "Total", "Oldest", "Rates (10 min)", "Consumers", "Dead letter policy", "Dead letters"];
+    // A "Waiting" column (claims waiting for a message, long poll) when the
+    // server's stats count them.
+    const waits = data.rows.some((r) => typeof r.stats.waiting === "number");
+    const head = ["Queue", "Free", "Claimed", "Delayed", "Total", "Oldest", "Rates (10 min)", "Consumers",
+      ...(waits ? ["Waiting"] : []), "Dead letter policy", "Dead letters"];
     replace(body, h("div.scroll", {}, h("table.queues", { "aria-describedby": "updated" },
       h("caption", { text: `${plural(shown.length, "queue")}, most troubled first` }),
       h("thead", {}, h("tr", {}, head.map((t) => h("th", { scope: "col", text: t })))),
-      h("tbody", {}, shown.map(tableRow)))),
+      h("tbody", {}, shown.map((row) => tableRow(row, waits))))),
     data.truncated ? h("p.muted", { text: `Showing the first ${MAX_QUEUES} queues.` }) : null);
   }
 
