@@ -71,25 +71,25 @@ class ClusterEventLog(RedisEventLog):
         positions = self._positions()
         # The first page of every home in one round trip per node.
         pipe = self._client.pipeline(transaction=False)
-        for home in homes:
-            after = positions.get(_bucket(home), "")
+        starts = [positions.get(_bucket(home), "") for home in homes]
+        for home, after in zip(homes, starts, strict=True):
             pipe.xrange(home + "events", f"({after}" if after else "-", "+", count=DRAIN_BATCH)
         absorbed = 0
-        for home, rows in zip(homes, pipe.execute(), strict=True):
+        for home, after, rows in zip(homes, starts, pipe.execute(), strict=True):
             bucket = _bucket(home)
+            # ``after`` is always the position ``rows`` were read after: the
+            # script appends them only if it is still the recorded one.
             while rows:
-                after = positions.get(bucket, "")
                 flat: list[Any] = [len(rows)]
                 for _, fields in rows:
                     flat += [2 * len(fields), *(part for pair in fields.items() for part in pair)]
                 if self._run("events_absorb", bucket, after, rows[-1][0], *flat):
-                    positions[bucket] = rows[-1][0]
                     absorbed += len(rows)
                     if len(rows) < DRAIN_BATCH:
                         break
+                    after = rows[-1][0]
                 else:
-                    positions = self._positions()
-                after = positions.get(bucket, "")
+                    after = self._positions().get(bucket, "")
                 rows = self._client.xrange(home + "events", f"({after}" if after else "-", "+",
                                            count=DRAIN_BATCH)
         return absorbed

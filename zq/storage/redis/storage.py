@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import redis
 from redis.backoff import NoBackoff
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from zq.clock import Clock
@@ -92,11 +93,15 @@ def open_redis(uri: str, *, clock: Clock, settings: RedisConfig | None = None) -
     target = parse_uri(uri)
     # No automatic retries: after a lost reply nobody knows whether a script
     # ran, and running a claim or pop twice would not be harmless.
-    client = target.client(decode_responses=True, retry=Retry(NoBackoff(), 0))
     where = f"{redact(uri)} (prefix {target.prefix[:-1]!r})"
     try:
+        # A cluster client asks its nodes for the slots map right away.
+        client = target.client(decode_responses=True, retry=Retry(NoBackoff(), 0))
+    except (redis.RedisError, RedisClusterException) as exc:
+        raise StorageUnavailable(f"Cannot use the Redis storage {where}: {exc}") from exc
+    try:
         check_layout(client, target.prefix, where, uri)
-    except redis.RedisError as exc:
+    except (redis.RedisError, RedisClusterException) as exc:
         client.close()
         raise StorageUnavailable(f"Cannot use the Redis storage {where}: {exc}") from exc
     except BaseException:
