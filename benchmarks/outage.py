@@ -457,8 +457,8 @@ def main() -> None:
         server = serve(args.uri, scratch)
         print(f"zq serve --workers 2 on {args.uri.split(':', 1)[0]} at {server.url}; "
               f"{args.messages} messages over {args.post_seconds:g} s, {args.consumers} "
-              f"consumers claiming {args.batch}, outage {args.outage:g} s from {args.outage_start:g} s, a SIGKILL "
-              f"every {args.kill_every:g} s", flush=True)
+              f"consumers claiming {args.batch}, outage {args.outage:g} s from "
+              f"{args.outage_start:g} s, a SIGKILL every {args.kill_every:g} s", flush=True)
         outcomes = []
         try:
             for mode in args.modes.split(","):
