@@ -68,8 +68,15 @@ class Wakeups(ABC):
         """
         return None
 
-    def listen(self, wake: WakeCallback) -> WakeListener | None:
+    def listen(
+        self, wake: WakeCallback, wake_all: Callable[[], None] | None = None
+    ) -> WakeListener | None:
         """Start reporting queues that may have become claimable, by calling
         ``wake(project, queue)`` from a thread of the listener; None when the
-        backend cannot (waiters then rely on the re-check)."""
+        backend cannot (waiters then rely on the re-check).
+
+        ``wake_all()`` (when given) is called, from the same thread, each time
+        the listener is connected (again): what was sent while it was not
+        may be lost, so every waiter should try once.
+        """
         return None

@@ -24,6 +24,7 @@ from redis.exceptions import NoScriptError
 from zq import events
 from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
 from zq.poison import moves
+from zq.storage.wake_events import WAKING_KINDS
 
 LIBRARY = "_lib"
 
@@ -46,13 +47,16 @@ def events_prelude() -> str:
     """zq.events' kinds and detail names as the Lua tables ``KIND`` and ``DETAIL``.
 
     And ``MOVE.TIME``, the history entry's time key (zq.poison.moves), which a
-    script adds to a stored expiry move (wire.expiry_arg).
+    script adds to a stored expiry move (wire.expiry_arg), and ``WAKING``,
+    the kinds that wake their queue's waiting claims (zq.storage.wake_events).
     """
+    waking = ", ".join(f"[{json.dumps(kind)}] = true" for kind in sorted(WAKING_KINDS))
     return "\n".join([
         "-- Generated from zq/events.py (zq.storage.redis.scripts.events_prelude).",
         _lua_table("KIND", events.KIND_NAMES),
         _lua_table("DETAIL", events.DETAIL_NAMES),
         _lua_table("MOVE", {"TIME": moves.TIME}),
+        f"local WAKING = {{{waking}}}",
     ])
 
 

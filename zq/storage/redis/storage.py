@@ -48,7 +48,7 @@ class RedisStorage(Storage):
         self.claims = RedisClaims(self._scripts, clock, budget)
         self.events = RedisEventLog(self._scripts, clock, budget)
         self.consumers = RedisConsumers(self._scripts, clock, budget)
-        self.wakeups = RedisWakeups(self._scripts, clock, budget)
+        self.wakeups = RedisWakeups(self._scripts, clock, budget, client=client, prefix=prefix)
         self.notification_cursors = RedisNotificationCursors(client, prefix, clock)
         self.subscriptions = RedisSubscriptions(self._scripts, clock, budget,
                                                 client=client, prefix=prefix)

@@ -30,7 +30,7 @@ from zq.poison.backoff import BackoffPolicy
 from zq.poison.dead_letter import DeadLetterPolicy
 from zq.poison.moves import Move
 from zq.storage.records import ClaimRecord
-from zq.storage.sql import dialects, predicates
+from zq.storage.sql import dialects, predicates, wake
 from zq.storage.sql.events import EVENT_COLUMNS, event_select, events_from
 from zq.storage.sql.queues import queue_row
 from zq.storage.sql.records import dump_json, message_record
@@ -38,6 +38,7 @@ from zq.storage.sql.schema import claims as c
 from zq.storage.sql.schema import events as event_table
 from zq.storage.sql.schema import messages as m
 from zq.storage.sql.schema import queues
+from zq.storage.wake_events import wake_name
 
 
 def applies_to(dialect: str) -> bool:
@@ -50,6 +51,8 @@ _MESSAGE_COLUMNS = ("id", "project", "queue", "body", "fingerprint", "ttl", "cre
 _EVENT_COLUMNS = ("time", "project", "queue", "kind", "message_id", "claim_id",
                   "client_id", "claim_count", "detail")
 _QUEUE_COLUMNS = ("project", "name", "metadata", "created", "metadata_version")
+# Written into the statements' text (a constant of ours, no parameter).
+_WAKE_CHANNEL = sa.literal_column(f"'{wake.CHANNEL}'")
 
 
 # Most messages a PostgreSQL post writes as one WITH query; larger posts
@@ -76,15 +79,19 @@ def _post_sql(dialect: sa.Dialect, count: int) -> str:
     return str(_post_statement(count).compile(dialect=dialect))
 
 
-def _post_statement(count: int) -> sa.Insert:
+def _post_statement(count: int) -> sa.Select[Any]:
     new_queue = dialects.insert_if_absent_cte(
         queues, {c: sa.bindparam(f"q_{c}") for c in _QUEUE_COLUMNS}, "new_queue")
     posted = sa.insert(m).values([
         {c: sa.bindparam(f"m{i}_{c}") for c in _MESSAGE_COLUMNS} for i in range(count)
     ]).cte("posted")
-    return sa.insert(event_table).values([
+    recorded = sa.insert(event_table).values([
         {c: sa.bindparam(f"e{i}_{c}") for c in _EVENT_COLUMNS} for i in range(count)
-    ]).add_cte(new_queue, posted)
+    ]).cte("recorded")
+    # The inserts run whatever the query reads; the query itself wakes the
+    # queue's waiting claims, once (zq.storage.sql.wake).
+    return sa.select(sa.func.pg_notify(_WAKE_CHANNEL, sa.bindparam("w_name"))).add_cte(
+        new_queue, posted, recorded)
 
 
 def _post_parameters(
@@ -92,6 +99,7 @@ def _post_parameters(
 ) -> dict[str, Any]:
     """The values of ``_post_statement(len(rows))``."""
     values = {f"q_{c}": queue[c] for c in _QUEUE_COLUMNS}
+    values["w_name"] = wake_name(queue["project"], queue["name"])
     for i, (row, event) in enumerate(zip(rows, recorded, strict=True)):
         values.update({f"m{i}_{c}": row[c] for c in _MESSAGE_COLUMNS})
         values.update({f"e{i}_{c}": event[c] for c in _EVENT_COLUMNS})
@@ -318,9 +326,15 @@ def _moved(queue: Any, now: Any, exhausted: sa.CTE) -> sa.CTE:
 
 
 def _dead_letter_queue(moved: sa.CTE) -> sa.CTE:
-    """Create the dead letter queue if absent, only when something moved to it."""
+    """Create the dead letter queue if absent, only when something moved to it.
+
+    And only then wake its waiting claims (zq.storage.sql.wake): a
+    data-modifying WITH part runs whatever the query reads, so the NOTIFY
+    is counted here, once per moved row (PostgreSQL delivers one).
+    """
+    notified = sa.func.count(sa.func.pg_notify(_WAKE_CHANNEL, _param("dlq_wake", sa.Text())))
     values = sa.select(*[_param(f"dlq_{c}", queues.c[c].type) for c in _QUEUE_COLUMNS]
-                       ).where(sa.exists(sa.select(moved.c.marker)))
+                       ).where(sa.select(notified).select_from(moved).scalar_subquery() > 0)
     return (postgresql.insert(queues).from_select(list(_QUEUE_COLUMNS), values)
             .on_conflict_do_nothing().cte("dead_letter_queue"))
 
@@ -435,7 +449,7 @@ def _claim_parameters(project: str, queue: str, claim_id: str, now: float, ttl: 
         values.update(
             exhausted_at=rules.exhausted_at, move_to=move.to, move_ttl=move.ttl,
             move_history=dump_json([move.history_entry(queue, now)]),
-            move_detail=dump_json(move.detail),
+            move_detail=dump_json(move.detail), dlq_wake=wake_name(project, move.to),
             **{f"dlq_{k}": v for k, v in queue_row(project, move.to, now).items()},
         )
     if rules.schedule is not None:
