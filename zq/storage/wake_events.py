@@ -64,11 +64,11 @@ def parse_wake_name(name: str) -> tuple[str, str] | None:
     size, colon, rest = name.partition(":")
     if not colon or not size.isdigit():
         return None
-    raw = rest.encode()
-    length = int(size)
-    if length > len(raw):
-        return None
     try:
+        raw = rest.encode()
+        length = int(size)
+        if length > len(raw):
+            return None
         return raw[:length].decode(), raw[length:].decode()
-    except UnicodeDecodeError:
+    except UnicodeError:  # not text, or a length that cuts a character
         return None
