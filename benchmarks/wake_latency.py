@@ -1,0 +1,176 @@
+"""Wake-ups of waiting claims through the backend: how soon they arrive, what they cost.
+
+    python -m benchmarks.wake_latency redis [--posts 300] [--listeners 8] [--seconds 5]
+    python -m benchmarks.wake_latency postgresql
+    (from the repository root; a scratch backend: benchmarks/scratch_storage.py)
+
+Through the storage contract, no HTTP. Two figures per backend:
+
+- ``delivery``: a listener (``Storage.wakeups.listen``, one connection of
+  its own, as each worker has) on one storage, posts of one message through
+  another storage (other connections, as another worker or server would);
+  the time from the post's return (its change committed) to the listener's
+  report, p50 and p99 over ``--posts`` posts, one every 20 ms;
+- ``cost``: posts per second from 8 threads for ``--seconds``, with the
+  wake-up as built and with it taken out of the post (Redis: the script's
+  PUBLISH removed; PostgreSQL: the statement's NOTIFY removed), while
+  ``--listeners`` listeners (the workers of a deployment) are subscribed,
+  so that the fan-out to them is paid too. Each figure is the better of two
+  runs, alternating, so that a neighbour's load does not decide it.
+
+Prints one JSON line per figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from benchmarks.scratch_storage import scratch
+from tests.contract.helpers import new_message
+from zq.clock import SystemClock
+from zq.storage import open_storage
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def delivery(uri: str, posts: int) -> dict[str, Any]:
+    listening, posting = open_storage(uri, clock=SystemClock()), open_storage(uri,
+                                                                              clock=SystemClock())
+    heard: dict[str, float] = {}
+    arrived = threading.Condition()
+
+    def wake(project: str, queue: str) -> None:
+        with arrived:
+            heard[queue] = time.perf_counter()
+            arrived.notify_all()
+
+    connected = threading.Event()
+    listener = listening.wakeups.listen(wake, connected.set)
+    if listener is None:
+        raise SystemExit(f"{uri}: this backend has no notifications (waiters use the re-check)")
+    try:
+        connected.wait(10)
+        latencies = []
+        for n in range(posts):
+            queue = f"q{n}"
+            posting.messages.post("bench", queue, [new_message({"n": n})], client_id="c")
+            done = time.perf_counter()
+            with arrived:
+                assert arrived.wait_for(lambda queue=queue: queue in heard, 10), queue
+            latencies.append((heard[queue] - done) * 1000)
+            time.sleep(0.02)
+    finally:
+        listener.close()
+        listening.close()
+        posting.close()
+    return {"figure": "delivery", "posts": posts,
+            "p50_ms": round(statistics.median(latencies), 3),
+            "p99_ms": round(percentile(latencies, 0.99), 3)}
+
+
+@contextmanager
+def without_wakeup(backend: str) -> Iterator[None]:
+    """The post as it would be without its wake-up (see the module documentation)."""
+    if backend == "redis":
+        from zq.storage.redis import scripts
+
+        original = scripts.script_source
+
+        def silent(name: str) -> str:
+            return original(name).replace("redis.call('PUBLISH', P .. 'wake', name)",
+                                          "local _ = name")
+
+        scripts.script_source = silent
+        try:
+            yield
+        finally:
+            scripts.script_source = original
+    else:
+        import sqlalchemy as sa
+
+        from zq.storage.sql import postgresql
+
+        original_statement = postgresql._post_statement
+
+        def silent_statement(count: int) -> Any:
+            return original_statement(count).with_only_columns(sa.literal(1))
+
+        postgresql._post_statement = silent_statement
+        postgresql._post_sql.cache_clear()
+        try:
+            yield
+        finally:
+            postgresql._post_statement = original_statement
+            postgresql._post_sql.cache_clear()
+
+
+def posts_per_second(uri: str, seconds: float, threads: int = 8) -> float:
+    storage = open_storage(uri, clock=SystemClock())
+    try:
+        counts = [0] * threads
+        stop = time.monotonic() + seconds
+
+        def work(i: int) -> None:
+            while time.monotonic() < stop:
+                storage.messages.post("bench", f"cost{i % 4}", [new_message({"n": i})],
+                                      client_id="c")
+                counts[i] += 1
+
+        workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        return sum(counts) / seconds
+    finally:
+        storage.close()
+
+
+def cost(backend: str, uri: str, seconds: float, listeners: int) -> dict[str, Any]:
+    subscribed = [open_storage(uri, clock=SystemClock()) for _ in range(listeners)]
+    running = [s.wakeups.listen(lambda project, queue: None) for s in subscribed]
+    try:
+        runs: dict[str, list[float]] = {"with": [], "without": []}
+        for _ in range(2):
+            runs["with"].append(posts_per_second(uri, seconds))
+            with without_wakeup(backend):
+                runs["without"].append(posts_per_second(uri, seconds))
+    finally:
+        for listener in running:
+            if listener is not None:
+                listener.close()
+        for storage in subscribed:
+            storage.close()
+    best = {key: max(values) for key, values in runs.items()}
+    return {"figure": "cost", "listeners": listeners,
+            "posts_per_s_with_wakeup": round(best["with"]),
+            "posts_per_s_without": round(best["without"]),
+            "ratio": round(best["with"] / best["without"], 3)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("backend", choices=("redis", "postgresql"))
+    parser.add_argument("--posts", type=int, default=300)
+    parser.add_argument("--listeners", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args(argv)
+    with scratch(args.backend) as uri:
+        report: Callable[[dict[str, Any]], None] = lambda line: print(  # noqa: E731
+            json.dumps({"backend": args.backend, **line}), flush=True)
+        report(delivery(uri, args.posts))
+        report(cost(args.backend, uri, args.seconds, args.listeners))
+
+
+if __name__ == "__main__":
+    main()
