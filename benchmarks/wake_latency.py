@@ -14,9 +14,10 @@ Through the storage contract, no HTTP. Two figures per backend:
 - ``cost``: posts per second from 8 threads for ``--seconds``, with the
   wake-up as built and with it taken out of the post (Redis: the script's
   PUBLISH removed; PostgreSQL: the statement's NOTIFY removed), while
-  ``--listeners`` listeners (the workers of a deployment) are subscribed,
-  so that the fan-out to them is paid too. Each figure is the better of two
-  runs, alternating, so that a neighbour's load does not decide it.
+  ``--listeners`` listeners (the workers of a deployment) are subscribed
+  from another process, so that the fan-out to them is paid too. Each
+  figure is the best of ``--rounds`` runs, alternating, so that a
+  neighbour's load does not decide it.
 
 Prints one JSON line per figure.
 """
@@ -136,21 +137,35 @@ def posts_per_second(uri: str, seconds: float, threads: int = 8) -> float:
         storage.close()
 
 
-def cost(backend: str, uri: str, seconds: float, listeners: int) -> dict[str, Any]:
+def _listen_in_child(uri: str, listeners: int, ready: Any, stop: Any) -> None:
+    """The workers' listeners, in a process of their own (as workers are)."""
     subscribed = [open_storage(uri, clock=SystemClock()) for _ in range(listeners)]
     running = [s.wakeups.listen(lambda project, queue: None) for s in subscribed]
+    ready.set()
+    stop.wait()
+    for listener in running:
+        if listener is not None:
+            listener.close()
+
+
+def cost(backend: str, uri: str, seconds: float, listeners: int, rounds: int
+         ) -> dict[str, Any]:
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    ready, stop = context.Event(), context.Event()
+    child = context.Process(target=_listen_in_child, args=(uri, listeners, ready, stop))
+    child.start()
     try:
+        ready.wait(60)
         runs: dict[str, list[float]] = {"with": [], "without": []}
-        for _ in range(2):
+        for _ in range(rounds):
             runs["with"].append(posts_per_second(uri, seconds))
             with without_wakeup(backend):
                 runs["without"].append(posts_per_second(uri, seconds))
     finally:
-        for listener in running:
-            if listener is not None:
-                listener.close()
-        for storage in subscribed:
-            storage.close()
+        stop.set()
+        child.join(30)
     best = {key: max(values) for key, values in runs.items()}
     return {"figure": "cost", "listeners": listeners,
             "posts_per_s_with_wakeup": round(best["with"]),
@@ -164,12 +179,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--posts", type=int, default=300)
     parser.add_argument("--listeners", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
     with scratch(args.backend) as uri:
         report: Callable[[dict[str, Any]], None] = lambda line: print(  # noqa: E731
             json.dumps({"backend": args.backend, **line}), flush=True)
         report(delivery(uri, args.posts))
-        report(cost(args.backend, uri, args.seconds, args.listeners))
+        report(cost(args.backend, uri, args.seconds, args.listeners, args.rounds))
 
 
 if __name__ == "__main__":
