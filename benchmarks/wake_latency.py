@@ -13,7 +13,7 @@ Through the storage contract, no HTTP. Two figures per backend:
   report, p50 and p99 over ``--posts`` posts, one every 20 ms;
 - ``cost``: posts per second from 8 threads for ``--seconds``, with the
   wake-up as built and with it taken out of the post (Redis: the script's
-  PUBLISH removed; PostgreSQL: the statement's NOTIFY removed), while
+  PUBLISH removed; PostgreSQL: the notifier's NOTIFY not sent), while
   ``--listeners`` listeners (the workers of a deployment) are subscribed
   from another process, so that the fan-out to them is paid too. Each
   figure is the best of ``--rounds`` runs, alternating, so that a
@@ -97,22 +97,14 @@ def without_wakeup(backend: str) -> Iterator[None]:
         finally:
             scripts.script_source = original
     else:
-        import sqlalchemy as sa
+        from zq.storage.sql import wake
 
-        from zq.storage.sql import postgresql
-
-        original_statement = postgresql._post_statement
-
-        def silent_statement(count: int) -> Any:
-            return original_statement(count).with_only_columns(sa.literal(1))
-
-        postgresql._post_statement = silent_statement
-        postgresql._post_sql.cache_clear()
+        original_send = wake.Notifier.send
+        wake.Notifier.send = lambda self, pairs: None  # type: ignore[method-assign]
         try:
             yield
         finally:
-            postgresql._post_statement = original_statement
-            postgresql._post_sql.cache_clear()
+            wake.Notifier.send = original_send  # type: ignore[method-assign]
 
 
 def posts_per_second(uri: str, seconds: float, threads: int = 8) -> float:

@@ -1,9 +1,11 @@
-"""PostgreSQL wake-ups: NOTIFY inside the change's transaction; the listener reconnects.
+"""PostgreSQL wake-ups: NOTIFY once the change committed; listener and notifier reconnect.
 
 Read with a plain LISTEN connection: a post of 10 messages is one
 notification (on the one-statement path and on the general path), a
-transaction that rolls back notifies nobody and one that commits does; a
-listener whose connection the server closed listens again and wakes everyone.
+transaction that rolls back notifies nobody and one that commits does, and
+the notification is sent by the notifier's connection, whose commits do not
+wait for the disk; a listener or a notifier whose connection the server
+closed connects again (the listener wakes everyone).
 """
 
 from __future__ import annotations
@@ -155,3 +157,26 @@ def test_a_quiet_listener_checks_its_connection(pg, monkeypatch):
             time.sleep(0.05)
     finally:
         listener.close()
+
+
+def test_the_notifier_commits_without_waiting_for_the_disk(pg, listening):
+    post(pg, "p", "q")
+    notify = next(listening.notifies(timeout=HEAR_SECONDS))
+    assert notify.payload == wake_name("p", "q")
+    setting = pg._db.read(lambda conn: conn.execute(sa.text(
+        "SELECT setting FROM pg_settings WHERE name = 'synchronous_commit'")).scalar())
+    assert setting == "on"  # the storage's own connections: durable commits
+    notifier = pg._db.notifier._conn
+    assert notifier.execute("SHOW synchronous_commit").fetchone() == ("off",)
+    assert notify.pid == notifier.info.backend_pid  # not the post's connection
+
+
+def test_a_notifier_whose_connection_was_closed_connects_again(pg, listening):
+    post(pg, "p", "first")
+    assert next(listening.notifies(timeout=HEAR_SECONDS)).payload == wake_name("p", "first")
+    pid = pg._db.notifier._conn.info.backend_pid
+    pg._db.read(lambda conn: conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"),
+                                          {"pid": pid}).all())
+    post(pg, "p", "second")
+    assert next(listening.notifies(timeout=HEAR_SECONDS)).payload == wake_name("p", "second")
+    assert pg._db.notifier._conn.info.backend_pid != pid

@@ -26,8 +26,8 @@ def event_row(kind: str, project: str, queue: str, now: float, **fields: Any) ->
 def record(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
     """Append events in the caller's transaction (one statement).
 
-    And, in the same transaction, wake the waiting claims of the queues
-    they may make claimable (PostgreSQL: zq.storage.sql.wake).
+    And note the queues they may make claimable, whose waiting claims are
+    woken once the transaction committed (PostgreSQL: zq.storage.sql.wake).
     """
     if rows:
         conn.execute(sa.insert(events), rows)

@@ -79,19 +79,15 @@ def _post_sql(dialect: sa.Dialect, count: int) -> str:
     return str(_post_statement(count).compile(dialect=dialect))
 
 
-def _post_statement(count: int) -> sa.Select[Any]:
+def _post_statement(count: int) -> sa.Insert:
     new_queue = dialects.insert_if_absent_cte(
         queues, {c: sa.bindparam(f"q_{c}") for c in _QUEUE_COLUMNS}, "new_queue")
     posted = sa.insert(m).values([
         {c: sa.bindparam(f"m{i}_{c}") for c in _MESSAGE_COLUMNS} for i in range(count)
     ]).cte("posted")
-    recorded = sa.insert(event_table).values([
+    return sa.insert(event_table).values([
         {c: sa.bindparam(f"e{i}_{c}") for c in _EVENT_COLUMNS} for i in range(count)
-    ]).cte("recorded")
-    # The inserts run whatever the query reads; the query itself wakes the
-    # queue's waiting claims, once (zq.storage.sql.wake).
-    return sa.select(sa.func.pg_notify(_WAKE_CHANNEL, sa.bindparam("w_name"))).add_cte(
-        new_queue, posted, recorded)
+    ]).add_cte(new_queue, posted)
 
 
 def _post_parameters(
@@ -99,7 +95,6 @@ def _post_parameters(
 ) -> dict[str, Any]:
     """The values of ``_post_statement(len(rows))``."""
     values = {f"q_{c}": queue[c] for c in _QUEUE_COLUMNS}
-    values["w_name"] = wake_name(queue["project"], queue["name"])
     for i, (row, event) in enumerate(zip(rows, recorded, strict=True)):
         values.update({f"m{i}_{c}": row[c] for c in _MESSAGE_COLUMNS})
         values.update({f"e{i}_{c}": event[c] for c in _EVENT_COLUMNS})
@@ -108,9 +103,14 @@ def _post_parameters(
 
 def post(conn: sa.Connection, queue_row: dict[str, Any], rows: list[dict[str, Any]],
          recorded: list[dict[str, Any]]) -> None:
-    """Insert the queue unless it exists, the messages and their events."""
+    """Insert the queue unless it exists, the messages and their events.
+
+    And wake the queue's waiting claims once the statement committed
+    (zq.storage.sql.wake).
+    """
     conn.exec_driver_sql(_post_sql(conn.dialect, len(rows)),
                          _post_parameters(queue_row, rows, recorded))
+    wake.after_commit(conn, [(queue_row["project"], queue_row["name"])])
 
 
 def delete_many(
@@ -328,9 +328,10 @@ def _moved(queue: Any, now: Any, exhausted: sa.CTE) -> sa.CTE:
 def _dead_letter_queue(moved: sa.CTE) -> sa.CTE:
     """Create the dead letter queue if absent, only when something moved to it.
 
-    And only then wake its waiting claims (zq.storage.sql.wake): a
-    data-modifying WITH part runs whatever the query reads, so the NOTIFY
-    is counted here, once per moved row (PostgreSQL delivers one).
+    And only then wake its waiting claims: the statement tells nobody what
+    it moved, so this NOTIFY is sent inside it (the one place that does,
+    zq.storage.sql.wake), counted once per moved row (PostgreSQL delivers
+    one); a data-modifying WITH part runs whatever the query reads.
     """
     notified = sa.func.count(sa.func.pg_notify(_WAKE_CHANNEL, _param("dlq_wake", sa.Text())))
     values = sa.select(*[_param(f"dlq_{c}", queues.c[c].type) for c in _QUEUE_COLUMNS]

@@ -1,23 +1,39 @@
-"""PostgreSQL's wake-ups of waiting claims: NOTIFY in the change's transaction, LISTEN.
+"""PostgreSQL's wake-ups of waiting claims: NOTIFY once a change committed, LISTEN.
 
-A transaction whose events may make a message claimable (the rule of
-zq.storage.wake_events) sends ``NOTIFY zq_wake, '<wake_name>'`` for each
-queue it wakes, inside itself: PostgreSQL delivers a notification when the
-transaction commits and drops it when it rolls back, and delivers one of
-several identical ones sent by a transaction, so a post of 10 messages is
-one notification. The general path sends it from ``record`` (every
-transaction writes its events there), the one-statement post and claim
-(zq.storage.sql.postgresql) from within their WITH queries.
+Sending. A transaction whose events may make a message claimable (the rule
+of zq.storage.wake_events, applied by ``record``, where every transaction
+of the driver writes its events, and by the one-statement post) notes the
+queues it wakes on its connection (``after_commit``). Only once it has
+committed does ``Database`` hand them to the storage's ``Notifier``, which
+sends ``NOTIFY zq_wake, '<wake_name>'`` for each from a thread and a
+connection of its own, several changes' queues in one statement. A change
+that rolls back notifies nobody; one that commits does, unless the process
+dies in between (its waiters then learn of it from the re-check).
 
-Each worker LISTENs on one connection of its own (``PostgresWakeListener``)
-for all its waiters. SQLite and MariaDB/MySQL have no notification:
-their waiters rely on the re-check of zq.storage.wakeups (docs/long-poll.md
-gives the latency).
+Why not NOTIFY inside the change's own transaction: PostgreSQL makes every
+committing transaction that sent a NOTIFY wait for the one before it,
+flush of its commit to disk included (a lock held across the commit, to
+keep the notification queue in commit order). Eight threads posting with
+the NOTIFY inside each post's statement made 4 times fewer posts per
+second than without it (benchmarks/wake_latency.py). The notifier's
+connection commits with ``synchronous_commit = off`` (a notification
+needs no durable commit), so it holds that lock for microseconds, and a
+post's own commit never waits for another's. One change still notifies
+from inside its statement: the one-statement claim that dead letters
+messages (zq.storage.sql.postgresql, rare: only when something moved),
+since nothing outside the statement learns what it moved.
+
+Listening. Each worker LISTENs on one connection of its own
+(``PostgresWakeListener``) for all its waiters. SQLite and MariaDB/MySQL
+have no notification: their waiters rely on the re-check of
+zq.storage.wakeups (docs/wake-ups.md gives the latency).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -26,8 +42,10 @@ import sqlalchemy as sa
 
 from zq.storage.sql.records import load_json
 from zq.storage.wake_events import WAKING_KINDS, parse_wake_name, wake_name, woken_queues
-from zq.storage.wake_listener import ThreadedListener
+from zq.storage.wake_listener import FIRST_RETRY, LAST_RETRY, ThreadedListener
 from zq.storage.wakeups import QueueKey, WakeCallback
+
+log = logging.getLogger("zq.wakeups")
 
 # One channel per database: the payload names the queue (a channel name is
 # at most 63 bytes, a project id alone may be 256).
@@ -35,6 +53,10 @@ CHANNEL = "zq_wake"
 # A LISTEN connection quiet for this long runs a query: a server gone
 # without a word (a cut network) is found, not waited on forever.
 KEEPALIVE_SECONDS = 15.0
+# Where a transaction notes the queues it wakes (Connection.info).
+PENDING = "zq_wake_pending"
+# Queues per NOTIFY statement of the notifier.
+NOTIFY_BATCH = 200
 
 
 def applies_to(dialect: str) -> bool:
@@ -42,19 +64,122 @@ def applies_to(dialect: str) -> bool:
     return dialect == "postgresql"
 
 
+def after_commit(conn: sa.Connection, pairs: Iterable[QueueKey]) -> None:
+    """Note queues to wake once ``conn``'s transaction has committed (``Database``)."""
+    pending = conn.info.get(PENDING)
+    if pending is not None:
+        pending.update(pairs)
+
+
 def notify_events(conn: sa.Connection, rows: Iterable[Mapping[str, Any]]) -> None:
-    """NOTIFY, in ``conn``'s transaction, the queues these event rows wake (PostgreSQL)."""
-    if not applies_to(conn.dialect.name):
+    """Note the queues these event rows wake, for after the commit (PostgreSQL)."""
+    if conn.info.get(PENDING) is None:
         return
     decoded = [
         # Only a move's detail is read (its destination): the others wake by kind.
         {**row, "detail": None if row["kind"] in WAKING_KINDS else load_json(row["detail"])}
         for row in rows
     ]
-    pairs = woken_queues(decoded)
-    if pairs:
-        conn.execute(sa.select(*[sa.func.pg_notify(CHANNEL, wake_name(project, queue))
-                                 for project, queue in pairs]))
+    after_commit(conn, woken_queues(decoded))
+
+
+class Notifier:
+    """Sends the NOTIFYs of committed changes, from a thread and a connection of its own."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self._engine = engine
+        self._pending: dict[QueueKey, None] = {}
+        self._lock = threading.Lock()
+        self._wanted = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._conn: Any = None
+        self.sent = 0  # queues notified (tests)
+
+    def send(self, pairs: Iterable[QueueKey]) -> None:
+        """NOTIFY these queues soon; returns at once."""
+        with self._lock:
+            self._pending.update(dict.fromkeys(pairs))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="zq wake-up notifier",
+                                                daemon=True)
+                self._thread.start()
+        self._wanted.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wanted.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(1.0)
+
+    def _run(self) -> None:
+        delay = FIRST_RETRY
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            with self._lock:
+                batch, self._pending = list(self._pending), {}
+            if batch:
+                try:
+                    self._notify_once_more_if_lost(batch)
+                    delay = FIRST_RETRY
+                except Exception as exc:
+                    # Those waiters learn of it from the re-check.
+                    log.warning("PostgreSQL wake-ups: NOTIFY of %d queue(s) failed (%s)",
+                                len(batch), exc)
+                    self._drop()
+                    self._stop.wait(delay)
+                    delay = min(delay * 2, LAST_RETRY)
+            if self._stop.is_set():
+                self._drop()
+                return
+
+    def _notify_once_more_if_lost(self, batch: list[QueueKey]) -> None:
+        try:
+            self._notify(batch)
+        except Exception:
+            if self._conn is None:
+                raise  # no connection could be made
+            # A connection lost while idle (a restart, a failover): a new one.
+            self._drop()
+            self._notify(batch)
+
+    def _notify(self, batch: list[QueueKey]) -> None:
+        if self._conn is None:
+            self._conn = _own_connection(self._engine)
+            # A notification needs no durable commit: this connection's
+            # commits never wait for a disk flush (see the module documentation).
+            self._conn.execute("SET synchronous_commit TO off")
+        for start in range(0, len(batch), NOTIFY_BATCH):
+            chunk = batch[start:start + NOTIFY_BATCH]
+            calls = ", ".join(["pg_notify(%s, %s)"] * len(chunk))
+            self._conn.execute(f"SELECT {calls}",
+                               [value for project, queue in chunk
+                                for value in (CHANNEL, wake_name(project, queue))])
+            self.sent += len(chunk)
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+def _own_connection(engine: sa.Engine) -> Any:
+    """A psycopg connection made as the pool makes them (host list, timeouts, TLS), autocommit.
+
+    Detached from the pool: it belongs to the caller's thread alone.
+    """
+    raw = engine.raw_connection()
+    conn = raw.driver_connection
+    raw.detach()
+    try:
+        conn.autocommit = True
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 class PostgresWakeListener(ThreadedListener):
@@ -68,13 +193,8 @@ class PostgresWakeListener(ThreadedListener):
         self._engine = engine
 
     def connect(self) -> Any:
-        # A connection made as the pool makes them (host list, connect
-        # timeout, TLS), then detached: it is this thread's alone.
-        raw = self._engine.raw_connection()
-        conn = raw.driver_connection
-        raw.detach()
+        conn = _own_connection(self._engine)
         try:
-            conn.autocommit = True
             conn.execute(f"LISTEN {CHANNEL}")
         except BaseException:
             conn.close()
