@@ -22,7 +22,7 @@ COMMANDS = [
     ["serve"], ["db"], ["db", "upgrade"], ["gc"], ["config"],
     ["events"], ["events", "export"], ["stats"],
     ["token"], ["token", "add"], ["token", "list"], ["token", "revoke"],
-    ["redrive"],
+    ["redrive"], ["breaker"], ["breaker", "show"], ["breaker", "open"], ["breaker", "close"],
 ]
 
 

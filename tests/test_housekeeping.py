@@ -136,3 +136,32 @@ def test_a_failure_to_list_the_pools_is_logged_and_the_loop_goes_on(
         GarbageCollector(storages, 1.0, stop=stop).run()
     assert len(calls) == 2
     assert "cannot list the pools: ConnectionError: management store down" in caplog.text
+
+
+def test_after_collect_runs_at_start_and_after_each_collection() -> None:
+    storage = CountingStorage(1, ValueError("down"), 0)
+    seen: list[int] = []
+
+    def redrive_due(backend: object) -> int:
+        assert backend is storage
+        seen.append(storage.calls)  # how many collections had run before it
+        return 2
+
+    stop = ScriptedStop(rounds=3)
+    GarbageCollector(storage, 30.0, stop=stop, after_collect=redrive_due).run()  # type: ignore[arg-type]
+    # At start (nothing collected yet, a crash may have left a redrive due),
+    # then after each collection that worked (the failed one is retried later).
+    assert seen == [0, 1, 3]
+
+
+def test_a_failing_after_collect_is_logged_and_never_stops_the_loop(caplog) -> None:
+    storage = CountingStorage()
+
+    def broken(backend: object) -> int:
+        raise RuntimeError("dead letter queue unreadable")
+
+    stop = ScriptedStop(rounds=2)
+    with caplog.at_level(logging.WARNING, logger="zq.housekeeping"):
+        GarbageCollector(storage, 30.0, stop=stop, after_collect=broken).run()  # type: ignore[arg-type]
+    assert storage.calls == 2
+    assert caplog.text.count("automatic redrive after an outage failed: RuntimeError") == 3

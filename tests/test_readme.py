@@ -75,7 +75,7 @@ def test_readme_links_every_topic_document() -> None:
     for doc in ("docs/redis.md", "docs/mongo.md", "docs/analytics.md", "docs/security.md",
                 "docs/storage-sql.md", "docs/console.md", "docs/poison.md", "docs/metrics.md",
                 "docs/pools.md", "docs/notifications.md", "docs/encryption.md",
-                "docs/architecture.md"):
+                "docs/architecture.md", "docs/consumers.md"):
         assert f"]({doc})" in README
         assert (ROOT / doc).is_file()
 

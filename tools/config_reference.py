@@ -29,6 +29,14 @@ DESCRIPTIONS = {
                              "worker shows after at most this long; 0: read every time "
                              "(Redis checks the metadata version instead and needs no "
                              "setting)",
+    "server.max_waiting_claims": "claims a worker holds waiting at once (`wait`, "
+                                 "docs/consumers.md); more answer at once as without `wait`; "
+                                 "granian takes this many requests per worker on top of 512, "
+                                 "so waiting claims never starve other requests",
+    "server.wait_recheck_interval": "seconds between a worker's looks at the queues its "
+                                    "claims wait on (one query per worker and backend); the "
+                                    "longest a waiting claim waits for a message another "
+                                    "server posted where the backend sends no notification",
     "storage.uri": "storage URI (`sqlite:///path`, `postgresql://user@host/db`, "
                    "`mysql://user@host/db`, `redis://host:6379`, `mongodb://host/db`; "
                    "several PostgreSQL hosts `postgresql://u@h1,h2/db?"
@@ -106,6 +114,8 @@ DESCRIPTIONS = {
     "limits.max_subscription_ttl": "longest subscription ttl, seconds",
     "limits.default_subscription_ttl": "ttl of a subscription created without one, seconds",
     "limits.max_subscriber_length": "longest subscriber URI, characters",
+    "limits.max_claim_wait": "longest `wait` a claim may ask for, seconds "
+                             "(`POST .../claims?wait=S`, docs/consumers.md)",
     "notifications.enabled": "run the notifier process inside `zq serve` (see "
                              "docs/notifications.md)",
     "notifications.allowed_hosts": "comma separated `HOST[:PORT]` (name, IP or CIDR) webhooks "

@@ -17,6 +17,12 @@ unknown length (chunked) is read to one byte past it: the app refuses
 both with 413 (zq.api.middleware.RequestRules), without the rest of the
 body ever being received. The answer is handed to granian whole, so a
 client that does not read it holds no thread either.
+
+A claim that found nothing and asks to wait (``POST .../claims?wait=S``)
+leaves a ``zq.waiting.ClaimWait`` in its environ: its 204 is handed back to
+the loop instead of going out, and the request waits in ``waiting``
+(zq.waiting.WaitingClaims) holding no thread; each wake-up runs the app
+on it once more (``wait_for_claim``).
 """
 
 from __future__ import annotations
@@ -27,12 +33,15 @@ import contextlib
 import io
 import logging
 import queue
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from zq.api.errors import error_body
+from zq.waiting import ENVIRON_KEY, ClaimWait, WaitingClaims
+from zq.waiting.waiters import WAKE
 
 log = logging.getLogger("zq.server")
 
@@ -42,6 +51,13 @@ Headers = list[tuple[str, str]]
 # Headers that PEP 3333 names without the HTTP_ prefix.
 UNPREFIXED = {"content-type": "CONTENT_TYPE", "content-length": "CONTENT_LENGTH"}
 JSON_HEADERS: Headers = [("content-type", "application/json")]
+Answer = tuple[int, Headers, bytes]
+
+# Environ keys between the loop and the app threads: the answer of a request
+# handed back to the loop (a waiting claim's), and "hand the answer back"
+# (a waiting claim's later attempts).
+ANSWER_KEY = "zq.answer"
+HAND_BACK_KEY = "zq.hand_back"
 
 
 class RSGIScope(Protocol):
@@ -125,10 +141,12 @@ def call_app(app: WSGIApp, environ: dict[str, Any]) -> tuple[int, Headers, bytes
 class BufferedWSGI:
     """An RSGI app running ``app`` once each request has fully arrived (module docstring)."""
 
-    def __init__(self, app: WSGIApp, *, threads: int, body_timeout: float, max_body: int) -> None:
+    def __init__(self, app: WSGIApp, *, threads: int, body_timeout: float, max_body: int,
+                 waiting: WaitingClaims | None = None) -> None:
         self.app = app
         self.body_timeout = body_timeout
         self.max_body = max_body
+        self.waiting = waiting
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
         self.answers: Answers | None = None  # made on the worker's loop, at its first request
         self.threads = [threading.Thread(target=self.serve_jobs, name=f"zq-request-{number}",
@@ -152,10 +170,65 @@ class BufferedWSGI:
         answers = self.answers
         if answers is None:
             answers = self.answers = Answers(asyncio.get_running_loop())
+        started = answers.loop.time()
+        environ = environ_of(scope, body)
+        await self.run_app(environ, protocol, answers)
+        if ANSWER_KEY in environ:
+            await self.wait_for_claim(scope, body, protocol, environ, started)
+
+    async def run_app(self, environ: dict[str, Any], protocol: Any, answers: Answers) -> None:
+        """Run the app on ``environ`` on a thread; it answers, or hands the answer back."""
         answered = answers.loop.create_future()
-        self.jobs.put((environ_of(scope, body), protocol, answers, answered))
+        self.jobs.put((environ, protocol, answers, answered))
         # granian answers 500 to a request whose coroutine ends unanswered.
         await answered
+
+    async def wait_for_claim(self, scope: RSGIScope, body: bytes, protocol: Any,
+                             environ: dict[str, Any], started: float) -> None:
+        """A claim that found nothing waits in ``self.waiting``; each wake-up runs it again.
+
+        Answers the claim that delivers, or the last 204 once the wait is over
+        (its time is up, or the worker stops). A claim made for a client
+        that left meanwhile is released at once.
+        """
+        waiting = self.waiting
+        assert waiting is not None and self.answers is not None
+        waiting.bind(self.answers.loop)  # as granian's __rsgi_init__ does, for tests without it
+        answer: Answer = environ[ANSWER_KEY]
+        wait: ClaimWait = environ[ENVIRON_KEY]
+        waiter = waiting.enter(wait.key, wait.seconds, since=started)
+        if waiter is None:
+            protocol.response_bytes(*answer)
+            return
+        gone = asyncio.ensure_future(protocol.client_disconnect())
+        try:
+            while await waiting.park(waiter, gone) == WAKE:
+                attempt = environ_of(scope, body)
+                attempt[HAND_BACK_KEY] = True
+                await self.run_app(attempt, protocol, self.answers)
+                made: ClaimWait | None = attempt.get(ENVIRON_KEY)
+                if made is not None and made.claimed == 0 and attempt[ANSWER_KEY][0] == 204:
+                    waiting.tried(waiter, claimed=0, more=False)
+                    answer = attempt[ANSWER_KEY]
+                    continue
+                if made is not None and made.claimed:
+                    waiting.tried(waiter, claimed=made.claimed, more=made.more)
+                    if gone.done() and made.release is not None:
+                        # Nobody will read this claim: its messages must not
+                        # stay held for the claim's ttl.
+                        await asyncio.to_thread(made.release)
+                        break
+                protocol.response_bytes(*attempt[ANSWER_KEY])
+                return
+        finally:
+            waiting.leave(waiter)
+            gone.cancel()
+        protocol.response_bytes(*answer)
+
+    def __rsgi_init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self.waiting is not None:
+            self.waiting.bind(loop)
+            answer_waiting_claims_first(loop, self.waiting.close)
 
     def __rsgi_del__(self, loop: Any) -> None:
         self.close()
@@ -177,8 +250,20 @@ class BufferedWSGI:
                 status, headers, content = 500, JSON_HEADERS, error_body(
                     "Internal server error",
                     "The server failed to handle the request; the error has been logged.")
-            protocol.response_bytes(status, headers, content)
+            if self.hands_back(environ, status):
+                environ[ANSWER_KEY] = (status, headers, content)
+            else:
+                protocol.response_bytes(status, headers, content)
             answers.add(answered)
+
+    def hands_back(self, environ: dict[str, Any], status: int) -> bool:
+        """Whether the loop, not this thread, answers: a waiting claim's attempt."""
+        if self.waiting is None:
+            return False
+        if environ.get(HAND_BACK_KEY):
+            return True
+        wait: ClaimWait | None = environ.get(ENVIRON_KEY)
+        return wait is not None and wait.claimed == 0 and status == 204
 
 
 class Answers:
@@ -220,6 +305,31 @@ class Answers:
 def settle(answered: asyncio.Future) -> None:
     if not answered.done():
         answered.set_result(None)
+
+
+def answer_waiting_claims_first(loop: asyncio.AbstractEventLoop,
+                                 close: Callable[[], None]) -> None:
+    """On SIGTERM or SIGINT, answer the waiting claims before granian's own handler runs.
+
+    granian stops a worker by letting the requests in flight finish: a
+    claim waiting 20 s would hold the stop that long. Its handlers are on
+    the loop (asyncio keeps them in ``_signal_handlers``; there is no public
+    reader), so each is wrapped; where that is not possible the waiting
+    claims end with their wait, within ``[limits] max_claim_wait``.
+    """
+    handlers = getattr(loop, "_signal_handlers", None) or {}
+    for number in (signal.SIGTERM, signal.SIGINT):
+        handle = handlers.get(number)
+        callback = getattr(handle, "_callback", None)
+        if callback is None:
+            continue
+        arguments = getattr(handle, "_args", ())
+
+        def both(callback: Callable[..., Any] = callback, arguments: Any = arguments) -> None:
+            close()
+            callback(*arguments)
+
+        loop.add_signal_handler(number, both)
 
 
 def announced_length(headers: Any) -> int | None:

@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "events": "zq.analytics.cli",  # events export
     "stats": "zq.analytics.cli",
     "redrive": "zq.commands.redrive",  # redrive DLQ
+    "breaker": "zq.commands.breaker",  # breaker show / open / close QUEUE
 }
 # The modules that add subcommands, in that order.
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMANDS.values()))
@@ -57,6 +58,7 @@ examples:
   zq gc                                       remove expired messages now
   zq config                                   show the effective configuration
   zq redrive orders-dlq --project shop        send dead letters back to their queues
+  zq breaker show orders --project shop       is the outage breaker of orders open?
 
 Run `zq COMMAND --help` for the options of a command.
 Configuration: defaults < --config FILE or $ZQ_CONFIG < ZQ_* variables < flags."""

@@ -76,6 +76,8 @@ class Limits:
     max_subscription_ttl: int = 2147483647
     default_subscription_ttl: int = 3600
     max_subscriber_length: int = 2048  # characters of a subscriber URI
+    # Seconds a claim may wait for a message (``POST .../claims?wait=S``, zq.waiting).
+    max_claim_wait: int = 20
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_json_depth <= MAX_JSON_DEPTH:
@@ -94,6 +96,12 @@ class ServerConfig:
     timeout: int = 30
     body_timeout: float = 30.0  # seconds a request body may take to arrive, from its head on
     metadata_cache: float = 0.0  # seconds a worker keeps unversioned metadata it read; 0: off
+    # Waiting claims (zq.waiting): at most this many per worker (more answer
+    # at once, as without ``wait``), and granian takes this many requests
+    # per worker on top of its usual 512, so waiting ones never starve others.
+    max_waiting_claims: int = 4096
+    # Seconds between a worker's looks at the queues its claims wait on.
+    wait_recheck_interval: float = 1.0
 
     def problem(self) -> str | None:
         """What the server could not run with, as one sentence; None when nothing."""
@@ -105,6 +113,9 @@ class ServerConfig:
             return f"threads must be at least 1, got {self.threads}."
         if not self.body_timeout > 0:
             return f"body_timeout must be above 0 seconds, got {self.body_timeout}."
+        if not self.wait_recheck_interval > 0:
+            return ("wait_recheck_interval must be above 0 seconds, got "
+                    f"{self.wait_recheck_interval}.")
         return None
 
 

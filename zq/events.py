@@ -28,8 +28,12 @@ REDRIVEN = "redriven"  # a dead letter moved back (zq.poison.moves.redriven)
 # terminal reject is a move (dead_lettered, reason "rejected").
 REJECTED = "rejected"
 
+# A queue's breaker changed state (zq.poison.breaker): no message id, detail
+# breaker_detail(...).
+BREAKER = "breaker"
+
 KINDS = (POSTED, CLAIMED, RENEWED, RELEASED, DELETED, DEAD_LETTERED, EXPIRED, PURGED,
-         REDRIVEN, REJECTED)
+         REDRIVEN, REJECTED, BREAKER)
 
 # How much of a dead lettered message's body its event keeps as a sample.
 SAMPLE_CHARS = 1024
@@ -48,6 +52,13 @@ MESSAGES = "messages"  # expired claim / purged: how many messages
 QUEUE_DELETED = "queue_deleted"  # purged: by deleting the queue
 DESCRIPTION = "description"  # dead_lettered / rejected: why, in words (poison workflow)
 RETRY_AFTER = "retry_after"  # rejected: seconds asked for, null: the queue's backoff
+# rejected: a terminal reject held as a retry while the queue's breaker was open
+HELD = "held"
+STATE = "state"  # breaker: the state entered
+PREVIOUS = "previous"  # breaker: the state left
+FAILURES = "failures"  # breaker: failures in the window at the change
+SUCCESSES = "successes"  # breaker: successes in the window at the change
+FORCED = "forced"  # breaker: forced by an operator (BreakerLog.force)
 # posted, only when the queue had a live subscription: the body as stored
 # (JSON text, or the ciphertext of a queue that encrypts), for the notifier
 # (zq.service.subscribed); the analytics export leaves it out.
@@ -60,11 +71,11 @@ CLAIM_TARGET = "claim"
 # ``DETAIL.TTL``), so that no script spells a kind or a detail key.
 KIND_NAMES = {name: globals()[name] for name in (
     "POSTED", "CLAIMED", "RENEWED", "RELEASED", "DELETED", "DEAD_LETTERED", "EXPIRED",
-    "PURGED", "REDRIVEN", "REJECTED")}
+    "PURGED", "REDRIVEN", "REJECTED", "BREAKER")}
 DETAIL_NAMES = {name: globals()[name] for name in (
     "TTL", "DELAY", "SIZE", "FINGERPRINT", "TO", "REASON", "SAMPLE", "POP", "TARGET",
     "MESSAGES", "QUEUE_DELETED", "DESCRIPTION", "RETRY_AFTER", "CLAIM_TARGET", "SAMPLE_CHARS",
-    "BODY")}
+    "BODY", "HELD", "STATE", "PREVIOUS", "FAILURES", "SUCCESSES", "FORCED")}
 
 
 def fingerprint(body_json: str) -> str:
@@ -139,6 +150,20 @@ def purged_detail(messages: int, *, queue_deleted: bool = False) -> dict[str, An
     return detail
 
 
-def rejected_detail(description: str | None, retry_after: int | None) -> dict[str, Any]:
-    """The detail of a ``rejected`` event (a retry reject): why, and the delay asked for."""
-    return {DESCRIPTION: description, RETRY_AFTER: retry_after}
+def rejected_detail(description: str | None, retry_after: int | None, *,
+                    held: bool = False) -> dict[str, Any]:
+    """The detail of a ``rejected`` event (a retry reject): why, and the delay asked for.
+
+    ``held``: a terminal reject the queue's open breaker held as a retry.
+    """
+    detail: dict[str, Any] = {DESCRIPTION: description, RETRY_AFTER: retry_after}
+    if held:
+        detail[HELD] = True
+    return detail
+
+
+def breaker_detail(state: str, previous: str, description: str | None, failures: int,
+                   successes: int, *, forced: bool = False) -> dict[str, Any]:
+    """The detail of a ``breaker`` event: the change, and the window's counts at it."""
+    return {STATE: state, PREVIOUS: previous, DESCRIPTION: description,
+            FAILURES: failures, SUCCESSES: successes, FORCED: forced}

@@ -7,6 +7,13 @@ once, so every worker simply runs its own collector; jitter keeps the
 workers from collecting in lockstep. With pooling a worker has one backend
 per pool, and pools come and go while it runs: each round asks for the
 current backends and collects each one, whatever happens to the others.
+
+After collecting a backend (and once when it starts, before the first
+wait) the collector runs ``after_collect`` on it: the server passes
+zq.service.auto_redrive's ``run_due``, which finishes the automatic
+redrives a breaker's close left due (a crash between the close and its
+redrive loses nothing; running it in several workers at once moves each
+message once).
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from collections.abc import Callable
 from typing import Protocol
 
 from zq.pooling.base import PoolDown, StorageSource
@@ -47,6 +55,7 @@ class GarbageCollector:
         *,
         stop: StopEvent | None = None,
         rng: random.Random | None = None,
+        after_collect: Callable[[Storage], int] | None = None,
     ) -> None:
         if interval <= 0:
             raise ValueError("interval must be positive; 0 disables collection")
@@ -58,6 +67,7 @@ class GarbageCollector:
         self.interval = interval
         self._stop: StopEvent = stop if stop is not None else threading.Event()
         self._rng = rng or random.Random()
+        self._after_collect = after_collect
         self._thread: threading.Thread | None = None
 
     def next_delay(self) -> float:
@@ -97,12 +107,42 @@ class GarbageCollector:
                          "message(s) to dead letter queues%s", collected.messages,
                          collected.claims, collected.subscriptions, collected.moved, where)
             removed += collected.messages
+            self._after(storage, where)
         if storages and failed == len(storages):
             return None
         return removed
 
+    def _after(self, storage: Storage, where: str) -> None:
+        """``after_collect`` on one backend; a failure is logged, the next round retries."""
+        if self._after_collect is None:
+            return
+        try:
+            moved = self._after_collect(storage)
+        except Exception as exc:  # never fatal, as a failed collection
+            log.warning("automatic redrive after an outage failed: %s: %s%s",
+                        type(exc).__name__, exc, where)
+            return
+        if moved:
+            log.info("automatic redrive moved %d message(s) back after an outage%s",
+                     moved, where)
+
+    def after_collect_once(self) -> None:
+        """``after_collect`` on every backend reachable now (at start, before any wait)."""
+        if self._after_collect is None:
+            return
+        try:
+            storages = dict(self._storages())
+        except Exception as exc:
+            log.warning("automatic redrive after an outage failed: cannot list the pools: "
+                        "%s: %s", type(exc).__name__, exc)
+            return
+        for pool, storage in storages.items():
+            if not isinstance(storage, PoolDown):
+                self._after(storage, f" (pool {pool!r})" if pool else "")
+
     def run(self) -> None:
-        """Collect after each wait until ``stop()`` is called."""
+        """Collect after each wait until ``stop()`` is called (``after_collect`` first)."""
+        self.after_collect_once()
         while not self._stop.wait(self.next_delay()):
             self.collect_once()
 

@@ -17,7 +17,7 @@ import orjson
 from zq import retry_policy, validation
 from zq.config import Limits
 from zq.errors import InvalidRequest
-from zq.poison import backoff, consumers, dead_letter
+from zq.poison import backoff, breaker, consumers, dead_letter
 
 DEFAULT_MESSAGE_TTL = "_default_message_ttl"
 DEFAULT_MESSAGE_DELAY = "_default_message_delay"
@@ -33,6 +33,12 @@ RETRY_MAX_DELAY = backoff.RETRY_MAX_DELAY
 RETRY_BACKOFF = backoff.RETRY_BACKOFF
 SUSPECT_LAPSED_CONSUMERS = consumers.SUSPECT_LAPSED_CONSUMERS
 RETRY_POLICY = retry_policy.POLICY
+BREAKER_FAILURE_RATIO = breaker.FAILURE_RATIO
+BREAKER_MIN_FAILURES = breaker.MIN_FAILURES
+BREAKER_WINDOW = breaker.WINDOW
+BREAKER_PROBE_INTERVAL = breaker.PROBE_INTERVAL
+BREAKER_CLOSE_AFTER = breaker.CLOSE_AFTER
+AUTO_REDRIVE_MAX = breaker.AUTO_REDRIVE_MAX
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +124,18 @@ RESERVED: dict[str, ReservedKey] = {
         lambda v, lim: consumers.check_setting(v),
         _no_default,
     ),
+    # The breaker (zq.poison.breaker): on with a ratio; the others may be set
+    # alone and take effect once it is. Shown only when set.
+    BREAKER_FAILURE_RATIO: ReservedKey(
+        lambda v, lim: breaker.check_failure_ratio(v), _no_default),
+    BREAKER_MIN_FAILURES: ReservedKey(
+        lambda v, lim: breaker.check_min_failures(v), _no_default),
+    BREAKER_WINDOW: ReservedKey(lambda v, lim: breaker.check_window(v), _no_default),
+    BREAKER_PROBE_INTERVAL: ReservedKey(
+        lambda v, lim: breaker.check_probe_interval(v), _no_default),
+    BREAKER_CLOSE_AFTER: ReservedKey(lambda v, lim: breaker.check_close_after(v), _no_default),
+    AUTO_REDRIVE_MAX: ReservedKey(
+        lambda v, lim: breaker.check_auto_redrive_max(v), _no_default),
 }
 
 

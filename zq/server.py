@@ -44,8 +44,9 @@ from zq.config import Config
 from zq.housekeeping import GarbageCollector
 from zq.metrics.multiprocess import metrics_directory
 from zq.notifications.status import StatusFile
-from zq.pooling.base import Pools
+from zq.pooling.base import PoolDown, Pools
 from zq.pooling.migrate import upgrade_management
+from zq.service.auto_redrive import AutoRedrive
 from zq.startup import (
     StartupError,
     ensure_default_data_dir,
@@ -56,6 +57,8 @@ from zq.startup import (
 )
 from zq.storage import REDIS_SCHEMES, check_shareable, scheme_of
 from zq.storage.uri import redact
+from zq.waiting import WaitingClaims
+from zq.waiting.recheck import Recheck
 
 log = logging.getLogger("zq.server")
 
@@ -72,6 +75,9 @@ GRANIAN_LOGGING: dict[str, Any] = {
 # being received are held by granian's runtime and event loop, not by the
 # threads that run the app.
 MAX_REQUEST_HEAD = 417792  # bytes of request line and headers (granian's buffer)
+# Requests a worker takes at once besides its waiting claims: granian's own
+# default (its backlog of 1024 over 2 workers).
+ACTIVE_REQUESTS = 512
 
 
 def bind_address(host: str, port: int) -> str:
@@ -94,6 +100,12 @@ def granian_settings(config: Config, port: int) -> dict[str, Any]:
         "interface": "rsgi",
         "workers": server.workers,
         "blocking_threads": 1,  # granian's thread into the event loop; RSGI allows one
+        # Requests a worker takes at once. Waiting claims (zq.waiting) stay in
+        # flight for up to [limits] max_claim_wait, at most
+        # [server] max_waiting_claims of them: room for those on top of
+        # granian's default, so a full house of waiting claims never keeps
+        # other requests out (more waiting claims answer at once).
+        "backpressure": server.max_waiting_claims + ACTIVE_REQUESTS,
         "websockets": False,
         # A worker that does not stop within the timeout is killed.
         "workers_kill_timeout": server.timeout or None,
@@ -191,11 +203,12 @@ def prepare(config: Config) -> str:
 
 @dataclass
 class Worker:
-    """One worker process's app and what it holds: resolver and collector."""
+    """One worker process's app and what it holds: resolver, collector, waiting claims."""
 
     app: WSGIApp
     pools: Pools
     collector: GarbageCollector | None
+    waiting: WaitingClaims | None = None
 
     def close(self) -> None:
         """Stop the collector and release every connection."""
@@ -221,12 +234,24 @@ def open_worker(config: Config, metrics_dir: str | None = None,
     collector = None
     if config.gc.interval > 0:
         # A callable, not a snapshot: pools registered later are collected too.
-        collector = GarbageCollector(pools.storages, config.gc.interval)
+        collector = GarbageCollector(pools.storages, config.gc.interval,
+                                     after_collect=AutoRedrive(config.limits, clock).run_due)
         collector.start()
     status = StatusFile(notifier_status) if notifier_status else None
+    waiting = open_waiting(config, pools, clock)
     app = create_app(config, clock=clock, pools=pools, admin=admin, metrics_dir=metrics_dir,
-                     notifier_status=status)
-    return Worker(app, pools, collector)
+                     notifier_status=status, on_claimable=waiting.wake_threadsafe)
+    return Worker(app, pools, collector, waiting)
+
+
+def open_waiting(config: Config, pools: Pools, clock: SystemClock) -> WaitingClaims:
+    """This worker's waiting claims, re-checked over every backend of ``pools``."""
+    def storages() -> list[Any]:
+        return [s for s in pools.storages().values() if not isinstance(s, PoolDown)]
+
+    recheck = Recheck(storage_for=pools.storage_for, storages=storages,
+                      interval=config.server.wait_recheck_interval, clock=clock)
+    return WaitingClaims(capacity=config.server.max_waiting_claims, recheck=recheck)
 
 
 def load_worker_app(config: Config, metrics_dir: str | None = None,
@@ -242,7 +267,7 @@ def load_worker_app(config: Config, metrics_dir: str | None = None,
     Finalize(worker, worker.close, exitpriority=10)
     return BufferedWSGI(worker.app, threads=config.server.threads,
                         body_timeout=config.server.body_timeout,
-                        max_body=config.limits.max_request_body)
+                        max_body=config.limits.max_request_body, waiting=worker.waiting)
 
 
 def announce(config: Config, served_uri: str, port: int) -> None:

@@ -9,6 +9,7 @@ zq.config.Limits.
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -161,6 +162,23 @@ def claim_grace(value: Any, limits: Limits) -> int:
 def limit(value: Any, high: int, field: str = "limit") -> int:
     """A page size, claim size or pop count: 1..high."""
     return integer(value, field, 1, high)
+
+
+def claim_wait(value: str | None, limits: Limits) -> float:
+    """A claim's ``wait`` query parameter: seconds, 0..max_claim_wait (absent: 0)."""
+    if value is None:
+        return 0.0
+    high = limits.max_claim_wait
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds <= high:  # also refuses nan and inf
+        raise InvalidRequest(
+            f"wait must be a number of seconds between 0 and {high} ([limits] "
+            f"max_claim_wait), got {value!r}."
+        )
+    return seconds
 
 
 def body_size(size: int, cap: int, what: str) -> None:

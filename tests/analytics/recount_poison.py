@@ -94,7 +94,7 @@ def redrive_outcomes(log: list[Event], backend: str = "a") -> list[dict]:
     for seq, e in enumerate(log):
         if e.message_id is not None and e.kind in STEPS:
             histories[(backend, e.project, e.message_id)].append((e.time, seq, e))
-    groups: dict = defaultdict(lambda: {"redriven": 0, "messages": set(),
+    groups: dict = defaultdict(lambda: {"redriven": 0, "messages": set(), "automatic": 0,
                                         "succeeded": 0, "failed_again": 0, "died_again": 0,
                                         "expired": 0, "pending": 0})
     for key, steps in histories.items():
@@ -110,6 +110,7 @@ def redrive_outcomes(log: list[Event], backend: str = "a") -> list[dict]:
                 after.append(later)
             g = groups[(e.project, e.detail["to"], e.queue)]
             g["redriven"] += 1
+            g["automatic"] += e.detail.get("reason") == "auto_redriven"
             g["messages"].add(key)
             g[redrive_outcome(after)] += 1
     rows = []
@@ -119,7 +120,7 @@ def redrive_outcomes(log: list[Event], backend: str = "a") -> list[dict]:
                      "redriven": g["redriven"], "messages": len(g["messages"]),
                      "succeeded": g["succeeded"], "failed_again": g["failed_again"],
                      "died_again": g["died_again"], "expired": g["expired"],
-                     "pending": g["pending"],
+                     "pending": g["pending"], "automatic": g["automatic"],
                      "success_rate": g["succeeded"] / ended if ended else None})
     return sorted(rows, key=lambda r: (-r["redriven"], r["project"], r["queue"],
                                        r["dead_letter_queue"]))

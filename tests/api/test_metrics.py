@@ -302,3 +302,42 @@ def test_queue_rates_need_metrics(storage: Storage, clock: ManualClock) -> None:
     app = create_app(Config().with_overrides(metrics={"enabled": False}),
                      storage=storage, clock=clock)
     assert Api(app, "p").get("/v2/queues/q/rates").status_code == 404
+
+
+def breaker_states(samples: dict, project: str, queue: str) -> dict[str, float]:
+    return {dict(labels)["state"]: v for (name, labels), v in samples.items()
+            if name == "zq_queue_breaker_state" and dict(labels)["queue"] == queue
+            and dict(labels)["project"] == project}
+
+
+def test_breaker_state_gauge_and_trip_counter(api: Api, clock: ManualClock,
+                                              storage: Storage) -> None:
+    if not storage.has_breaker:
+        pytest.skip("this driver runs no breaker yet (Storage.has_breaker)")
+    p = api.project
+    api.put("/v2/queues/guarded", json={"_breaker_failure_ratio": 0.5,
+                                         "_breaker_min_failures": 2})
+    api.post_messages("guarded", MESSAGE, MESSAGE, MESSAGE)
+    api.post_messages("plain", MESSAGE)
+    samples = scrape(api, clock)
+    assert breaker_states(samples, p, "guarded") == {"closed": 1, "open": 0, "half-open": 0}
+    assert breaker_states(samples, p, "plain") == {}  # its breaker is off: no series
+    assert value(samples, "zq_breaker_trips_total", project=p, queue="guarded") is None
+
+    claim = api.claim("guarded", limit=3)
+    claim_id = claim.headers["location"].rsplit("/", 1)[1]
+    for message in claim.json["messages"][:2]:
+        rejected = api.post(f"/v2/queues/guarded/messages/{message['id']}/reject",
+                            params={"claim_id": claim_id},
+                            json={"description": "db down", "retry_after": 0})
+        assert rejected.status_code == 204, rejected.text
+    samples = scrape(api, clock)
+    assert breaker_states(samples, p, "guarded") == {"closed": 0, "open": 1, "half-open": 0}
+    assert value(samples, "zq_breaker_trips_total", project=p, queue="guarded") == 1
+
+    # Forced changes move the gauge, never the trip counter.
+    for state in ("closed", "open"):
+        assert api.post("/v2/queues/guarded/breaker", json={"state": state}).status_code == 204
+    samples = scrape(api, clock)
+    assert breaker_states(samples, p, "guarded")["open"] == 1
+    assert value(samples, "zq_breaker_trips_total", project=p, queue="guarded") == 1

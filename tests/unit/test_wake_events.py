@@ -9,7 +9,8 @@ from zq.poison import moves
 from zq.storage.wake_events import parse_wake_name, wake_name, woken_queue, woken_queues
 
 
-@pytest.mark.parametrize("kind", [events.POSTED, events.RELEASED, events.REJECTED])
+@pytest.mark.parametrize("kind", [events.POSTED, events.RELEASED, events.REJECTED,
+                                  events.BREAKER])
 def test_posts_releases_and_retry_rejects_wake_their_queue(kind):
     assert woken_queue(kind, "q", None) == "q"
 

@@ -164,5 +164,5 @@ def test_the_mongodb_filter_keeps_waking_inserts_only():
     match = PIPELINE[0]["$match"]
     assert match["operationType"] == "insert"
     assert set(match["$or"][0]["fullDocument.kind"]["$in"]) == {
-        events.POSTED, events.RELEASED, events.REJECTED}
+        events.POSTED, events.RELEASED, events.REJECTED, events.BREAKER}
     assert match["$or"][1] == {f"fullDocument.detail.{events.TO}": {"$type": "string"}}

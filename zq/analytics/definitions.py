@@ -91,5 +91,7 @@ DEFINITIONS: dict[str, dict[str, str]] = {
                          "failed_again": "not ended, at least one failed delivery since",
                          "died_again": "dead lettered again", "expired": "ttl ran out",
                          "pending": "not ended, no failed delivery",
-                         "success_rate": "succeeded / (succeeded + died_again + expired)"},
+                         "success_rate": "succeeded / (succeeded + died_again + expired)",
+                         "automatic": "redrives made when the queue's breaker closed after "
+                                      "an outage (auto_redriven)"},
 }

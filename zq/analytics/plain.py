@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from zq.analytics import buckets
 from zq.analytics.results import Result
+from zq.poison.moves import REASON_AUTO_REDRIVEN
 
 STEP_KINDS = {"posted", "claimed", "released", "deleted", "dead_lettered", "expired",
               "rejected", "redriven"}
@@ -51,7 +52,7 @@ COLUMNS = {
                                "dead_letters", "messages", "share"],
     "redrive_outcomes": ["project", "queue", "dead_letter_queue", "redriven", "messages",
                          "succeeded", "failed_again", "died_again", "expired", "pending",
-                         "success_rate"],
+                         "automatic", "success_rate"],
 }
 SAMPLE_IDS = 5
 # The drill-down (zq stats signatures, and report.html's links): not one of
@@ -472,13 +473,15 @@ def _redrive_outcome(after: list[Row], following_step: Row | None) -> str:
 def _redrive_outcomes(messages: dict[tuple, list[Row]]) -> list[dict]:
     outcomes = ("succeeded", "failed_again", "died_again", "expired", "pending")
     groups: dict[tuple, dict] = defaultdict(
-        lambda: {"redriven": 0, "messages": set(), **dict.fromkeys(outcomes, 0)})
+        lambda: {"redriven": 0, "messages": set(), "automatic": 0,
+                 **dict.fromkeys(outcomes, 0)})
     for key, steps in messages.items():
         redrives = [i for i, r in enumerate(steps) if r.kind == "redriven"]
         for i, j in itertools.zip_longest(redrives, redrives[1:]):
             r = steps[i]
             g = groups[(r.project, r.to_queue, r.queue)]
             g["redriven"] += 1
+            g["automatic"] += r.reason == REASON_AUTO_REDRIVEN
             g["messages"].add(key)
             g[_redrive_outcome(steps[i + 1:j], steps[j] if j is not None else None)] += 1
     table = []
@@ -487,7 +490,8 @@ def _redrive_outcomes(messages: dict[tuple, list[Row]]) -> list[dict]:
         table.append({"project": project, "queue": queue, "dead_letter_queue": dlq,
                       "redriven": g["redriven"], "messages": len(g["messages"]),
                       **{name: g[name] for name in outcomes},
-                      "success_rate": g["succeeded"] / ended if ended else None})
+                      "success_rate": g["succeeded"] / ended if ended else None,
+                      "automatic": g["automatic"]})
     table.sort(key=lambda r: (-r["redriven"], r["project"], r["queue"] or "",
                               r["dead_letter_queue"]))
     return table

@@ -19,6 +19,9 @@
   failed delivery: not claimed yet, or claimed now, or removed by a
   purge). The five add up to ``redriven``. ``success_rate`` = succeeded /
   (succeeded + died_again + expired), over the redrives that ended.
+  ``automatic``: how many of the redrives were automatic, made when the
+  queue's breaker closed after an outage (reason ``auto_redriven``,
+  zq.poison.auto_redrive) rather than asked for.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pyspark.sql import functions as F
 
 from zq import events as ev
 from zq.analytics.lifecycles import MESSAGE, ORDER, ended_by, is_kind
-from zq.poison.moves import REASON_REJECTED
+from zq.poison.moves import REASON_AUTO_REDRIVEN, REASON_REJECTED
 
 NONE = "(none)"
 ISO = "yyyy-MM-dd'T'HH:mm:ss'Z'"
@@ -87,7 +90,8 @@ def redrive_outcomes(steps: DataFrame) -> DataFrame:
     redrives = (
         steps.where(is_kind(ev.REDRIVEN))
         .select(*MESSAGE, F.col("queue").alias("dead_letter_queue"),
-                F.col("to_queue").alias("queue"), at.alias("redriven_at"))
+                F.col("to_queue").alias("queue"), at.alias("redriven_at"),
+                (F.col("reason") == REASON_AUTO_REDRIVEN).alias("automatic"))
         .withColumn("next_redrive", F.lead("redriven_at").over(later))
     )
     ends = F.col("kind").isin(ev.DELETED, ev.DEAD_LETTERED, ev.EXPIRED)
@@ -104,7 +108,8 @@ def redrive_outcomes(steps: DataFrame) -> DataFrame:
               & (F.col("next_redrive").isNull() | (F.col("at") < F.col("next_redrive"))))
     same_message = [F.col(c) == F.col(f"_{c}") for c in MESSAGE]
     joined = redrives.join(after, [*same_message, inside], "left")
-    per_redrive = joined.groupBy(*MESSAGE, "dead_letter_queue", "queue", "redriven_at").agg(
+    per_redrive = joined.groupBy(*MESSAGE, "dead_letter_queue", "queue", "redriven_at",
+                                 "automatic").agg(
         F.min(F.when(ends, F.struct("at", "kind"))).getField("kind").alias("end"),
         _count(failed).alias("failures"),
     )
@@ -120,7 +125,8 @@ def redrive_outcomes(steps: DataFrame) -> DataFrame:
         counted.groupBy("project", "queue", "dead_letter_queue").agg(
             F.count(F.lit(1)).alias("redriven"),
             F.countDistinct(*MESSAGE).alias("messages"),
-            *[_count(F.col("outcome") == name).alias(name) for name in OUTCOMES])
+            *[_count(F.col("outcome") == name).alias(name) for name in OUTCOMES],
+            _count(F.col("automatic")).alias("automatic"))
         .withColumn("success_rate", F.when(ended > 0, F.col("succeeded") / ended))
         .orderBy(F.desc("redriven"), "project", "queue", "dead_letter_queue")
     )

@@ -339,7 +339,8 @@ def poison_workflow_events(start: float = 1_700_300_000.0) -> list[Event]:
     - A1-A6: claimed, terminal reject "bad sku"; redriven; A1-A4 then
       succeed, A5-A6 are rejected (terminal, "bad sku") again.
     - B1-B4: two retry rejects "timeout", then dead lettered on the next
-      claim (max_claim_count). B1 and B2 are redriven: B1 is rejected
+      claim (max_claim_count). B1 and B2 are redriven automatically (a
+      breaker's close, reason auto_redriven): B1 is rejected
       ("timeout", retry) once more and then deleted; B2's three claims
       lapse and it is dead lettered again, then redriven a second time and
       not claimed since.
@@ -353,7 +354,7 @@ def poison_workflow_events(start: float = 1_700_300_000.0) -> list[Event]:
     letters out of ``orders`` by reason: rejected 8, max_claim_count 5,
     expired 3; redrive outcomes (orders-dlq -> orders): 12 redrives of 11
     messages, succeeded 5, failed_again 1, died_again 3, expired 1, pending
-    2; present: 3 in ``orders`` (B2, C1, C3), 4 in ``orders-dlq`` (A5, A6,
+    2, automatic 2; present: 3 in ``orders`` (B2, C1, C3), 4 in ``orders-dlq`` (A5, A6,
     B3, B4).
     """
     queue, dlq, worker = "orders", "orders-dlq", ADVISOR_WORKER
@@ -388,8 +389,8 @@ def poison_workflow_events(start: float = 1_700_300_000.0) -> list[Event]:
                     detail["description"] = args[1]
             elif kind == events.REDRIVEN:
                 where = dlq
-                detail = {"to": queue, "reason": "redriven", "fingerprint": f"fp-{message_id}",
-                          "sample": "{}"}
+                detail = {"to": queue, "reason": args[0] if args else "redriven",
+                          "fingerprint": f"fp-{message_id}", "sample": "{}"}
             out.append(Event(cursor="", time=at, project=WORKFLOW_PROJECT, queue=where,
                              kind=kind, message_id=message_id, claim_count=claims,
                              detail=detail, **fields))
@@ -399,15 +400,16 @@ def poison_workflow_events(start: float = 1_700_300_000.0) -> list[Event]:
     posted, claimed = (events.POSTED,), (events.CLAIMED,)
     terminal = (events.DEAD_LETTERED, "rejected", "bad sku")
     redriven, deleted = (events.REDRIVEN,), (events.DELETED,)
+    automatic = (events.REDRIVEN, "auto_redriven")  # a breaker's close sent it back
     timeout = (events.REJECTED, "timeout")
     exhausted = (events.DEAD_LETTERED, "max_claim_count")
     expired = (events.DEAD_LETTERED, "expired")
     histories = {
         **{f"A{i}": [posted, claimed, terminal, redriven, claimed, deleted] for i in range(1, 5)},
         **{f"A{i}": [posted, claimed, terminal, redriven, claimed, terminal] for i in (5, 6)},
-        "B1": [posted, claimed, timeout, claimed, timeout, claimed, exhausted, redriven,
+        "B1": [posted, claimed, timeout, claimed, timeout, claimed, exhausted, automatic,
                claimed, timeout, claimed, deleted],
-        "B2": [posted, claimed, timeout, claimed, timeout, claimed, exhausted, redriven,
+        "B2": [posted, claimed, timeout, claimed, timeout, claimed, exhausted, automatic,
                claimed, claimed, claimed, exhausted, redriven],
         **{f"B{i}": [posted, claimed, timeout, claimed, timeout, claimed, exhausted]
            for i in (3, 4)},

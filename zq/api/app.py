@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import falcon
 import falcon.media
 import orjson
 
 from zq.api import console, errors
+from zq.api.breaker import QueueBreaker
 from zq.api.claims import ClaimCollection, ClaimItem
 from zq.api.consumers import QueueConsumers
 from zq.api.health import Health, Ping
@@ -49,6 +52,7 @@ ROUTES: list[tuple[str, type[Resource]]] = [
     ("/v2/queues/{queue_name}", QueueItem),
     ("/v2/queues/{queue_name}/stats", QueueStatsResource),
     ("/v2/queues/{queue_name}/purge", QueuePurge),
+    ("/v2/queues/{queue_name}/breaker", QueueBreaker),
     ("/v2/queues/{queue_name}/messages", MessageCollection),
     ("/v2/queues/{queue_name}/messages/{message_id}", MessageItem),
     ("/v2/queues/{queue_name}/messages/{message_id}/reject", MessageReject),
@@ -68,6 +72,7 @@ def create_app(
     admin: PoolAdmin | None = None,
     metrics_dir: str | None = None,
     notifier_status: StatusFile | None = None,
+    on_claimable: Callable[[str, str], None] | None = None,
 ) -> keystone.WsgiApp:
     """The WSGI app serving the Zaqar v2 API.
 
@@ -78,7 +83,8 @@ def create_app(
     "keystone"`` the falcon app is returned wrapped in keystonemiddleware.
     With ``[metrics] enabled`` it serves ``GET /metrics``; ``metrics_dir`` is
     the directory ``zq serve`` shares between its workers (zq.metrics);
-    ``notifier_status`` where it reports its notifier, for ``GET /v2/health``.
+    ``notifier_status`` where it reports its notifier, for ``GET /v2/health``;
+    ``on_claimable`` wakes this process's waiting claims (zq.waiting).
     Raises ConfigError for unusable auth settings.
     """
     clock = clock or SystemClock()
@@ -86,7 +92,8 @@ def create_app(
         pools, admin = open_pools(config, clock=clock, storage=storage)
     service = QueueService(config.limits, pools,
                            metadata_cache=MetadataCache(config.server.metadata_cache),
-                           cipher=BodyCipher.from_config(config.encryption), clock=clock)
+                           cipher=BodyCipher.from_config(config.encryption), clock=clock,
+                           on_claimable=on_claimable)
     telemetry = None
     if config.metrics.enabled:
         telemetry = open_telemetry(config.metrics, pools.storages, clock,

@@ -73,6 +73,13 @@ class MessageCollection(Resource):
             raise InvalidRequest(
                 'Deleting messages takes exactly one of the "ids" or "pop" query parameters.'
             )
+        if pop is not None and req.get_param("wait") is not None:
+            # A pop deletes what it returns: one made for a client that left
+            # while waiting could not be undone (a claim is released).
+            raise InvalidRequest(
+                'A pop cannot wait: "wait" applies to claims only (POST .../claims?wait=S), '
+                "whose messages are released when the client leaves before it gets them."
+            )
         if pop is not None:
             records = self.service.pop_messages(
                 req.context.project, queue_name, pop, client_id=req.context.client_id

@@ -95,8 +95,9 @@ class QueueItem(Resource):
 
 class QueueStatsResource(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
-        stats = self.service.queue_stats(req.context.project, queue_name)
-        resp.media = representation.stats(stats, queue_name, self.clock.now())
+        report = self.service.queue_report(req.context.project, queue_name)
+        resp.media = representation.stats(report.stats, queue_name, self.clock.now(),
+                                          breaker=report.breaker)
 
 
 class QueuePurge(Resource):

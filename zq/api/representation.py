@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 import orjson
 
 from zq.poison.history import compact_history, iso8601
+from zq.storage.breakers import BreakerState
 from zq.storage.records import ClaimRecord, MessageRecord, MessageStamp, QueueStats
 
 API_ROOT = "/v2"
@@ -94,11 +95,13 @@ def claim(record: ClaimRecord, now: float, *, history: bool = False) -> dict[str
     }
 
 
-def stats(record: QueueStats, queue: str, now: float) -> dict[str, Any]:
+def stats(record: QueueStats, queue: str, now: float, *,
+          breaker: BreakerState | None = None) -> dict[str, Any]:
     """``{"messages": {"free", "claimed", "delayed", "total"[, "oldest", "newest"]}}``.
 
     ``delayed`` (zq's) counts free messages not claimable yet; ``total``
-    stays free + claimed, as Zaqar clients expect.
+    stays free + claimed, as Zaqar clients expect. ``breaker`` (zq's) only
+    on a queue whose breaker is on, so other queues keep Zaqar's shape.
     """
     counts: dict[str, Any] = {
         "free": record.free,
@@ -109,7 +112,16 @@ def stats(record: QueueStats, queue: str, now: float) -> dict[str, Any]:
     if record.total and record.oldest and record.newest:
         counts["oldest"] = _stamp(record.oldest, queue, now)
         counts["newest"] = _stamp(record.newest, queue, now)
-    return {"messages": counts}
+    shown: dict[str, Any] = {"messages": counts}
+    if breaker is not None:
+        shown["breaker"] = breaker_state(breaker)
+    return shown
+
+
+def breaker_state(state: BreakerState) -> dict[str, Any]:
+    """``{"state", "since", "description"}`` of a queue's breaker (``since`` in ISO 8601 UTC)."""
+    return {"state": state.state, "since": iso8601(state.since),
+            "description": state.description}
 
 
 def _stamp(stamp: MessageStamp, queue: str, now: float) -> dict[str, Any]:

@@ -3,10 +3,11 @@
 The queues reported are those the event tail has seen (zq.metrics.tail),
 the most recently active first, at most ``[metrics] max_queues`` of them;
 each costs a few reads of its backend (stats, the oldest message, the
-metadata, the dead letter queue's stats). A worker reuses what it computed
-for ``cache_seconds``; the computation stops when ``budget_seconds`` are
-spent, and ``zq_metrics_queues{state="omitted"}`` says how many queues
-were left out either way.
+metadata, the dead letter queue's stats, the breaker when it is on). A
+worker reuses what it computed for ``cache_seconds``; the computation
+stops when ``budget_seconds`` are spent, and
+``zq_metrics_queues{state="omitted"}`` says how many queues were left out
+either way.
 """
 
 from __future__ import annotations
@@ -24,11 +25,15 @@ from zq.clock import Clock
 from zq.config import MetricsConfig
 from zq.errors import MessageNotFound, QueueNotFound
 from zq.metrics.tail import CONSUMER_WINDOW, QUEUE_KEY_SEP, TailState
+from zq.poison import breaker
 from zq.poison.dead_letter import DEAD_LETTER_QUEUE
 from zq.pooling.base import PoolDown, StorageSource
 from zq.storage.base import Storage
 
 log = logging.getLogger(__name__)
+
+# Every state of a breaker, each a series of zq_queue_breaker_state.
+BREAKER_STATES = breaker.STATES
 
 @dataclass
 class QueueReading:
@@ -39,6 +44,8 @@ class QueueReading:
     oldest_ttl: int | None = None
     dead_letter: int | None = None  # messages in its dead letter queue, when it has one
     consumers: int = 0
+    # Queues in each breaker state (1 for one queue), when its breaker is on.
+    breaker: dict[str, int] | None = None
 
     def merge(self, other: QueueReading) -> None:
         """Add a same-named queue of another project (when not labelled per project)."""
@@ -48,6 +55,9 @@ class QueueReading:
         self.consumers += other.consumers
         if other.dead_letter is not None:
             self.dead_letter = (self.dead_letter or 0) + other.dead_letter
+        if other.breaker is not None:
+            merged = self.breaker or dict.fromkeys(BREAKER_STATES, 0)
+            self.breaker = {s: merged[s] + other.breaker[s] for s in BREAKER_STATES}
         if other.oldest_age is not None and (
             self.oldest_age is None or _ttl_share(other) > _ttl_share(self)
         ):
@@ -62,9 +72,10 @@ def _ttl_share(reading: QueueReading) -> float:
 def read_queue(storage: Storage, project: str, queue: str, now: float) -> QueueReading | None:
     """One queue's gauges from its backend; None when the queue no longer exists."""
     try:
-        target = storage.queues.get_metadata(project, queue).get(DEAD_LETTER_QUEUE)
+        metadata = storage.queues.get_metadata(project, queue)
     except QueueNotFound:  # deleted (while empty: no event said so)
         return None
+    target = metadata.get(DEAD_LETTER_QUEUE)
     stats = storage.queues.stats(project, queue)
     reading = QueueReading(free=stats.free, claimed=stats.claimed, delayed=stats.delayed)
     if stats.oldest is not None:
@@ -73,6 +84,10 @@ def read_queue(storage: Storage, project: str, queue: str, now: float) -> QueueR
             reading.oldest_ttl = storage.messages.get(project, queue, stats.oldest.id).ttl
     if target:
         reading.dead_letter = storage.queues.stats(project, target).total
+    policy = breaker.policy_from_metadata(metadata)
+    if policy is not None and storage.has_breaker:
+        state = storage.breakers.read(project, queue, policy, now).state
+        reading.breaker = {s: int(s == state) for s in BREAKER_STATES}
     return reading
 
 
@@ -154,6 +169,10 @@ class QueueGauges:
         consumers = GaugeMetricFamily(
             "zq_queue_consumers", "Client-IDs that claimed from the queue in the last 15 minutes.",
             labels=names)
+        breakers = GaugeMetricFamily(
+            "zq_queue_breaker_state", "1 for the state the queue's breaker is in, 0 for the "
+            "others (queues whose breaker is on; same-named queues of several projects add up).",
+            labels=[*names, "state"])
         for labels, reading in sorted(readings.items()):
             messages.add_metric([*labels, "free"], reading.free)
             messages.add_metric([*labels, "claimed"], reading.claimed)
@@ -165,6 +184,8 @@ class QueueGauges:
                     ttl.add_metric(list(labels), reading.oldest_ttl)
             if reading.dead_letter is not None:
                 dead.add_metric(list(labels), reading.dead_letter)
+            for state, count in (reading.breaker or {}).items():
+                breakers.add_metric([*labels, state], count)
         counted = GaugeMetricFamily("zq_metrics_queues",
                                     "Queues with per-queue gauges in this scrape, and left out.",
                                     labels=["state"])
@@ -173,4 +194,4 @@ class QueueGauges:
         cost = GaugeMetricFamily("zq_metrics_queue_gauges_seconds",
                                  "Time the last computation of the per-queue gauges took.")
         cost.add_metric([], seconds)
-        return [messages, delayed, age, ttl, dead, consumers, counted, cost]
+        return [messages, delayed, age, ttl, dead, consumers, breakers, counted, cost]

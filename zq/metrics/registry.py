@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 from zq.config import MetricsConfig
 from zq.poison.moves import (
     REASON_EXPIRED,
+    REASON_LAPSED,
     REASON_MAX_CLAIM_COUNT,
     REASON_REJECTED,
     REASON_UNREADABLE,
@@ -33,7 +34,7 @@ POST_TO_DELETE_BUCKETS = (0.01, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 36
 # zq_messages_redriven); their series exist at 0 from the start, so that
 # increase() sees the first move.
 DEAD_LETTER_REASONS = (REASON_MAX_CLAIM_COUNT, REASON_REJECTED, REASON_EXPIRED,
-                       REASON_UNREADABLE)
+                       REASON_UNREADABLE, REASON_LAPSED)
 
 
 class Metrics:
@@ -71,6 +72,11 @@ class Metrics:
         self.rejected = counter(
             "zq_messages_rejected", "Messages rejected by their claim's holder (retry or terminal)."
         )
+        # Per queue: breakers are opt-in and trips rare, so the series stay few.
+        self.breaker_trips = counter(
+            "zq_breaker_trips", "Times a queue's breaker tripped open: its failures crossed "
+            "_breaker_failure_ratio (forced opens and re-opens after a failed probe not "
+            "counted).", ("queue",))
         self.notifications_sent = counter(
             "zq_notifications_sent", "Notification attempts delivered (2xx, 3xx, mail accepted)."
         )

@@ -39,7 +39,7 @@ from typing import Any
 from zq import events
 from zq.clock import Clock
 from zq.metrics.registry import Metrics
-from zq.poison import moves
+from zq.poison import breaker_alerts, moves
 from zq.pooling.base import PoolDown, StorageSource
 from zq.storage.base import Storage
 from zq.storage.records import Event
@@ -232,6 +232,9 @@ class EventTail:
             m.by(m.rejected, project).inc()
         elif kind == events.REDRIVEN:
             m.by(m.redriven, project).inc()
+        elif kind == events.BREAKER:
+            if breaker_alerts.is_trip(event.detail):
+                m.by(m.breaker_trips, project, event.queue).inc()
         elif kind == events.EXPIRED:
             if event.message_id is not None:
                 m.by(m.expired, project).inc()

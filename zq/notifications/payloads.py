@@ -7,12 +7,19 @@
   rejected, expired): a dead letter alert, the message's notification plus
   ``message_id``, ``from`` (the source queue), ``reason``, ``claim_count``,
   ``description``, ``fingerprint`` and the ``history`` clients see.
+- ``breaker`` in the subscribed queue, when it trips (leaves closed) or
+  closes (zq.poison.breaker_alerts): a breaker alert, ``{"queue_name",
+  "breaker": "tripped"|"closed", "state", "previous", "time",
+  "description", "failures", "successes", "forced"}``.
 - With the subscription option ``aggregate_seconds`` N > 0, dead letter
   alerts are grouped per (source queue, reason, fingerprint) and N-second
   window (aligned on multiples of N): one notification per group with
-  ``count``, the first few ``message_ids`` and the window. A window is
-  sent once it has closed; until then the subscription's cursor waits
-  before its first event, so a crash re-reads (and re-sends) it.
+  ``count``, the first few ``message_ids`` and the window; breaker alerts
+  per (``tripped`` or ``closed``) and window, with ``count``, ``forced``
+  (how many of them were forced) and the latest one's state and
+  description. A window is sent once it has closed; until then the
+  subscription's cursor waits before its first event, so a crash re-reads
+  (and re-sends) it.
 
 Every notification carries Zaqar's ``"Message_Type": "Notification"``
 (alerts too): a receiver written for Zaqar tells them from confirmation
@@ -31,12 +38,15 @@ from typing import Any
 
 from zq import events
 from zq.notifications.subscriptions import Subscription
-from zq.poison.history import compact_history
+from zq.poison import breaker_alerts
+from zq.poison.history import compact_history, iso8601
 from zq.storage.records import Event, MessageRecord
 
 MESSAGE = "message"
 DEAD_LETTER = "dead_letter"
 AGGREGATE = "dead_letter_aggregate"
+BREAKER = "breaker"
+BREAKER_AGGREGATE = "breaker_aggregate"
 # How many message ids an aggregated alert lists.
 AGGREGATE_IDS = 5
 # Zaqar's key and value that mark a notification (zaqar/notification/notifier.py's
@@ -67,11 +77,14 @@ def aggregate_seconds(subscription: Subscription) -> float:
 
 
 def kind_for(event: Event, subscription: Subscription) -> str | None:
-    """What ``event`` is to ``subscription``: MESSAGE, DEAD_LETTER or None (nothing)."""
+    """What ``event`` is to ``subscription``: MESSAGE, DEAD_LETTER, BREAKER or None (nothing)."""
     if event.project != subscription.project:
         return None
     if event.kind == events.POSTED and event.queue == subscription.queue:
         return MESSAGE
+    if event.kind == events.BREAKER:
+        news = breaker_alerts.alert_of(event.detail) is not None
+        return BREAKER if news and event.queue == subscription.queue else None
     if event.detail.get(events.TO) != subscription.queue:
         return None
     if event.kind == events.REDRIVEN:
@@ -130,6 +143,46 @@ def dead_letter_payload(event: Event, subscription: Subscription, fetch: Fetch) 
     }
 
 
+def breaker_payload(event: Event, subscription: Subscription) -> dict[str, Any]:
+    """A breaker alert: tripped or closed, with the failure most deliveries shared."""
+    detail = event.detail
+    return {
+        "queue_name": subscription.queue,
+        MESSAGE_TYPE: NOTIFICATION,
+        "breaker": breaker_alerts.alert_of(detail),
+        "state": detail.get(events.STATE),
+        "previous": detail.get(events.PREVIOUS),
+        "time": iso8601(event.time),
+        "description": detail.get(events.DESCRIPTION),
+        "failures": detail.get(events.FAILURES),
+        "successes": detail.get(events.SUCCESSES),
+        "forced": bool(detail.get(events.FORCED)),
+    }
+
+
+def _add_to_breaker_group(groups: dict[tuple[str, ...], Notification], out: list[Notification],
+                          event: Event, subscription: Subscription, start: float,
+                          window: float) -> None:
+    """Count a breaker alert in its (tripped or closed, window) group; the latest one's
+    state and description stand for the group."""
+    alert = str(breaker_alerts.alert_of(event.detail))
+    key = (BREAKER, alert, str(start))
+    group = groups.get(key)
+    if group is None:
+        group = groups[key] = Notification(BREAKER_AGGREGATE, {
+            "queue_name": subscription.queue, MESSAGE_TYPE: NOTIFICATION,
+            "breaker": alert, "count": 0, "forced": 0,
+            "window_start": start, "window_end": start + window,
+        })
+        out.append(group)
+    payload = group.payload
+    payload["count"] += 1
+    payload["forced"] += int(bool(event.detail.get(events.FORCED)))
+    payload["state"] = event.detail.get(events.STATE)
+    payload["time"] = iso8601(event.time)
+    payload["description"] = event.detail.get(events.DESCRIPTION)
+
+
 @dataclass
 class Batch:
     notifications: list[Notification]
@@ -143,17 +196,22 @@ def build(batch: Sequence[Event], subscription: Subscription, *, now: float, cre
     """The notifications of ``batch`` (log order), up to the first window still open."""
     window = aggregate_seconds(subscription)
     out: list[Notification] = []
-    groups: dict[tuple[str, str, str, float], Notification] = {}
+    groups: dict[tuple[str, ...], Notification] = {}
     through: str | None = None
     for event in batch:
         kind = kind_for(event, subscription) if event.time >= created else None
-        if kind == DEAD_LETTER and window:
+        if kind in (DEAD_LETTER, BREAKER) and window:
             start = math.floor(event.time / window) * window
             if start + window > now:
                 break  # its window is still open: wait here (the cursor too)
+        if kind == BREAKER and window:
+            _add_to_breaker_group(groups, out, event, subscription, start, window)
+        elif kind == BREAKER:
+            out.append(Notification(BREAKER, breaker_payload(event, subscription)))
+        elif kind == DEAD_LETTER and window:
             reason = str(event.detail.get(events.REASON))
             fingerprint = str(event.detail.get(events.FINGERPRINT))
-            key = (event.queue, reason, fingerprint, start)
+            key = (event.queue, reason, fingerprint, str(start))
             group = groups.get(key)
             if group is None:
                 group = groups[key] = Notification(AGGREGATE, {

@@ -34,14 +34,18 @@ class DeadLetterPolicy:
     ttl: int | None = None  # None: a moved message keeps its own ttl
     expired: bool = False  # _dead_letter_expired: expired messages move too
 
-    def is_exhausted(self, claim_count: int) -> bool:
+    def is_exhausted(self, claim_count: int, forgiven_count: int = 0) -> bool:
         """Whether a message with this many claims must not be delivered again.
 
-        The Redis scripts make the same comparison (``claim_count >=
+        Deliveries forgiven to the message (``forgiven_count``: failures
+        during an open breaker, lapses charged to a consumer; always 0 with
+        neither feature on, which is Zaqar's rule) do not count. The Redis
+        scripts make the same comparison (``claim_count - forgiven_count >=
         max_claim_count``, lua/_lib.lua ``take_batch``): pinned by
-        tests/contract/test_moves.py.
+        tests/contract/test_moves.py and tests/contract/test_breaker.py.
         """
-        return self.max_claim_count is not None and claim_count >= self.max_claim_count
+        return (self.max_claim_count is not None
+                and claim_count - forgiven_count >= self.max_claim_count)
 
     @property
     def move(self) -> moves.Move:

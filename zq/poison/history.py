@@ -19,17 +19,24 @@ def compact_history(entries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
     Like RabbitMQ's x-death header: ``count`` moves, ``first_time`` and
     ``last_time`` as ISO 8601 UTC; ``description`` (a reject's text) is the
     one of the most recent of those moves that had one, absent when none had.
+    Lapse entries (zq.poison.blame, reason ``lapsed`` with ``charged_to``)
+    are compacted apart from moves, per (queue, charged_to), and show
+    ``charged_to`` and the ``client_id`` of the most recent one.
     """
-    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    merged: dict[tuple[str, str, str | None], dict[str, Any]] = {}
     for entry in entries:
-        key = (entry[moves.QUEUE], entry[moves.REASON])
+        charged = entry.get(moves.CHARGED_TO)
+        key = (entry[moves.QUEUE], entry[moves.REASON], charged)
         time = float(entry[moves.TIME])
         described = entry.get(moves.DESCRIPTION)
         seen = merged.get(key)
         if seen is None:
             seen = merged[key] = {"queue": key[0], "reason": key[1], "count": 0,
-                                  "first": time, "last": time, "described": None}
+                                  "first": time, "last": time, "described": None,
+                                  "charged_to": charged, "client": None}
         seen["count"] += 1
+        if charged is not None and time >= seen["last"]:
+            seen["client"] = entry.get(moves.CLIENT_ID)
         seen["first"] = min(seen["first"], time)
         seen["last"] = max(seen["last"], time)
         if described is not None and (seen["described"] is None
@@ -49,6 +56,9 @@ def _shown(merged: dict[str, Any]) -> dict[str, Any]:
     }
     if merged["described"] is not None:
         shown["description"] = merged["described"][1]
+    if merged["charged_to"] is not None:
+        shown["charged_to"] = merged["charged_to"]
+        shown["client_id"] = merged["client"]
     return shown
 
 

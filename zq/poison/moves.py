@@ -14,8 +14,10 @@ move inside its atomic step (pinned by tests/contract/test_moves.py):
 - ``ttl``: ``Move.ttl``, or the message's own ttl when it is None;
 - ``created`` = now and ``expires`` = now + ttl (``Move.values``);
 - the message is free in the destination: no claim, no delay;
-- ``claim_count`` is 0 when ``Move.reset_claim_count`` else kept;
-  ``redrive_count`` goes up by one when ``Move.count_redrive``;
+- ``claim_count`` is 0 when ``Move.reset_claim_count`` else kept, and so
+  are ``forgiven_count`` (0 or kept) and ``lapsed_with`` (empty or kept);
+  ``last_failure`` is always kept; ``redrive_count`` goes up by one when
+  ``Move.count_redrive``;
 - the history entry (``Move.history_entry``) is appended, last;
 - one ``Move.event`` event per moved message, on the source queue, with
   the message's claim count before the move, and ``Move.event_detail``
@@ -25,6 +27,7 @@ move inside its atomic step (pinned by tests/contract/test_moves.py):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,12 +40,23 @@ REASON_REJECTED = "rejected"
 REASON_EXPIRED = "expired"
 REASON_REDRIVEN = "redriven"
 REASON_UNREADABLE = "unreadable"  # its sealed body could not be opened (zq.service.opening)
+# A lapse charged to the message exhausted it (zq.poison.blame); also the
+# reason of each lapse entry of its history (those carry CHARGED_TO).
+REASON_LAPSED = "lapsed"
 
 # History entry keys.
 QUEUE = "queue"  # the queue the message left
 REASON = "reason"
 TIME = "time"  # POSIX seconds of the move
 DESCRIPTION = "description"  # why, in words (a reject's text), when given
+# Only in a lapse entry (zq.poison.blame.lapse_entry), never in a move's.
+CLIENT_ID = "client_id"  # the Client-ID whose claim lapsed, None when it gave none
+CHARGED_TO = "charged_to"  # whom the lapse was charged to (zq.poison.blame)
+
+
+def is_move_entry(entry: Mapping[str, Any]) -> bool:
+    """Whether a history entry records a move (not a lapse in place)."""
+    return CHARGED_TO not in entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +124,11 @@ def unreadable(to: str, ttl: int | None, description: str) -> Move:
     return Move(to=to, reason=REASON_UNREADABLE, ttl=ttl, description=description)
 
 
+def lapsed(to: str, ttl: int | None, description: str) -> Move:
+    """An exhausted message whose last lapse was charged to it (blame split on)."""
+    return Move(to=to, reason=REASON_LAPSED, ttl=ttl, description=description)
+
+
 def expired(to: str, ttl: int | None) -> Move:
     """A message whose ttl ran out in a queue with ``_dead_letter_expired``."""
     return Move(to=to, reason=REASON_EXPIRED, ttl=ttl)
@@ -118,4 +137,18 @@ def expired(to: str, ttl: int | None) -> Move:
 def redriven(to: str, ttl: int) -> Move:
     """A dead letter sent back to ``to``: claims start over, expiry with ``to``'s ttl."""
     return Move(to=to, reason=REASON_REDRIVEN, ttl=ttl, reset_claim_count=True,
+                count_redrive=True, event=events.REDRIVEN)
+
+
+# A dead letter sent back by the close of its queue's breaker (zq.poison.auto_redrive).
+REASON_AUTO_REDRIVEN = "auto_redriven"
+
+
+def auto_redriven(to: str, ttl: int) -> Move:
+    """A dead letter of an outage sent back to ``to`` when its breaker closed.
+
+    As a redrive (claims start over, ``to``'s ttl, ``redrive_count`` + 1, a
+    ``redriven`` event) with its own reason, which counts its generation.
+    """
+    return Move(to=to, reason=REASON_AUTO_REDRIVEN, ttl=ttl, reset_claim_count=True,
                 count_redrive=True, event=events.REDRIVEN)

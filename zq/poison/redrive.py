@@ -8,7 +8,8 @@ with the one move primitive (``MessageController.move`` with
 ``zq.poison.moves.redriven``).
 
 A message is selected by its *dead letter entry*: its most recent history
-entry, the move that brought it into the queue it is in. A message with no
+entry that is a move (lapse entries are not), the move that brought it
+into the queue it is in. A message with no
 history (posted straight into the dead letter queue), or whose most recent
 entry is itself a redrive (it was redriven into this queue), has none:
 the filters on reason, source and time never select it, and without
@@ -19,10 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zq.poison import moves
-from zq.storage.records import MessageRecord
+
+if TYPE_CHECKING:  # zq.storage imports zq.validation, which imports this module
+    from zq.storage.records import MessageRecord
 
 # A call reads at most this many times its limit cap of messages of the
 # dead letter queue (a filter that selects few costs bounded work per
@@ -31,7 +34,7 @@ SCAN_FACTOR = 10
 
 # The reasons a dead letter entry can have (filter ``reason``).
 DEAD_LETTER_REASONS = (moves.REASON_MAX_CLAIM_COUNT, moves.REASON_REJECTED,
-                       moves.REASON_EXPIRED, moves.REASON_UNREADABLE)
+                       moves.REASON_EXPIRED, moves.REASON_UNREADABLE, moves.REASON_LAPSED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +95,15 @@ class RedriveResult:
 
 
 def dead_letter_entry(record: MessageRecord) -> Mapping[str, Any] | None:
-    """The move that brought the message where it is, if it was dead lettered there."""
-    if not record.history:
+    """The move that brought the message where it is, if it was dead lettered there.
+
+    Lapse entries (zq.poison.blame, written in place) are not moves: passed over.
+    """
+    entries = [entry for entry in record.history if moves.is_move_entry(entry)]
+    if not entries:
         return None
-    last = record.history[-1]
-    if last.get(moves.REASON) == moves.REASON_REDRIVEN:
+    last = entries[-1]
+    if last.get(moves.REASON) in (moves.REASON_REDRIVEN, moves.REASON_AUTO_REDRIVEN):
         return None
     return last
 

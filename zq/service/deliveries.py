@@ -14,8 +14,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from zq.errors import InvalidRequest, MetadataChanged
+from zq.poison import breaker
+from zq.poison.consumers import SUSPECT_LAPSED_CONSUMERS
 from zq.service.metadata_cache import MetadataCache
 from zq.storage.base import Storage
+from zq.storage.delivery_rules import DeliveryRules
 
 # Reads of a queue's metadata a post, claim or pop makes at most when the
 # metadata keeps changing under it.
@@ -62,3 +65,17 @@ def version_for(storage: Storage, version: str | None) -> str | None:
     placed: a version goes down only to a placed storage that checks it.
     """
     return version if storage.checks_metadata_version else None
+
+
+def outage_rules(storage: Storage, stored: dict[str, Any]) -> DeliveryRules:
+    """The queue's breaker and blame split (zq.poison.breaker, zq.poison.blame), as rules.
+
+    The same value goes with every claim, pop, delete, reject and terminal
+    reject of the queue (the claim and pop add their own parts), so that
+    each records its failure or success in its own atomic step. A driver
+    without ``has_breaker`` is given neither: Zaqar's behaviour.
+    """
+    if not storage.has_breaker:
+        return DeliveryRules()
+    return DeliveryRules(breaker=breaker.policy_from_metadata(stored),
+                         blame_split=stored.get(SUSPECT_LAPSED_CONSUMERS) is True)

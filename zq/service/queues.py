@@ -24,16 +24,18 @@ from zq.errors import (
 )
 from zq.poison import backoff, consumers, dead_letter, redrive
 from zq.pooling import Pools
+from zq.service import breakers, posts, rejects
 from zq.service import health as health_report
 from zq.service import metadata_writes as writes
-from zq.service import posts, rejects
+from zq.service.auto_redrive import AutoRedrive
 from zq.service.bodies import Bodies
-from zq.service.deliveries import version_for, with_metadata
+from zq.service.deliveries import outage_rules, version_for, with_metadata
 from zq.service.metadata_cache import MetadataCache
 from zq.service.opening import Opened, OpenedClaim, opened_claim
 from zq.service.redrive import Redrive
 from zq.service.subscribed import SubscribedQueues
 from zq.storage.base import Storage
+from zq.storage.breakers import BreakerState
 from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import ClaimRecord, MessageRecord, QueueRecord, QueueStats
 
@@ -46,14 +48,26 @@ class QueuePage:
     count: int | None  # total matching queues, when asked for
 
 
+@dataclass(frozen=True, slots=True)
+class QueueReport:
+    """What ``GET .../stats`` shows: the counts, and the breaker when it is on."""
+
+    stats: QueueStats
+    breaker: BreakerState | None
+
+
 class QueueService:
     """Every operation the API offers, scoped by project and queue."""
 
     def __init__(self, limits: Limits, pools: Pools, *,
                  metadata_cache: MetadataCache | None = None,
                  cipher: BodyCipher | None = None, clock: Clock | None = None,
-                 subscribed: SubscribedQueues | None = None) -> None:
+                 subscribed: SubscribedQueues | None = None,
+                 on_claimable: Callable[[str, str], None] | None = None) -> None:
+        """``on_claimable(project, queue)``: told of each change that may have
+        made a message claimable, for this process's waiting claims (zq.waiting)."""
         self.limits = limits
+        self._on_claimable = on_claimable
         self.pools = pools
         # The consumer log's times (zq.poison.consumers); the drivers keep their own.
         self.clock = clock or SystemClock()
@@ -61,6 +75,7 @@ class QueueService:
         self._metadata_cache = metadata_cache or MetadataCache(0)
         self._bodies = Bodies(cipher)  # cipher None: no [encryption] keys configured
         self._redrive = Redrive(limits, pools, self._bodies, self._stored_metadata)
+        self._auto_redrive = AutoRedrive(limits, self.clock)
         # Shared with this process's SubscriptionService, which forgets a
         # queue whose subscriptions it changes.
         self.subscribed = subscribed or SubscribedQueues(self.clock)
@@ -190,6 +205,41 @@ class QueueService:
         queue = self._queue_name(queue)
         return self._storage(project, queue).queues.stats(project, queue)
 
+    def queue_report(self, project: str, queue: str) -> QueueReport:
+        """The counts, and the breaker's state when ``_breaker_failure_ratio`` is set."""
+        queue = self._queue_name(queue)
+        storage = self._storage(project, queue)
+        stats = storage.queues.stats(project, queue)
+        stored = self._metadata_cache.get(storage, project, queue).read.metadata
+        return QueueReport(stats, breakers.read(storage, project, queue, stored,
+                                                self.clock.now()))
+
+    def breaker(self, project: str, queue: str) -> BreakerState | None:
+        """The queue's breaker, None when it is off; QueueNotFound for a queue never created."""
+        queue = self._queue_name(queue)
+        storage = self._storage(project, queue)
+        current = storage.queues.read_metadata(project, queue)
+        if not current.exists:
+            raise QueueNotFound.gone(queue)
+        return breakers.read(storage, project, queue, current.metadata, self.clock.now())
+
+    def force_breaker(self, project: str, queue: str, document: Any | None) -> BreakerState:
+        """Force the queue's breaker open or closed (``POST .../breaker``).
+
+        InvalidRequest for a body other than ``{"state": "open"|"closed"}``,
+        QueueNotFound for a queue never created, Conflict when its breaker
+        is off (zq.service.breakers).
+        """
+        queue = self._queue_name(queue)
+        state = breakers.forced_state(document)
+        storage = self._storage(project, queue)
+        forced = breakers.force(storage, project, queue, state, self.clock.now())
+        if forced.redrive_due:
+            # Closed by hand after an outage: its dead letters come back now.
+            self._auto_redrive.run(storage, project, queue,
+                                   self._stored_metadata(project, queue))
+        return forced
+
     def purge_queue(self, project: str, queue: str, document: Any | None) -> None:
         """Remove the queue's resources named by ``resource_types`` (all by default)."""
         queue = self._queue_name(queue)
@@ -225,7 +275,10 @@ class QueueService:
             new = self._bodies.sealed(placed, project, stored, new)
             new = self.subscribed.with_event_bodies(placed, project, queue, new)
             rules = DeliveryRules(metadata_version=version_for(placed, version))
-            return placed.messages.post(project, queue, new, client_id=client_id, rules=rules)
+            ids = placed.messages.post(project, queue, new, client_id=client_id, rules=rules)
+            if any(message.delay == 0 for message in new):
+                self._claimable(placed, project, queue)
+            return ids
 
         return with_metadata(self._metadata_cache, project, queue, storage, post)
 
@@ -304,10 +357,12 @@ class QueueService:
         # in its own step, and a refused one (even for an expired claim)
         # right after (zq.poison.consumers).
         settle = self._consumers.to_settle(project, queue, claim_id)
+        stored = self._outage_metadata(storage, project, queue)
+        rules = outage_rules(storage, stored)
         try:
             storage.messages.delete(
                 project, queue, message_id, claim_id=claim_id or None, client_id=client_id,
-                settle_claim=settle,
+                settle_claim=settle, rules=rules,
             )
         except (ClaimMismatch, MessageIsClaimed):
             self._consumers.settled(storage.consumers, project, queue, claim_id,
@@ -315,6 +370,9 @@ class QueueService:
             raise
         if settle and claim_id:
             self._consumers.settled_in_step(project, queue, claim_id)
+        if claim_id and rules.breaker is not None:
+            # A probe's delete may have closed the breaker (zq.service.auto_redrive).
+            self._auto_redrive.after_success(storage, project, queue, stored)
 
     def delete_messages(
         self,
@@ -334,9 +392,13 @@ class QueueService:
         if not ids or claims == []:
             return []  # nothing named exists, or no named claim holds anything
         storage = self._storage(project, queue)
+        stored = self._outage_metadata(storage, project, queue)
+        rules = outage_rules(storage, stored)
         deleted = storage.messages.delete_many(
-            project, queue, ids, claim_ids=claims, client_id=client_id
+            project, queue, ids, claim_ids=claims, client_id=client_id, rules=rules
         )
+        if claims and deleted and rules.breaker is not None:
+            self._auto_redrive.after_success(storage, project, queue, stored)
         for claim in claims or []:
             self._consumers.settled(storage.consumers, project, queue, claim,
                                     self.clock.now())
@@ -372,14 +434,18 @@ class QueueService:
         if not claim_id or not validation.is_id_shaped(claim_id):
             rejects.refuse_without_claim(storage, project, queue, message_id, claim_id)
         self._consumers.settled(storage.consumers, project, queue, claim_id, self.clock.now())
+        stored = self._stored_metadata(project, queue)
+        rules = outage_rules(storage, stored)
         if rejection.retry:
             storage.messages.reject(
                 project, queue, message_id, claim_id=claim_id, client_id=client_id,
-                description=rejection.description, retry_after=rejection.retry_after)
+                description=rejection.description, retry_after=rejection.retry_after,
+                rules=rules)
+            self._claimable(storage, project, queue)
         else:
             rejects.move_to_dead_letter_queue(
                 storage, project, queue, message_id, rejection.description,
-                self._stored_metadata(project, queue), claim_id=claim_id, client_id=client_id)
+                stored, claim_id=claim_id, client_id=client_id, rules=rules)
 
     def pop_messages(
         self, project: str, queue: str, count: int, *, client_id: str | None
@@ -399,8 +465,10 @@ class QueueService:
                               self._stored_metadata(project, queue), claim=None)
 
         def pop(stored: dict[str, Any], version: str | None) -> list[MessageRecord]:
+            outage = outage_rules(storage, stored)
             rules = DeliveryRules(dead_letter=dead_letter.policy_from_metadata(stored),
-                                  metadata_version=version)
+                                  metadata_version=version, breaker=outage.breaker,
+                                  blame_split=outage.blame_split)
             return storage.messages.pop(project, queue, limit=count, client_id=client_id,
                                         rules=rules)
 
@@ -439,10 +507,12 @@ class QueueService:
         def claim(stored: dict[str, Any], version: str | None) -> ClaimRecord | None:
             self._consumers.check(storage.consumers, project, queue, client_id, stored,
                                   self.clock.now())
+            outage = outage_rules(storage, stored)
             rules = DeliveryRules(
                 dead_letter=dead_letter.policy_from_metadata(stored),
                 backoff=backoff.policy_from_metadata(stored, self.limits.max_message_delay),
-                consumer=consumer, metadata_version=version)
+                consumer=consumer, metadata_version=version, breaker=outage.breaker,
+                blame_split=outage.blame_split)
             return storage.claims.create(project, queue, ttl=ttl, grace=grace, limit=size,
                                          client_id=client_id, rules=rules)
 
@@ -498,6 +568,7 @@ class QueueService:
             return  # no such claim
         storage = self._storage(project, queue)
         storage.claims.release(project, queue, claim_id, client_id=client_id)
+        self._claimable(storage, project, queue)
         self._consumers.settled(storage.consumers, project, queue, claim_id,
                                 self.clock.now(), ended=True)
 
@@ -528,7 +599,11 @@ class QueueService:
         """
         queue = self._queue_name(queue)
         request = validation.redrive_document(document, self.limits)
-        return self._redrive.run(project, queue, request, client_id=client_id)
+        result = self._redrive.run(project, queue, request, client_id=client_id)
+        if result.moved:
+            for destination in result.to:
+                self._claimable(self._storage(project, destination), project, destination)
+        return result
 
     # -- operations -----------------------------------------------------
 
@@ -542,11 +617,23 @@ class QueueService:
 
     # -- rules ----------------------------------------------------------
 
+    def _claimable(self, storage: Storage, project: str, queue: str) -> None:
+        """Wake the claims waiting on ``queue``: in this process, and through the backend."""
+        storage.wakeups.notify(project, queue)
+        if self._on_claimable is not None:
+            self._on_claimable(project, queue)
+
     def _queue_name(self, queue: str) -> str:
         return validation.queue_name(queue, self.limits)
 
     def _storage(self, project: str, queue: str) -> Storage:
         return self.pools.storage_for(project, queue)
+
+    def _outage_metadata(self, storage: Storage, project: str, queue: str) -> dict[str, Any]:
+        """The metadata a delete reads for the breaker (cached where safe); {} without one."""
+        if not storage.has_breaker:
+            return {}
+        return self._metadata_cache.get(storage, project, queue).read.metadata
 
     def _stored_metadata(self, project: str, queue: str) -> dict[str, Any]:
         # Queues are lazy: one never created behaves as one with no metadata.

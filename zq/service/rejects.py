@@ -22,6 +22,7 @@ from zq.errors import (
 from zq.poison import moves
 from zq.service.opening import Unreadable
 from zq.storage.base import Storage
+from zq.storage.delivery_rules import NO_RULES, DeliveryRules
 from zq.storage.records import ClaimRecord
 
 
@@ -39,8 +40,12 @@ def refuse_without_claim(storage: Storage, project: str, queue: str, message_id:
 
 def move_to_dead_letter_queue(storage: Storage, project: str, queue: str, message_id: str,
                               description: str | None, stored: dict[str, Any], *,
-                              claim_id: str, client_id: str | None) -> None:
-    """Move the message to the dead letter queue ``stored`` (the queue's metadata) names."""
+                              claim_id: str, client_id: str | None,
+                              rules: DeliveryRules = NO_RULES) -> None:
+    """Move the message to the dead letter queue ``stored`` (the queue's metadata) names.
+
+    ``rules.breaker``: a failure, held as a retry while the breaker is open.
+    """
     target = stored.get(meta.DEAD_LETTER_QUEUE)
     if not target:
         raise Conflict(
@@ -49,7 +54,7 @@ def move_to_dead_letter_queue(storage: Storage, project: str, queue: str, messag
             f"{meta.DEAD_LETTER_QUEUE}, or give retry_after to reject for a retry.")
     move = moves.rejected(target, stored.get(meta.DEAD_LETTER_TTL), description)
     moved = storage.messages.move(project, queue, [message_id], move,
-                                  claim_id=claim_id, client_id=client_id)
+                                  claim_id=claim_id, client_id=client_id, rules=rules)
     if not moved:
         raise MessageNotFound.gone(message_id)
 

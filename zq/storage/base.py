@@ -1,17 +1,14 @@
 """The storage contract: what every driver (SQL, Redis, MongoDB) implements.
 
-This module is the definition the contract test suite (tests/contract/)
-checks every driver against. Rules that all drivers share (validation,
-defaults, which metadata means what, how dead letter history is compacted)
-live above this layer; a driver receives already-validated values and only
-does what is specific to its backend.
+The contract test suite (tests/contract/) checks every driver against it.
+Rules all drivers share live above this layer; a driver receives
+already-validated values and does only what is specific to its backend.
+The breaker's part is zq.storage.breakers.
 
 Conventions every driver follows:
 
-- Every operation is scoped by ``project`` (the tenant) and ``queue`` (its
-  name). Two projects never see each other's queues, messages, claims.
-- Times are POSIX seconds as floats, read from the ``Clock`` the driver was
-  built with, never from the system directly.
+- Every operation is scoped by ``project`` (the tenant) and ``queue``.
+- Times are POSIX seconds as floats, from the driver's ``Clock``.
 - A message is *alive* while ``now < expires``; an expired message is
   invisible to every read and write at once, before garbage collection
   removes it. A claim is *live* while ``now < claim expires``; a message
@@ -31,7 +28,7 @@ Conventions every driver follows:
 - Every state change writes its event(s) (see zq.events) in the same atomic
   step as the change itself; MongoDB without transactions (standalone,
   mongomock) writes them right after it (docs/mongo.md).
-- Message bodies are opaque JSON text, stored and returned exactly as given.
+- Message bodies are opaque JSON text, stored and returned exactly.
 - Queues are created implicitly by posting to them and by a move into them.
 """
 
@@ -44,6 +41,7 @@ from typing import Any
 
 from zq import queue_filter
 from zq.poison.moves import Move
+from zq.storage.breakers import BreakerLog
 from zq.storage.checks import check_destination
 from zq.storage.consumer_log import ConsumerLog
 from zq.storage.cursors import NotificationCursors
@@ -137,7 +135,7 @@ class QueueController(ABC):
 
     @abstractmethod
     def delete(self, project: str, queue: str) -> None:
-        """Remove the queue with its messages and claims; no error if absent.
+        """Remove the queue with its messages, claims and breaker; no error if absent.
 
         Records one ``purged`` event (``detail={"messages": n, "queue_deleted":
         True}``) when it removed any message.
@@ -170,13 +168,8 @@ class QueueController(ABC):
         name: str | None = None,
         metadata: Mapping[str, Any],
     ) -> list[QueueRecord]:
-        """As ``list``, keeping only queues whose metadata matches ``metadata``.
-
-        A queue matches when its metadata holds every key of ``metadata``
-        with an equal value (zq.queue_filter.same_value). Pages exactly as
-        ``list``: ``limit`` matching queues after ``marker``, by name. A
-        driver may override it with a query of its own backend.
-        """
+        """``list`` of the queues whose metadata holds ``metadata``'s keys and
+        values (zq.queue_filter.same_value); a driver may override it."""
         return queue_filter.matching_page(
             lambda after, size: self.list(project, marker=after, limit=size, name=name),
             marker=marker, limit=limit, wanted=metadata,
@@ -200,18 +193,14 @@ class QueueController(ABC):
 
     @abstractmethod
     def volume(self) -> QueueStats:
-        """Counts of alive messages over every queue of every project of the backend.
-
-        ``free`` and ``claimed`` as in ``stats``; no ``oldest``/``newest``.
-        Read-only (health reports it as ``message_volume``).
-        """
+        """Counts of alive messages of every queue of the backend (health's
+        ``message_volume``): ``free`` and ``claimed``, no ``oldest``/``newest``."""
 
     @abstractmethod
     def purge(self, project: str, queue: str) -> None:
-        """Remove every message and claim of the queue, keep the queue.
+        """Remove every message and claim (and the breaker's record) of the queue, keep it.
 
-        Records one ``purged`` event (``detail={"messages": n}``) when it
-        removed any message.
+        One ``purged`` event (``detail={"messages": n}``) when it removed any message.
         """
 
 
@@ -285,8 +274,9 @@ class MessageController(ABC):
         claim_id: str | None,
         client_id: str | None,
         settle_claim: bool = False,
+        rules: DeliveryRules = NO_RULES,
     ) -> None:
-        """Delete one message.
+        """Delete one message (with ``claim_id``: a success for ``rules.breaker``).
 
         - missing or expired message: nothing happens, no error;
         - held by a live claim and ``claim_id`` is None: MessageIsClaimed;
@@ -310,9 +300,11 @@ class MessageController(ABC):
         *,
         claim_ids: Sequence[str] | None = None,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
         """Delete several messages; returns the ids actually deleted.
 
+        With ``claim_ids``, each deleted message is a success for ``rules.breaker``.
         Without ``claim_ids`` every alive listed message is deleted, claimed
         or not (Zaqar's behaviour). With ``claim_ids``, only listed messages
         held by one of those live claims are deleted; others stay untouched.
@@ -352,9 +344,11 @@ class MessageController(ABC):
         client_id: str | None,
         description: str | None,
         retry_after: int | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> None:
         """A retry reject: the holder of live claim ``claim_id`` gives the message back.
 
+        A failure for ``rules.breaker`` (zq.storage.breakers).
         - missing or expired message: MessageNotFound;
         - not held by that live claim (free, another claim, an expired
           claim): ClaimMismatch (check_move's rule), nothing changes;
@@ -378,9 +372,13 @@ class MessageController(ABC):
         *,
         claim_id: str | None = None,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
         """Move messages to queue ``move.to`` of this backend in ONE atomic step.
 
+        With ``claim_id`` and ``rules.breaker`` a terminal reject is a
+        failure, held as a retry reject while the breaker is open (its id
+        returned as if moved; zq.storage.breakers).
         The primitive of every poison feature (terminal reject, redrive;
         a claim's dead letter move and expiry dead lettering run the same
         step inside their own). ``move`` (zq.poison.moves) says what each moved
@@ -408,7 +406,7 @@ class MessageController(ABC):
         if not message_ids:
             return []
         return self._move(project, queue, message_ids, move, claim_id=claim_id,
-                          client_id=client_id)
+                          client_id=client_id, rules=rules)
 
     @abstractmethod
     def _move(
@@ -420,6 +418,7 @@ class MessageController(ABC):
         *,
         claim_id: str | None = None,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
         """The driver's atomic step of ``move``, given a checked destination and ids."""
 
@@ -456,15 +455,16 @@ class ClaimController(ABC):
         expiry plus ``backoff.delay_for(new claim count)`` (drawn once per
         message, kept by renew and release, see the module documentation).
 
-        Returns None (after committing any dead letter moves) when no
-        message was delivered. Two concurrent calls never deliver the same
-        message. ``rules.metadata_version`` as for ``MessageController.post``.
+        None (after committing any dead letter moves) when none was delivered;
+        two concurrent calls never deliver the same message.
+        ``rules.metadata_version`` as for ``MessageController.post``.
 
         With ``rules.consumer``, a claim that delivered also writes
         ``consumer.record(claim id, ttl, now)`` into the consumer log and
         forgets the queue's records that expired before
         ``consumer.forget_before(now)``, as ``ConsumerLog.record`` does, in
-        the same atomic step.
+        the same step. ``rules.breaker`` (zq.storage.breakers) and
+        ``blame_split`` (zq.poison.blame): claims and pops alike.
         """
 
     @abstractmethod
@@ -507,13 +507,11 @@ class ClaimController(ABC):
 class EventLog(ABC):
     """The backend's append-only log of events, read by the exporter.
 
-    ``final_order`` says whether a cursor, once read past, is final: True
-    when ``read`` never returns an event before which a transaction still in
-    flight could later commit one (its writers are serialized, its cursor is
-    assigned inside the atomic step, or ``read`` stops below the oldest
-    transaction in flight). False when cursors are assigned at write time
-    and commits may land out of cursor order: a reader must then leave
-    recent events for a settle window (see zq.analytics.export).
+    ``final_order``: True when ``read`` never returns an event before which
+    a transaction in flight could later commit one (serialized writers, a
+    cursor assigned inside the atomic step, or a read that stops below the
+    oldest transaction in flight). False: commits may land out of cursor
+    order, and a reader leaves a settle window (zq.analytics.export).
     """
 
     final_order: bool = True
@@ -540,10 +538,9 @@ class EventLog(ABC):
         """The cursor of the last event ``read`` could return now (None: there is none).
 
         A read after it returns what is new since the call (and what
-        transactions in flight at the call commit) without reading the log
-        before it: where a new subscription's notifications start. On a log
-        without ``final_order`` an event numbered before the call but
-        committed after it falls behind (its write began before the call).
+        transactions in flight at the call commit): where a new subscription's
+        notifications start. On a log without ``final_order`` an event
+        numbered before the call but committed after it falls behind.
         """
 
     def sort_key(self, cursor: str) -> tuple[int, ...]:
@@ -563,8 +560,11 @@ class Storage(ABC):
     claims: ClaimController
     events: EventLog
     consumers: ConsumerLog
-    # A capability: post, claim and pop check ``DeliveryRules.metadata_version``.
-    checks_metadata_version: bool = False
+    checks_metadata_version: bool = False  # capability: DeliveryRules.metadata_version
+    # A capability: the driver carries out ``DeliveryRules.breaker`` and
+    # ``blame_split`` and has ``breakers`` (zq.storage.breakers).
+    has_breaker: bool = False
+    breakers: BreakerLog
     notification_cursors: NotificationCursors  # the notifier's (zq.storage.cursors)
     subscriptions: SubscriptionController
     wakeups: Wakeups  # waiting claims (zq.storage.wakeups)

@@ -36,7 +36,9 @@ class MessageRecord:
 
     ``history`` holds the raw entries appended by each move, oldest first:
     ``{"queue": source, "reason": str, "time": float}`` plus
-    ``"description"`` when the move had one (zq.poison.moves.Move.history_entry).
+    ``"description"`` when the move had one (zq.poison.moves.Move.history_entry),
+    and, with blame split, one lapse entry per lapse discovered in place
+    (zq.poison.blame.lapse_entry: ``"client_id"`` and ``"charged_to"``).
     zq.poison.history.compact_history turns them into what clients see.
     """
 
@@ -52,6 +54,16 @@ class MessageRecord:
     history: list[dict[str, Any]] = field(default_factory=list)
     marker: int = 0  # position in its queue's order
     redrive_count: int = 0  # moves with Move.count_redrive (redrives) it went through
+    # Deliveries not charged to the message (an open breaker, a lapse blamed
+    # on its consumer): DeadLetterPolicy.is_exhausted leaves them out.
+    forgiven_count: int = 0
+    # The description of its last failed delivery (a reject's, truncated to
+    # zq.poison.breaker.DESCRIPTION_CHARS); None after a lapse or a reject
+    # without one. Written only on a queue with a breaker (auto-redrive).
+    last_failure: str | None = None
+    # The distinct Client-IDs its claims lapsed with (at most
+    # zq.poison.blame.LAPSED_WITH), kept with blame split on.
+    lapsed_with: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

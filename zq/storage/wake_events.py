@@ -10,6 +10,8 @@ same script or transaction as the change (a rollback sends none):
 - a ``posted``, ``released`` or ``rejected`` (retry) event wakes its
   queue: its message is claimable now, or at a moment the waiters must
   learn (a ``delay``, a backoff), so they try once and set their timer;
+  so does a ``breaker`` event (zq.poison.breaker): a breaker that closes
+  hands out messages again;
 - an event whose detail names a destination (``to``: a dead letter move, a
   terminal reject, a redrive, an expiry move) wakes that queue.
 
@@ -26,7 +28,7 @@ from typing import Any
 from zq import events
 
 # Event kinds that may make a message of their own queue claimable.
-WAKING_KINDS = frozenset({events.POSTED, events.RELEASED, events.REJECTED})
+WAKING_KINDS = frozenset({events.POSTED, events.RELEASED, events.REJECTED, events.BREAKER})
 
 
 def woken_queue(kind: str, queue: str, detail: Mapping[str, Any] | None) -> str | None:

@@ -22,9 +22,12 @@ from bson import ObjectId
 from tests.drivers.mongo.helpers import bodies
 from tests.drivers.mongo.recording import Call, record
 from tests.drivers.mongo.session import real_server_url
+from zq.poison import moves
+from zq.poison.breaker import BreakerPolicy
 from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.mongo.indexes import INDEXES
+from zq.storage.records import ConsumerEntry
 
 
 def _every_operation(storage, project: str, clock) -> None:
@@ -69,6 +72,7 @@ def _every_operation(storage, project: str, clock) -> None:
     subs.for_queue(project, "q")
     subs.live()
     subs.delete(project, "q", sid)
+    _breaker_operations(storage, project, clock)
     clock.advance(100_000)
     storage.gc()
     cursor = storage.events.read(limit=3)[-1].cursor
@@ -79,11 +83,43 @@ def _every_operation(storage, project: str, clock) -> None:
     queues.delete(project, "q")
 
 
+def _breaker_operations(storage, project, clock) -> None:
+    """Every breaker and blame split query: trip, probes, lapses, force, read."""
+    policy = BreakerPolicy(failure_ratio=0.5, min_failures=1, probe_interval=1, close_after=1)
+    rules = DeliveryRules(breaker=policy, blame_split=True,
+                          consumer=ConsumerEntry("c", keep_for=3600))
+    messages, claims = storage.messages, storage.claims
+    ids = messages.post(project, "b", bodies(4), client_id="c")
+    claims.create(project, "b", ttl=60, grace=60, limit=1, client_id="c", rules=rules)
+    clock.advance(60)
+    claim = claims.create(project, "b", ttl=60, grace=60, limit=4, client_id="c",
+                          rules=rules)  # discovers a lapse, blames it
+    messages.delete(project, "b", ids[1], claim_id=claim.id, client_id="c", rules=rules)
+    messages.delete_many(project, "b", ids[2:3], claim_ids=[claim.id], client_id="c",
+                         rules=rules)
+    messages.reject(project, "b", ids[0], claim_id=claim.id, client_id="c",
+                    description="down", retry_after=0, rules=rules)  # trips it
+    messages.move(project, "b", ids[3:], moves.rejected("dlq", None, "down"),
+                  claim_id=claim.id, client_id="c", rules=rules)  # held
+    messages.pop(project, "b", limit=1, client_id="c", rules=rules)
+    clock.advance(1)
+    probe = claims.create(project, "b", ttl=60, grace=60, limit=4, client_id="c", rules=rules)
+    messages.delete(project, "b", probe.messages[0].id, claim_id=probe.id, client_id="c",
+                    rules=rules)
+    storage.breakers.read(project, "b", policy, clock.now())
+    storage.breakers.force(project, "b", "open", policy, clock.now())
+    closed = storage.breakers.force(project, "b", "closed", policy, clock.now())
+    storage.breakers.due_redrives()
+    storage.breakers.redrive_done(project, "b", closed.closed_at)
+    storage.queues.purge(project, "b")
+
+
 def _recorded(storage, project, clock) -> list[Call]:
     recorder = record(storage)
     _every_operation(storage, project, clock)
     assert {c.collection for c in recorder.calls} >= {"queues", "messages", "claims",
-                                                      "counters", "events"}
+                                                      "counters", "events", "breakers",
+                                                      "breaker_outcomes", "consumers"}
     return recorder.calls
 
 

@@ -22,6 +22,12 @@ const FIELDS = [
   ["_retry_max_delay", "Retry max delay (s)", "int", "at least the retry delay"],
   ["_retry_backoff", "Backoff", "choice", "how the delay grows with the claim count"],
   ["_suspect_lapsed_consumers", "Suspect lapsed consumers", "bool", "hold back consumers that let a claim lapse"],
+  ["_breaker_failure_ratio", "Breaker failure ratio", "number", "0 < r <= 1: the share of failed deliveries that trips the breaker; set: breaker on"],
+  ["_breaker_min_failures", "Breaker min failures", "int", "distinct messages that must fail in the window (default 20)"],
+  ["_breaker_window", "Breaker window (s)", "int", "how far back failures and successes count (default 60)"],
+  ["_breaker_probe_interval", "Breaker probe interval (s)", "int", "one probe delivery per interval while open (default 5)"],
+  ["_breaker_close_after", "Breaker close after", "int", "successful probes in a row that close it (default 3)"],
+  ["_auto_redrive_max", "Auto-redrive max", "int", "automatic redrives of a message after an outage (default 1; 0: off)"],
 ];
 
 function field([key, label, kind, hint], metadata) {
@@ -34,7 +40,7 @@ function field([key, label, kind, hint], metadata) {
     input = h("select", { id, name: key },
       ["", "fixed", "linear", "exponential"].map((v) => h("option", { value: v, text: v || "(unset: exponential)", selected: value === v })));
   } else {
-    input = h("input", { id, name: key, inputmode: kind === "int" ? "numeric" : null,
+    input = h("input", { id, name: key, inputmode: kind === "int" ? "numeric" : kind === "number" ? "decimal" : null,
       value: value ?? "", autocomplete: "off" });
   }
   input.setAttribute("aria-describedby", `${id}-hint ${id}-error`);
@@ -44,19 +50,36 @@ function field([key, label, kind, hint], metadata) {
     h("span.field-error", { id: `${id}-error` }));
 }
 
+const BREAKER_BADGE = { closed: "ok", "half-open": "warn", open: "bad" };
+
 /**
- * What the stats will carry once the outage breaker (issue 27) and long-poll
- * waiters (issue 28) exist. Neither exists yet: each fact shows only when
- * the stats carry it, so until then nothing shows (docs/console.md).
+ * The facts the stats carry beyond the counts: the outage breaker (a queue
+ * whose `_breaker_failure_ratio` is set: its state, since when, and the
+ * failure most deliveries in the window shared), and long-poll waiters
+ * (issue 28) once the stats carry them. Each shows only when the stats
+ * carry it (docs/console.md).
  */
 export function stateFacts(stats) {
   const facts = [];
   if (stats.breaker !== undefined && stats.breaker !== null) {
     const b = stats.breaker;
-    facts.push(["State", h(`span.badge.${b.state === "closed" ? "ok" : "bad"}`, { text: `breaker ${b.state ?? b}` })]);
+    facts.push(["State", h(`span.badge.${BREAKER_BADGE[b.state] || "bad"}`, { text: `breaker ${b.state ?? b}` })]);
+    facts.push(["Since", when(b.since)]);
+    facts.push(["Failure", b.description ? h("span.mono", { text: b.description, title: b.description })
+      : h("span.muted", { text: "–" })]);
   }
   if (typeof stats.waiting === "number") facts.push(["Waiting", stats.waiting]);
   return facts;
+}
+
+/** What forcing the breaker does next, for its button: [label, forced state, dialog text]. */
+export function breakerAction(breaker) {
+  if (breaker.state === "closed") {
+    return ["Open breaker…", "open",
+      "Deliveries slow to one probe message per _breaker_probe_interval and failures are no longer charged to messages, until probes close it or you do."];
+  }
+  return ["Close breaker…", "closed",
+    "Deliveries go back to full speed, the window's failures are forgotten and the outage's dead letters are redriven (_auto_redrive_max), as when probes close it."];
 }
 
 /** The form's values as a JSON patch: an empty field sets null, which unsets a reserved key. */
@@ -67,6 +90,7 @@ export function patchFrom(form) {
     if (kind === "bool") value = el.checked ? true : null;
     else if (el.value.trim() === "") value = null;
     else if (kind === "int") value = /^-?\d+$/.test(el.value.trim()) ? Number(el.value.trim()) : el.value.trim();
+    else if (kind === "number") value = /^-?(\d+\.?\d*|\.\d+)$/.test(el.value.trim()) ? Number(el.value.trim()) : el.value.trim();
     else value = el.value.trim();
     return { op: "add", path: `/metadata/${key}`, value };
   });
@@ -94,15 +118,18 @@ export function renderQueue(root, { api }, name) {
   samplesByQueue.set(name, samples);
   const statsBox = h("div", { id: "stats" }, h("p.empty", { text: "Loading stats…" }));
   const ratesBox = h("div", { id: "rates-box" }, h("p.empty", { text: "Loading rates…" }));
-  const metaBox = h("section.panel", { "aria-labelledby": "meta-title" }, h("h2", { id: "meta-title", text: "Dead letter policy and backoff" }));
+  const metaBox = h("section.panel", { "aria-labelledby": "meta-title" }, h("h2", { id: "meta-title", text: "Dead letter policy, backoff and breaker" }));
   const consumersBox = h("section.panel", { "aria-labelledby": "consumers-title" }, h("h2", { id: "consumers-title", text: "Consumers" }));
   const purge = h("button.danger", { type: "button", text: "Purge messages…", on: { click: onPurge } });
+  // Shown once the stats carry a breaker; its label follows the state.
+  const breakerButton = h("button", { type: "button", id: "breaker-force", hidden: true, on: { click: onForceBreaker } });
+  let breaker = null;
   const feeders = h("p.feeders", { id: "feeders" });
   const publishBox = publishPanel();
   replace(root,
     h("nav.crumbs", { "aria-label": "Breadcrumb" }, h("a", { href: "#/queues", text: "Queues" }), " / ", h("span", { text: name })),
     h("div.bar", {}, h("h1", { text: name }),
-      h("a.button", { href: `#/dlq/${encodeURIComponent(name)}`, text: "Browse as dead letters" }), purge),
+      h("a.button", { href: `#/dlq/${encodeURIComponent(name)}`, text: "Browse as dead letters" }), breakerButton, purge),
     h("section.panel", { "aria-labelledby": "stats-title" }, h("h2", { id: "stats-title", text: "Stats" }), statsBox),
     h("section.panel", { "aria-labelledby": "rates-title" }, h("h2", { id: "rates-title", text: "Message rates" }), ratesBox),
     feeders,
@@ -116,6 +143,7 @@ export function renderQueue(root, { api }, name) {
       samples.push({ t: Date.now(), free: m.free, claimed: m.claimed, delayed: m.delayed || 0 });
       while (samples.length && samples[0].t < Date.now() - WINDOW_S * 1000) samples.shift();
       if (stopped) return;
+      showBreaker(data.breaker || null);
       replace(statsBox,
         h("dl.counts", {},
           [["Free", m.free], ["Claimed", m.claimed], ["Delayed", m.delayed ?? "–"], ["Total", m.total],
@@ -148,7 +176,7 @@ export function renderQueue(root, { api }, name) {
     try {
       metadata = (await api.get(q(name))).data || {};
     } catch (err) {
-      replace(metaBox, h("h2", { id: "meta-title", text: "Dead letter policy and backoff" }),
+      replace(metaBox, h("h2", { id: "meta-title", text: "Dead letter policy, backoff and breaker" }),
         h("p.error", { role: "alert", text: err.description || err.message }));
       return;
     }
@@ -156,7 +184,7 @@ export function renderQueue(root, { api }, name) {
     const form = h("form.meta", { on: { submit: onSave }, "aria-describedby": "meta-error" },
       FIELDS.map((f) => field(f, metadata)), formError,
       h("button.primary", { type: "submit", text: "Save" }));
-    replace(metaBox, h("h2", { id: "meta-title", text: "Dead letter policy and backoff" }), form,
+    replace(metaBox, h("h2", { id: "meta-title", text: "Dead letter policy, backoff and breaker" }), form,
       h("details", {}, h("summary", { text: "All metadata (JSON)" }), h("pre.json", { text: JSON.stringify(metadata, null, 2) })));
   }
 
@@ -216,6 +244,28 @@ export function renderQueue(root, { api }, name) {
         h("td.num", { text: String(c.lapsed_claims ?? "–") }),
         waits ? h("td", { dataset: { col: "waiting" }, text: c.waiting ? "waiting" : "" }) : null,
         h("td", {}, c.suspected ? h("span.badge.warn", { text: "suspected" }) : "")))))));
+  }
+
+  function showBreaker(value) {
+    breaker = value;
+    breakerButton.hidden = !breaker;
+    if (breaker) breakerButton.textContent = breakerAction(breaker)[0];
+  }
+
+  async function onForceBreaker() {
+    if (!breaker) return;
+    const [label, state, text] = breakerAction(breaker);
+    const verb = label.replace("…", "");
+    if (!(await confirmAction(`${verb} of ${name}?`, text, verb))) return;
+    clearNotice();
+    try {
+      await api.request("POST", `${q(name)}/breaker`, { body: { state } });
+      if (stopped) return;
+      notify(`Forced the breaker of ${name} ${state}.`, "ok");
+      sample();
+    } catch (err) {
+      if (!stopped) notify(`Not forced: ${err.description || err.message}`, "error");
+    }
   }
 
   async function onPurge() {

@@ -18,10 +18,12 @@ from zq.events import event_fields
 from zq.poison.backoff import release_delay
 from zq.storage.base import ClaimController
 from zq.storage.delivery_rules import NO_RULES, DeliveryRules
+from zq.storage.mongo import breakers, lapses
 from zq.storage.mongo.consumers import write_record
 from zq.storage.mongo.context import MongoContext
-from zq.storage.mongo.delivery import take_batch
+from zq.storage.mongo.delivery import lapse_filter, merged, take_batch
 from zq.storage.mongo.documents import expiry_date, free, held_by, object_id, to_record
+from zq.storage.mongo.lapses import LapseChange
 from zq.storage.records import ClaimRecord
 
 
@@ -47,13 +49,30 @@ class MongoClaims(ClaimController):
             claim_expires = now + ttl
             claim = _new_claim(project, queue, ttl, grace, client_id, now)
             claim_id = str(claim["_id"])
+            recorded: list[dict[str, Any]] = []
+            breaker_doc = reserved = None
+            batch = limit
+            if rules.breaker is not None:
+                breaker_doc = breakers.read_doc(self._ctx, project, queue, session=session)
+                if breakers.is_open(breaker_doc):
+                    # Open: one probe per interval, reserved on the breaker
+                    # document before anything is delivered.
+                    assert breaker_doc is not None
+                    reserved, recorded = breakers.probe_gate(
+                        self._ctx, project, queue, rules.breaker, breaker_doc, claim_id,
+                        claim_expires, now, session=session)
+                    if reserved is None:
+                        return None, recorded
+                    batch = 1
             # The claim exists before any message points at it; a crash
             # mid-walk leaves a claim that simply expires.
             self._ctx.claims.insert_one(claim, session=session)
             message_expires = claim_expires + grace
 
-            def deliver(candidate: dict[str, Any]) -> dict[str, Any] | None:
-                held: dict[str, Any] = {"claim_id": claim_id, "claim_expires": claim_expires}
+            def deliver(candidate: dict[str, Any],
+                        lapse: LapseChange | None) -> dict[str, Any] | None:
+                held: dict[str, Any] = {"claim_id": claim_id, "claim_expires": claim_expires,
+                                        "claim_client": client_id}
                 if backoff is not None:
                     # Claimable again at the claim's expiry plus its backoff:
                     # an expiry of the claim implies it (zq.poison.backoff).
@@ -61,32 +80,43 @@ class MongoClaims(ClaimController):
                         candidate["claim_count"] + 1)
                 return self._ctx.messages.find_one_and_update(
                     {"_id": candidate["_id"], "project": project, "queue": queue,
-                     "claim_count": candidate["claim_count"], **free(now)},
-                    {
+                     "claim_count": candidate["claim_count"], **free(now),
+                     **lapse_filter(lapse)},
+                    merged({
                         "$set": held,
                         "$inc": {"claim_count": 1},
                         "$max": {
                             "expires": message_expires,
                             "expires_at": expiry_date(message_expires, now),
                         },
-                    },
+                    }, lapse),
                     return_document=ReturnDocument.AFTER,
                     session=session,
                 )
 
-            taken, recorded = take_batch(
-                self._ctx, project, queue, limit=limit, now=now, client_id=client_id,
+            walked = take_batch(
+                self._ctx, project, queue, limit=batch, now=now, client_id=client_id,
                 dead_letter=rules.dead_letter, deliver=deliver, session=session,
+                discover=lapses.discoverer(self._ctx, project, queue, rules, breaker_doc,
+                                           client_id, now, session=session),
             )
-            if not taken:
+            recorded += walked.moved
+            # The lapses the walk consumed, after the messages' updates.
+            changed = ([] if rules.breaker is None else breakers.record(
+                self._ctx, project, queue, rules.breaker, walked.outcomes, now,
+                session=session))
+            if not walked.delivered:
+                if reserved is not None:
+                    breakers.unreserve(self._ctx, reserved, claim_id, session=session)
                 self._ctx.claims.delete_one({"_id": claim["_id"]}, session=session)
-                return None, recorded
+                return None, recorded + changed
+            taken = walked.delivered
             recorded += [
                 event_fields(events.CLAIMED, now, project, queue, message_id=str(doc["_id"]),
                           claim_id=claim_id, client_id=client_id,
                           claim_count=doc["claim_count"])
                 for doc in taken
-            ]
+            ] + changed
             record = _claim_record(claim, [to_record(doc, now) for doc in taken])
             if consumer is not None:
                 # In the claim's unit: its transaction where the server has them.

@@ -36,3 +36,15 @@ class MongoContext:
     @property
     def links(self) -> Any:
         return self.database["links"]
+
+    @property
+    def consumers(self) -> Any:
+        return self.database["consumers"]
+
+    @property
+    def breakers(self) -> Any:
+        return self.database["breakers"]
+
+    @property
+    def breaker_outcomes(self) -> Any:
+        return self.database["breaker_outcomes"]

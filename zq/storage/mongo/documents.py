@@ -4,9 +4,17 @@ A message is one document in the ``messages`` collection::
 
     {_id: ObjectId, project, queue, marker, body, fingerprint, ttl, created,
      expires, expires_at, client_id, claim_id, claim_expires, delay_until,
-     claim_count, history, redrive_count}
+     claim_count, history, redrive_count, forgiven_count, last_failure,
+     lapsed_with, claim_client}
 
-``redrive_count`` is absent from documents stored before it existed: 0.
+``redrive_count``, ``forgiven_count`` (deliveries not charged: an open
+breaker, a lapse blamed on its consumer), ``last_failure`` and
+``lapsed_with`` (zq.storage.records.MessageRecord) are absent from
+documents stored before they existed: 0, None, none. ``claim_client`` is
+the Client-ID of the claim that last took the message (None without one),
+kept after the claim expires so that a lapse can be blamed on it
+(zq.storage.mongo.lapses); a free message whose ``claim_id`` is still set
+lapsed.
 
 ``expires`` (POSIX float) is compared with the injected clock for every
 visibility decision. ``expires_at`` (a date) only feeds the TTL index, the
@@ -79,4 +87,7 @@ def to_record(doc: dict[str, Any], now: float) -> MessageRecord:
         history=list(doc.get("history", [])),
         marker=doc["marker"],
         redrive_count=doc.get("redrive_count", 0),
+        forgiven_count=doc.get("forgiven_count", 0),
+        last_failure=doc.get("last_failure"),
+        lapsed_with=tuple(doc.get("lapsed_with") or ()),
     )

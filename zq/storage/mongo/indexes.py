@@ -12,6 +12,7 @@ from typing import Any
 
 from pymongo.errors import CollectionInvalid
 
+from zq.poison.breaker import MAX_WINDOW
 from zq.storage.mongo.documents import TTL_INDEX_DELAY
 
 ASC = 1
@@ -49,6 +50,19 @@ INDEXES: dict[str, list[tuple[str, list[tuple[str, int]], dict[str, Any]]]] = {
     "consumers": [
         ("queue_expires", [("project", ASC), ("queue", ASC), ("expires", ASC)], {}),
     ],
+    # The breaker's window: a queue's outcomes by time (count, read, trim).
+    # The breaker documents themselves are addressed by _id.
+    "breaker_outcomes": [
+        ("queue_time", [("project", ASC), ("queue", ASC), ("time", ASC)], {}),
+        # Server-side backstop: a queue whose breaker was switched off
+        # leaves its last outcomes to this (no window is longer than a day).
+        ("ttl", [("recorded_at", ASC)], {"expireAfterSeconds": MAX_WINDOW}),
+    ],
+    # Housekeeping's due auto-redrives (BreakerLog.due_redrives); every
+    # other breaker read and update goes by _id.
+    "breakers": [
+        ("redrive_due", [("redrive_due", ASC)], {}),
+    ],
     # counters, events and links are only addressed by _id.
 }
 
@@ -56,7 +70,7 @@ INDEXES: dict[str, list[tuple[str, list[tuple[str, int]], dict[str, Any]]]] = {
 # Collections created up front: a transaction on an older server cannot
 # create a collection implicitly.
 COLLECTIONS = ("queues", "messages", "claims", "counters", "events", "links", "consumers",
-               "subscriptions")
+               "subscriptions", "breakers", "breaker_outcomes")
 
 
 def ensure_indexes(database: Any) -> None:

@@ -11,7 +11,8 @@ zq.poison.moves.Move.
 
 from __future__ import annotations
 
-from typing import Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -22,6 +23,18 @@ from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.documents import expiry_date
 from zq.storage.mongo.queues import ensure_queue
 
+if TYPE_CHECKING:
+    from zq.storage.mongo.lapses import LapseChange
+
+
+class Unset(Enum):
+    """``last_failure`` not given: the move keeps the message's."""
+
+    TOKEN = 0
+
+
+UNSET: Final = Unset.TOKEN
+
 
 def move_document(
     backend: MongoContext,
@@ -31,15 +44,24 @@ def move_document(
     *,
     state: dict[str, Any],
     session: Any,
+    lapse: LapseChange | None = None,
+    last_failure: str | Unset | None = UNSET,
 ) -> bool:
     """Move ``message`` as ``move`` says while it still matches ``state``.
 
     Returns False (nothing changed) when another writer changed it first.
-    The destination queue must exist already (ensure_queue).
+    The destination queue must exist already (ensure_queue). ``lapse``: the
+    lapse a walk found on it, written by the same update (its lapse entry
+    before the move's); ``last_failure``: a terminal reject's description
+    (zq.poison.breaker.stored_description), set by the same update.
     """
     values = move.values(message["ttl"], now)
+    entry = move.history_entry(message["queue"], now)
+    lapse_set = {} if lapse is None else dict(lapse.set)
+    history = lapse_set.pop("history", None)
     update: dict[str, Any] = {
         "$set": {
+            **lapse_set,
             "queue": move.to,
             "ttl": values.ttl,
             "created": values.created,
@@ -48,12 +70,24 @@ def move_document(
             "claim_id": None,
             "claim_expires": 0.0,
             "delay_until": 0.0,
-            **({"claim_count": 0} if move.reset_claim_count else {}),
+            # claim_count, forgiven_count and lapsed_with start over together.
+            **({"claim_count": 0, "forgiven_count": 0, "lapsed_with": []}
+               if move.reset_claim_count else {}),
         },
-        "$push": {"history": move.history_entry(message["queue"], now)},
     }
+    if not isinstance(last_failure, Unset):
+        update["$set"]["last_failure"] = last_failure
+    if history is not None:
+        update["$set"]["history"] = [*history, entry]
+    else:
+        update["$push"] = {"history": entry}
+    increments = {}
     if move.count_redrive:
-        update["$inc"] = {"redrive_count": 1}
+        increments["redrive_count"] = 1
+    if lapse is not None and lapse.forgiven and not move.reset_claim_count:
+        increments["forgiven_count"] = lapse.forgiven
+    if increments:
+        update["$inc"] = increments
     result = backend.messages.update_one(
         {
             "_id": message["_id"],
@@ -61,6 +95,7 @@ def move_document(
             "queue": message["queue"],
             "claim_count": message["claim_count"],
             **state,
+            **({} if lapse is None else {"claim_id": lapse.claim_id}),
         },
         update,
         session=session,

@@ -192,6 +192,11 @@ class MongoQueues(QueueController):
         in_queue = {"project": project, "queue": queue, **alive(self._ctx.clock.now())}
         removed = self._ctx.messages.delete_many(in_queue, session=session).deleted_count
         self._ctx.claims.delete_many(in_queue, session=session)
+        # The breaker starts over with the queue's contents (zq.storage.breakers).
+        self._ctx.breakers.delete_one({"_id": {"project": project, "queue": queue}},
+                                      session=session)
+        self._ctx.breaker_outcomes.delete_many({"project": project, "queue": queue},
+                                               session=session)
         return removed
 
     def _purged(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from zq.clock import Clock, SystemClock
 from zq.storage.base import Storage
 from zq.storage.mongo import gc
+from zq.storage.mongo.breakers import MongoBreakers
 from zq.storage.mongo.claims import MongoClaims
 from zq.storage.mongo.connection import Connection, connect
 from zq.storage.mongo.consumers import MongoConsumers
@@ -21,6 +22,8 @@ from zq.storage.records import Collected
 
 
 class MongoStorage(Storage):
+    has_breaker = True
+
     def __init__(self, connection: Connection, *, clock: Clock) -> None:
         self._connection = connection
         ensure_indexes(connection.database)
@@ -35,6 +38,7 @@ class MongoStorage(Storage):
         self.events = MongoEventLog(connection.database, transactions=connection.transactions)
         self.notification_cursors = MongoNotificationCursors(connection.database, clock)
         self.subscriptions = MongoSubscriptions(self._ctx)
+        self.breakers = MongoBreakers(self._ctx)
         self.wakeups = MongoWakeups(self._ctx)
 
     @property

@@ -18,6 +18,15 @@ claim and pop scripts only apply them. Scripts check everything before their
 first write, and are flagged (``#!lua``) so that Redis refuses them before
 they start when it is out of memory.
 
+The breaker and the blame split (zq.storage.breakers, zq.poison.blame)
+run inside the claim, pop, delete, delete_many, reject and move scripts
+(lua/_breaker.lua, prepended to every script after lua/_lib.lua); with
+neither on a queue those scripts run the same commands as before (a
+message read names four more fields). The
+breaker's keys are per queue id like the queue's other keys, so a purge
+(a new id) and a delete drop them at once, and a change of the layout that
+groups a queue's keys (a Redis Cluster hash tag) takes them along.
+
 Key layout, version 2 (zq/storage/redis/layout.py). ``P`` is ``prefix:``;
 ``enc(s)`` is ``len(s) .. ':' .. s`` in bytes. Every family starts with its
 own head, and names and project ids appear only length-prefixed or as hash
@@ -39,12 +48,26 @@ bytes) can make two keys collide::
                              where settling sends them once the claim expired
     P qx:<qid>         zset  message ids by expiry time
     P qc:<qid>         set   claim ids of the queue
+    P qk:<qid>         hash  the queue's breaker (lua/_breaker.lua): st (state), since,
+                             desc, tripped, closed, rdue (redrive due), np (next
+                             probe), pc / pm (the probe's claim and message), ps
+                             (probe successes), seq (outcome numbers)
+    P qkf:<qid>        zset  the breaker window's failures (seq, message id,
+                             description) by time
+    P qkm:<qid>        zset  the window's failed message ids by last failure
+    P qks:<qid>        zset  the window's successes by time
+    P kd               set   queue ids whose breaker closed with its auto-redrive
+                             still due (BreakerLog.due_redrives)
     P marker           string counter for markers (one sequence per backend)
     P m:<id>           hash  q, body, ttl, created, expires, client, claim,
                              cexp (claim expiry), count, hist (JSON list),
                              marker, delay (claimable from: a post's delay, or
                              the claim's expiry plus its backoff), fp (fingerprint),
-                             rc (redrive count; absent: 0)
+                             rc (redrive count; absent: 0), fc (forgiven count;
+                             absent: 0), lf (last failure), lw (lapsed with: JSON
+                             list), lh (lapse history entries, one JSON object a
+                             line); claim and cexp stay after the claim expired
+                             (gc too), so that a later walk sees the lapse
     P c:<cid>          hash  q, ttl, grace, created, expires, client
     P cm:<cid>         set   message ids the claim took
     P xq               zset  queue ids by (a lower bound of) their first expiry

@@ -13,6 +13,7 @@ from zq.storage.redis.controller import RedisController
 from zq.storage.redis.settle import run_until_done
 from zq.storage.redis.wire import (
     backoff_args,
+    breaker_args,
     check_fresh,
     message_records,
     optional,
@@ -39,7 +40,7 @@ class RedisClaims(RedisController, ClaimController):
             project, queue, claim_id, int(ttl), int(grace), limit, optional(client_id),
             *policy_args(rules.dead_letter, queue, now), version_arg(rules.metadata_version),
             *self._budget.args(), *jitter,
-            *consumer_args(rules.consumer, claim_id, int(ttl), now),
+            *consumer_args(rules.consumer, claim_id, int(ttl), now), *breaker_args(rules),
         ])
         check_fresh(rows)
         if not rows:

@@ -7,6 +7,7 @@ from typing import Any
 
 from zq import events
 from zq.errors import ClaimMismatch, MessageIsClaimed, MessageNotFound
+from zq.poison import moves
 from zq.poison.moves import Move
 from zq.storage.base import MessageController
 from zq.storage.delivery_rules import NO_RULES, DeliveryRules
@@ -14,8 +15,10 @@ from zq.storage.records import MessageRecord, NewMessage
 from zq.storage.redis.controller import RedisController
 from zq.storage.redis.settle import read_settled, run_until_done
 from zq.storage.redis.wire import (
+    breaker_args,
     check_fresh,
     compact_json,
+    description_args,
     flag,
     message_records,
     move_args,
@@ -101,9 +104,11 @@ class RedisMessages(RedisController, MessageController):
         claim_id: str | None,
         client_id: str | None,
         settle_claim: bool = False,
+        rules: DeliveryRules = NO_RULES,
     ) -> None:
         answer = self._run("delete", project, queue, message_id, optional(claim_id),
-                           optional(client_id), "1" if settle_claim else "")
+                           optional(client_id), "1" if settle_claim else "",
+                           *breaker_args(rules))
         # delete.lua applies zq.storage.checks.check_delete's rule atomically.
         if answer == _CLAIMED:
             raise MessageIsClaimed.of(message_id)
@@ -118,12 +123,13 @@ class RedisMessages(RedisController, MessageController):
         *,
         claim_ids: Sequence[str] | None = None,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
         if not message_ids:
             return []
         allowed = ["*"] if claim_ids is None else list(claim_ids)
         return self._run("delete_many", project, queue, optional(client_id),
-                         len(message_ids), *message_ids, *allowed)
+                         *breaker_args(rules), len(message_ids), *message_ids, *allowed)
 
     def reject(
         self,
@@ -135,10 +141,12 @@ class RedisMessages(RedisController, MessageController):
         client_id: str | None,
         description: str | None,
         retry_after: int | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> None:
         detail = events.rejected_detail(description, retry_after)
         answer = self._run("reject", project, queue, message_id, claim_id, optional(client_id),
-                           "" if retry_after is None else int(retry_after), compact_json(detail))
+                           "" if retry_after is None else int(retry_after), compact_json(detail),
+                           *description_args(description), *breaker_args(rules))
         if answer == _MISSING:
             raise MessageNotFound.gone(message_id)
         if answer == _MISMATCH:
@@ -153,12 +161,18 @@ class RedisMessages(RedisController, MessageController):
         *,
         claim_id: str | None = None,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
         now = self._clock.now()
+        # A terminal reject: a failure for the breaker, held as a retry
+        # reject (with this event detail) while it is open.
+        terminal = claim_id is not None and move.reason == moves.REASON_REJECTED
+        held = events.rejected_detail(move.description, None, held=True)
         # move.lua applies zq.storage.checks.check_move's rule atomically.
         status, *found = self._scripts.run(
             "move", now, project, queue, optional(claim_id), optional(client_id),
-            *move_args(move, queue, now), *message_ids)
+            *move_args(move, queue, now), *breaker_args(rules), flag(terminal),
+            *description_args(move.description), compact_json(held), *message_ids)
         if status == _MISMATCH and claim_id is not None:
             raise ClaimMismatch.of(claim_id, found[0])
         return list(found)
@@ -175,6 +189,6 @@ class RedisMessages(RedisController, MessageController):
         _, rows = run_until_done(self._scripts, self._clock, "pop", lambda now: [
             project, queue, limit, optional(client_id),
             *policy_args(rules.dead_letter, queue, now),
-            version_arg(rules.metadata_version), *self._budget.args(),
+            version_arg(rules.metadata_version), *self._budget.args(), *breaker_args(rules),
         ])
         return message_records(queue, check_fresh(rows))

@@ -1,10 +1,13 @@
 """The driver's Lua scripts: loaded by name from ``lua/``, called by SHA.
 
-Each ``lua/<name>.lua`` file is one atomic unit. ``lua/_lib.lua`` (the key
-layout and the helpers every script shares) is prepended to each file when
-it is loaded, after the script's ``#!lua`` line and the event names of
-zq.events (``events_prelude``: the tables ``KIND`` and ``DETAIL``), so
-that no script spells an event kind or a detail key itself. Scripts are called by
+Each ``lua/<name>.lua`` file is one atomic unit. The libraries
+(``LIBRARIES``: ``lua/_lib.lua``, the key layout and the helpers every
+script shares, then ``lua/_breaker.lua``, the breaker and the blame split)
+are prepended to each file when it is loaded, after the script's ``#!lua``
+line and the names of zq.events, zq.poison.moves, zq.poison.breaker and
+zq.poison.blame (``events_prelude``: the tables ``KIND``, ``DETAIL``,
+``MOVE``, ``BREAKER`` and ``BLAME``), so that no script spells an event
+kind, a detail key or a rule's constant itself. Scripts are called by
 EVALSHA; on NOSCRIPT (after a restart, a failover or SCRIPT FLUSH) the
 script is loaded again and the call repeated once.
 """
@@ -23,10 +26,11 @@ from redis.exceptions import NoScriptError
 
 from zq import events
 from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
-from zq.poison import moves
+from zq.poison import blame, breaker, moves
 from zq.storage.wake_events import WAKING_KINDS
 
-LIBRARY = "_lib"
+# Prepended to every script, in this order.
+LIBRARIES = ("_lib", "_breaker")
 
 # A write the master made but too few replicas confirmed in time
 # ([redis] wait_replicas): what the client is told, honestly.
@@ -43,32 +47,51 @@ def _lua_table(name: str, values: Mapping[str, str | int]) -> str:
     return f"local {name} = {{{fields}}}"
 
 
+def _lua_strings(values: list[str]) -> str:
+    return "{" + ", ".join(json.dumps(value) for value in values) + "}"
+
+
 def events_prelude() -> str:
     """zq.events' kinds and detail names as the Lua tables ``KIND`` and ``DETAIL``.
 
-    And ``MOVE.TIME``, the history entry's time key (zq.poison.moves), which a
-    script adds to a stored expiry move (wire.expiry_arg), and ``WAKING``,
-    the kinds that wake their queue's waiting claims (zq.storage.wake_events).
+    And ``MOVE``: the history entry's keys (zq.poison.moves; ``TIME`` is
+    added to a stored expiry move, wire.expiry_arg, the others make a lapse
+    entry and a ``lapsed`` move); ``BREAKER``: the states
+    (zq.poison.breaker); ``BLAME``: whom a lapse is charged to, the bounds
+    and the three forms of the exhaustion description with the
+    placeholders ``{1}`` and ``{2}`` (zq.poison.blame); ``WAKING``: the kinds
+    that wake their queue's waiting claims (zq.storage.wake_events).
     """
     waking = ", ".join(f"[{json.dumps(kind)}] = true" for kind in sorted(WAKING_KINDS))
+    exhausted = [blame.exhaustion_description(["{1}", "{2}"][:n]) for n in range(3)]
     return "\n".join([
-        "-- Generated from zq/events.py (zq.storage.redis.scripts.events_prelude).",
+        "-- Generated from zq/events.py, zq/poison/moves.py, zq/poison/breaker.py and",
+        "-- zq/poison/blame.py (zq.storage.redis.scripts.events_prelude).",
         _lua_table("KIND", events.KIND_NAMES),
         _lua_table("DETAIL", events.DETAIL_NAMES),
-        _lua_table("MOVE", {"TIME": moves.TIME}),
+        _lua_table("MOVE", {"TIME": moves.TIME, "QUEUE": moves.QUEUE, "REASON": moves.REASON,
+                            "DESCRIPTION": moves.DESCRIPTION, "CLIENT_ID": moves.CLIENT_ID,
+                            "CHARGED_TO": moves.CHARGED_TO, "LAPSED": moves.REASON_LAPSED}),
+        _lua_table("BREAKER", {"CLOSED": breaker.CLOSED, "OPEN": breaker.OPEN,
+                               "HALF_OPEN": breaker.HALF_OPEN}),
+        _lua_table("BLAME", {"CONSUMER": blame.CONSUMER, "MESSAGE": blame.MESSAGE,
+                             "OUTAGE": blame.OUTAGE, "LAPSED_WITH": blame.LAPSED_WITH,
+                             "LAPSE_ENTRIES": blame.LAPSE_ENTRIES}),
+        f"BLAME.EXHAUSTED = {_lua_strings(exhausted)}",
         f"local WAKING = {{{waking}}}",
     ])
 
 
 def script_source(name: str) -> str:
-    """The full text sent to Redis for script ``name``: shebang, event names, library, body."""
+    """The full text sent to Redis for script ``name``: shebang, names, libraries, body."""
     folder = resources.files(__package__).joinpath("lua")
     body = folder.joinpath(f"{name}.lua").read_text(encoding="utf-8")
-    library = folder.joinpath(f"{LIBRARY}.lua").read_text(encoding="utf-8")
+    libraries = "\n".join(folder.joinpath(f"{library}.lua").read_text(encoding="utf-8")
+                           for library in LIBRARIES)
     shebang, _, rest = body.partition("\n")
     if not shebang.startswith("#!lua"):
         raise ValueError(f"lua/{name}.lua must start with a #!lua line")
-    return f"{shebang}\n{events_prelude()}\n{library}\n{rest}"
+    return f"{shebang}\n{events_prelude()}\n{libraries}\n{rest}"
 
 
 def script_names() -> list[str]:

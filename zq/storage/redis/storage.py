@@ -11,6 +11,7 @@ from zq.config import RedisConfig
 from zq.errors import StorageUnavailable
 from zq.storage.base import Storage
 from zq.storage.records import Collected
+from zq.storage.redis.breakers import RedisBreakers
 from zq.storage.redis.claims import RedisClaims
 from zq.storage.redis.consumers import RedisConsumers
 from zq.storage.redis.cursors import RedisNotificationCursors
@@ -33,6 +34,8 @@ GC_BATCH = 500
 class RedisStorage(Storage):
     # Every post, claim and pop script compares the queue's metadata version.
     checks_metadata_version = True
+    # The breaker and the blame split, in the scripts they belong to (lua/_breaker.lua).
+    has_breaker = True
 
     def __init__(
         self, client: redis.Redis, prefix: str, clock: Clock, budget: Budget | None = None,
@@ -48,6 +51,7 @@ class RedisStorage(Storage):
         self.claims = RedisClaims(self._scripts, clock, budget)
         self.events = RedisEventLog(self._scripts, clock, budget)
         self.consumers = RedisConsumers(self._scripts, clock, budget)
+        self.breakers = RedisBreakers(self._scripts, clock, budget)
         self.wakeups = RedisWakeups(self._scripts, clock, budget, client=client, prefix=prefix)
         self.notification_cursors = RedisNotificationCursors(client, prefix, clock)
         self.subscriptions = RedisSubscriptions(self._scripts, clock, budget,

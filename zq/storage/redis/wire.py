@@ -10,8 +10,10 @@ from typing import Any
 from zq.errors import MetadataChanged
 from zq.poison import moves
 from zq.poison.backoff import BackoffPolicy
+from zq.poison.breaker import stored_description
 from zq.poison.dead_letter import DeadLetterPolicy, expiry_move_from_metadata
 from zq.poison.moves import Move
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import MessageRecord
 
 # What a script answers when the caller's metadata version is stale.
@@ -44,7 +46,8 @@ class Budget:
 
 def message_record(queue: str, row: list[Any]) -> MessageRecord:
     """One message as returned by ``record()`` in lua/_lib.lua."""
-    mid, body, ttl, created, expires, client, claim, count, hist, marker, redrives = row
+    (mid, body, ttl, created, expires, client, claim, count, hist, marker, redrives,
+     forgiven, last_failure, lapsed_with, lapses) = row
     return MessageRecord(
         id=mid,
         queue=queue,
@@ -55,10 +58,26 @@ def message_record(queue: str, row: list[Any]) -> MessageRecord:
         client_id=client or None,
         claim_id=claim or None,
         claim_count=int(count),
-        history=json.loads(hist),
+        history=history(hist, lapses),
         marker=int(marker),
         redrive_count=int(redrives),
+        forgiven_count=int(forgiven),
+        last_failure=last_failure or None,
+        lapsed_with=tuple(json.loads(lapsed_with)) if lapsed_with else (),
     )
+
+
+def history(moved: str, lapses: str) -> list[dict[str, Any]]:
+    """The message's history: its move entries (field ``hist``, a JSON list)
+    and its lapse entries (field ``lh``, one JSON object per line, kept apart
+    so that a script bounds them without rewriting the moves), by time; a
+    lapse before a move of the same time, as the lapse is seen first."""
+    entries: list[dict[str, Any]] = json.loads(moved)
+    if not lapses:
+        return entries
+    timed = [(float(e[moves.TIME]), 1, e) for e in entries]
+    timed += [(float(e[moves.TIME]), 0, e) for e in map(json.loads, lapses.split("\n"))]
+    return [e for _, _, e in sorted(timed, key=lambda t: t[:2])]
 
 
 def message_records(queue: str, rows: list[Any]) -> list[MessageRecord]:
@@ -119,6 +138,33 @@ def policy_args(policy: DeadLetterPolicy | None, source: str, now: float) -> lis
     if policy is None or policy.max_claim_count is None:
         return [""] * (1 + MOVE_ARGS)
     return [str(policy.max_claim_count), *move_args(policy.move, source, now)]
+
+
+# How many arguments breaker_args gives (``read_rules`` in lua/_breaker.lua).
+BREAKER_ARGS = 7
+
+
+def breaker_args(rules: DeliveryRules) -> list[str]:
+    """The BREAKER_ARGS arguments ``read_rules`` in lua/_breaker.lua expects.
+
+    The queue's breaker policy (zq.poison.breaker; all empty without one)
+    and whether lapses are blamed (``rules.blame_split``): the scripts
+    carry out the rules of zq.storage.breakers and zq.poison.blame.
+    """
+    policy = rules.breaker
+    blame = flag(rules.blame_split)
+    if policy is None:
+        return ["", "", "", "", "", "", blame]
+    return [repr(float(policy.failure_ratio)), str(policy.min_failures), str(policy.window),
+            str(policy.probe_interval), str(policy.close_after), str(policy.auto_redrive_max),
+            blame]
+
+
+def description_args(description: str | None) -> list[str]:
+    """A failure's description as two script arguments: present ('1'), its stored text."""
+    if description is None:
+        return ["", ""]
+    return ["1", stored_description(description) or ""]
 
 
 def backoff_args(backoff: BackoffPolicy | None, limit: int) -> list[str]:

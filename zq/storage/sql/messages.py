@@ -175,6 +175,7 @@ class SqlMessages(MessageController):
         claim_id: str | None,
         client_id: str | None,
         settle_claim: bool = False,
+        rules: DeliveryRules = NO_RULES,
     ) -> None:
         def work(conn: sa.Connection) -> None:
             now = self._clock.now()
@@ -204,6 +205,7 @@ class SqlMessages(MessageController):
         *,
         claim_ids: Sequence[str] | None = None,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
         if not message_ids or (claim_ids is not None and not claim_ids):
             return []
@@ -237,6 +239,7 @@ class SqlMessages(MessageController):
         client_id: str | None,
         description: str | None,
         retry_after: int | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> None:
         def work(conn: sa.Connection) -> None:
             now = self._clock.now()
@@ -273,6 +276,7 @@ class SqlMessages(MessageController):
         *,
         claim_id: str | None = None,
         client_id: str | None,
+        rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
 
         def work(conn: sa.Connection) -> list[str]:

@@ -44,6 +44,9 @@ function K.trash() return P .. 'trash' end
 function K.consumers(project, name) return P .. 'u:' .. enc(project) .. name end
 function K.consumer_expiry(project, name) return P .. 'ux:' .. enc(project) .. name end
 
+-- Defined in _breaker.lua (prepended after this file), used here.
+local breaker_keys, lapse, lapsed_move
+
 local function queue_id(project, name)
   return redis.call('HGET', K.catalog(), enc(project) .. name)
 end
@@ -104,7 +107,7 @@ local function ensure_queue(project, name, meta)
 end
 
 local FIELDS = {'q', 'body', 'ttl', 'created', 'expires', 'client', 'claim',
-                'cexp', 'count', 'hist', 'marker', 'delay', 'fp', 'rc'}
+                'cexp', 'count', 'hist', 'marker', 'delay', 'fp', 'rc', 'fc', 'lf', 'lw', 'lh'}
 
 -- What deciding on and removing a message needs: no body, which is the
 -- bulk of what a whole message costs to read.
@@ -137,10 +140,11 @@ local function is_free(m)
   return alive(m) and not held(m) and tonumber(m.delay) <= NOW
 end
 
--- The wire shape a script returns for one message (see records.py).
+-- The wire shape a script returns for one message (wire.message_record).
 local function record(m)
   return {m.id, m.body, m.ttl, m.created, m.expires, m.client,
-          held(m) and m.claim or '', m.count, m.hist, m.marker, m.rc or '0'}
+          held(m) and m.claim or '', m.count, m.hist, m.marker, m.rc or '0',
+          m.fc or '0', m.lf or false, m.lw or '', m.lh or ''}
 end
 
 -- The alive messages a claim still holds, in queue order. With ``tidy``
@@ -330,7 +334,9 @@ local function move_msg(m, project, source, mv, claim_id, client)
   redis.call('HSET', K.msg(m.id), 'q', target, 'ttl', ttl, 'created', NOW_S,
              'expires', fmt(expires), 'claim', '', 'cexp', '0', 'delay', NOW_S, 'hist', hist)
   if mv.reset then
-    redis.call('HSET', K.msg(m.id), 'count', 0)
+    -- What was forgiven goes with the claims it forgave (zq.poison.moves).
+    redis.call('HSET', K.msg(m.id), 'count', 0, 'fc', 0)
+    redis.call('HDEL', K.msg(m.id), 'lw')
   end
   if mv.redrive then
     redis.call('HINCRBY', K.msg(m.id), 'rc', 1)
@@ -388,10 +394,12 @@ local function collect_claim(cid)
   local members = c[1] and redis.call('EXISTS', K.queue(c[1])) == 1
                   and redis.call('SMEMBERS', K.claim_msgs(cid)) or {}
   for _, id in ipairs(members) do
-    local m = load_msg(id)
+    local m = load_msg(id, {'q', 'claim', 'delay', 'marker'})
     if m and m.claim == cid then
       held = held + 1
-      redis.call('HSET', K.msg(id), 'claim', '', 'cexp', '0')
+      -- The message keeps the claim's id and expiry: that is how the walk
+      -- of a later claim or pop knows the claim lapsed on it (lapse in
+      -- _breaker.lua); held() already sees it is over.
       unhold(m)
     end
   end
@@ -502,11 +510,14 @@ local function settle(qid, budget)
   return not (expired_left or due_left)
 end
 
+
 -- Take messages from the head of the ready set of a settled queue: dead
 -- letter the exhausted ones, hand the others to ``deliver`` until ``limit``
--- were delivered or ``budget.work`` were dead lettered. Returns the
--- delivered records and whether the budget ran out.
-local function take_batch(project, queue, qid, limit, policy, client, budget, deliver)
+-- were delivered or ``budget.work`` were dead lettered. With ``rules``
+-- (read_rules: a breaker or the blame split), a message whose claim lapsed
+-- has its lapse seen first. Returns the delivered records and whether the
+-- budget ran out.
+local function take_batch(project, queue, qid, limit, policy, client, budget, deliver, rules)
   local taken, work = {}, 0
   while #taken < limit and work < budget.work do
     local ids = redis.call('ZRANGE', K.ready(qid), 0, limit - #taken - 1)
@@ -522,12 +533,16 @@ local function take_batch(project, queue, qid, limit, policy, client, budget, de
           index_state(m)
         end
         work = work + 1
-      elseif policy and tonumber(m.count) >= policy.exhausted_from then
-        -- DeadLetterPolicy.is_exhausted's comparison, pinned by the contract suite.
-        move_msg(m, project, queue, policy.move, nil, client)
-        work = work + 1
       else
-        taken[#taken + 1] = deliver(m)
+        local charged = rules and m.claim ~= '' and lapse(rules, m)
+        if policy and tonumber(m.count) - tonumber(m.fc or '0') >= policy.exhausted_from then
+          -- DeadLetterPolicy.is_exhausted's comparison, pinned by the contract suite.
+          move_msg(m, project, queue, charged and lapsed_move(policy.move, queue, m)
+                   or policy.move, nil, client)
+          work = work + 1
+        else
+          taken[#taken + 1] = deliver(m)
+        end
       end
       if work >= budget.work then
         break
@@ -544,8 +559,9 @@ end
 local function detach_queue(project, name, qid, keep)
   local n = redis.call('ZCARD', K.order(qid))
   redis.call('UNLINK', K.ready(qid), K.held(qid), K.waiting(qid), K.expiry(qid),
-             K.backoff(qid))
+             K.backoff(qid), breaker_keys(qid))
   redis.call('ZREM', K.queue_expiry(), qid)
+  redis.call('SREM', K.redrive_due(), qid)
   redis.call('SADD', K.trash(), qid)
   if keep then
     local q = redis.call('HMGET', K.queue(qid), 'meta', 'mv', 'vid', 'xmove')

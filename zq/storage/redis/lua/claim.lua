@@ -3,7 +3,8 @@
 -- see read_policy), metadata version, budget (2 args, see read_budget),
 -- backoff (2 args, see read_backoff), consumer ('1' or '': whether to write
 -- the consumer record), its client, claimed, expires and forget before
--- (ConsumerEntry: the claim's record in the consumer log, in this script).
+-- (ConsumerEntry: the claim's record in the consumer log, in this script),
+-- breaker and blame split (7 args, see read_rules).
 -- Returns the delivered messages (empty: no claim made), STALE, or AGAIN
 -- when the budget ran out before any message was delivered.
 local project, queue, cid = ARGV[3], ARGV[4], ARGV[5]
@@ -20,6 +21,21 @@ if not qid then
 end
 if not settle(qid, budget) then
   return AGAIN
+end
+local rules = read_rules(28, project, queue, qid, client)
+local probe = false
+if rules and rules.ratio then
+  local may
+  may, probe = probe_gate(rules)
+  if not may then
+    return {}
+  end
+  if probe then
+    limit = 1
+  end
+end
+if rules then
+  rules.claiming = true
 end
 local cexp = NOW + ttl
 local min_expires = cexp + grace
@@ -44,9 +60,12 @@ local taken, exhausted = take_batch(project, queue, qid, limit, policy, client, 
   redis.call('SADD', K.claim_msgs(cid), m.id)
   event(project, queue, KIND.CLAIMED, m.id, cid, client, count)
   return record(m)
-end)
+end, rules)
 if #taken == 0 then
   return exhausted and AGAIN or {}
+end
+if probe then
+  probe_taken(rules, cid, taken[1][1])
 end
 redis.call('HSET', K.claim(cid), 'q', qid, 'ttl', ttl, 'grace', grace, 'created', NOW_S,
            'expires', fmt(cexp), 'client', client)

@@ -1,7 +1,8 @@
 #!lua
 -- ARGV: project, queue, message id, claim id ('' = none), client, settle
 -- ('1': settle the claim's consumer record first, MessageController.delete's
--- settle_claim, whatever the answer).
+-- settle_claim, whatever the answer), breaker and blame split (7 args, see
+-- read_rules: a delete by the claim's holder is the breaker's success).
 -- Returns 0 (deleted or nothing to delete), 1 (claimed, no claim id given)
 -- or 2 (the claim id given does not hold the message).
 local project, queue, id, cid, client = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
@@ -26,4 +27,7 @@ end
 local holder = held(m) and m.claim or nil
 remove_msg(m)
 event(project, queue, KIND.DELETED, id, holder, client, m.count)
+if holder and ARGV[9] ~= '' then
+  breaker_success(read_rules(9, project, queue, qid, client), id, holder)
+end
 return 0

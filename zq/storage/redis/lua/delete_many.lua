@@ -1,20 +1,23 @@
 #!lua
--- ARGV: project, queue, client, n, n message ids, then either '*' (any
--- message) or the claim ids whose messages may be deleted.
--- Returns the ids deleted.
+-- ARGV: project, queue, client, breaker and blame split (7 args, see
+-- read_rules), n, n message ids, then either '*' (any message) or the claim
+-- ids whose messages may be deleted (each such delete is the breaker's
+-- success). Returns the ids deleted.
 local project, queue, client = ARGV[3], ARGV[4], ARGV[5]
-local n = tonumber(ARGV[6])
-local any = ARGV[7 + n] == '*'
+local n = tonumber(ARGV[13])
+local first = 14
+local any = ARGV[first + n] == '*'
 local allowed = {}
-for i = 7 + n, #ARGV do
+for i = first + n, #ARGV do
   allowed[ARGV[i]] = true
 end
 local qid = queue_id(project, queue)
 if not qid then
   return {}
 end
+local rules = not any and ARGV[6] ~= '' and read_rules(6, project, queue, qid, client)
 local deleted = {}
-for i = 7, 6 + n do
+for i = first, first + n - 1 do
   local m = load_msg(ARGV[i], STATE_FIELDS)
   if m and m.q == qid and alive(m) then
     local holder = held(m) and m.claim or nil
@@ -22,6 +25,9 @@ for i = 7, 6 + n do
       remove_msg(m)
       event(project, queue, KIND.DELETED, m.id, holder, client, m.count)
       deleted[#deleted + 1] = m.id
+      if rules then
+        breaker_success(rules, m.id, holder)
+      end
     end
   end
 end

@@ -1,0 +1,124 @@
+"""Consumers through a dependency outage, for the breaker's concurrency and crash tests.
+
+``OutageConsumer`` threads claim from one queue of whichever server is up
+(``Target``) with zq.client: while ``outage`` is set every message fails
+(a retry reject, or a terminal one for the consumers told so, both with
+the outage's description); after it, every message is deleted with its
+claim id. Deletes the server acknowledged are counted per message in a
+shared ``Deliveries``, as are the claims' deliveries, with their times.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.crash.workload import Target
+from zq.client import Client, ZqClientError
+from zq.poison.breaker import policy_from_metadata
+from zq.storage import open_storage
+from zq.storage.breakers import BreakerState
+
+OUTAGE_DESCRIPTION = "OperationalError: orders-db unreachable (connection refused)"
+
+
+@dataclass
+class Deliveries:
+    """What the consumers were handed and what the server acknowledged; thread-safe."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    deleted: Counter = field(default_factory=Counter)  # message id -> 204 deletes
+    delivered: list[tuple[float, str]] = field(default_factory=list)  # (time, message id)
+    failed: int = 0  # rejects answered 204
+
+
+class OutageConsumer(threading.Thread):
+    """Claims, then fails (during ``outage``) or deletes each message, until stopped."""
+
+    def __init__(self, target: Target, project: str, queue: str, outage: threading.Event,
+                 ledger: Deliveries, *, terminal: bool, batch: int = 5) -> None:
+        super().__init__(name=f"outage-consumer-{queue}", daemon=True)
+        self.target, self.project, self.queue = target, project, queue
+        self.outage, self.ledger, self.terminal, self.batch = outage, ledger, terminal, batch
+        self.stopping = threading.Event()
+        self.errors: list[str] = []
+        self._held: str | None = None  # the claim a killed server left this consumer
+
+    def run(self) -> None:
+        client: Client | None = None
+        url = None
+        while not self.stopping.is_set():
+            current = self.target.get(timeout=1.0)
+            if current is None:
+                continue
+            if current != url:
+                if client is not None:
+                    client.close()
+                url, client = current, Client(current, project=self.project, timeout=10)
+            assert client is not None
+            try:
+                self._round(client)
+            except ZqClientError as exc:  # the server was killed under the request
+                if exc.status not in (0, 500, 502, 503):
+                    self.errors.append(f"{type(exc).__name__}: {exc}")
+                time.sleep(0.05)
+        if client is not None:
+            client.close()
+
+    def _round(self, client: Client) -> None:
+        if self._held is not None:
+            # Its messages would otherwise wait for the claim's ttl (a lapse).
+            client.release(self.queue, self._held)
+            self._held = None
+        claim = client.claim(self.queue, limit=self.batch, ttl=60, grace=60)
+        if claim is None:
+            time.sleep(0.02)
+            return
+        self._held = claim.id
+        with self.ledger.lock:
+            self.ledger.delivered += [(time.time(), m.id) for m in claim.messages]
+        for message in claim.messages:
+            if self.outage.is_set():
+                client.reject(self.queue, message.id, claim.id, description=OUTAGE_DESCRIPTION,
+                              retry=not self.terminal)
+                with self.ledger.lock:
+                    self.ledger.failed += 1
+            else:
+                client.delete_message(self.queue, message.id, claim_id=claim.id)
+                with self.ledger.lock:
+                    self.ledger.deleted[message.id] += 1
+        self._held = None
+
+
+def breaker_of(uri: str, project: str, queue: str, metadata: dict[str, Any]) -> BreakerState:
+    """The queue's breaker as the storage has it now."""
+    policy = policy_from_metadata(metadata)
+    assert policy is not None
+    storage = open_storage(uri)
+    try:
+        return storage.breakers.read(project, queue, policy, time.time())
+    finally:
+        storage.close()
+
+
+def skip_without_breaker(uri: str) -> None:
+    """pytest.skip on a backend whose driver runs no breaker yet."""
+    import pytest
+
+    storage = open_storage(uri)
+    try:
+        if not storage.has_breaker:
+            pytest.skip("this driver does not carry out the breaker yet (Storage.has_breaker)")
+    finally:
+        storage.close()
+
+
+def wait_for(condition: Any, timeout: float, what: str) -> None:
+    """Poll ``condition()`` every 50 ms until it is true; AssertionError after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)

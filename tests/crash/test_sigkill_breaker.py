@@ -1,0 +1,129 @@
+"""SIGKILL ``zq serve`` while a queue's breaker is open, restart it, audit.
+
+Four consumers fail every delivery of a queue with ``_max_claim_count`` 2
+(a dependency outage) until its breaker trips; while it is open and the
+probes keep failing, the whole server process group is SIGKILLed and
+restarted on the same storage. The breaker is still open after the
+restart (it lives in the backend, not in a process); the outage then ends,
+the probes succeed, the breaker closes. At the end:
+
+- no message was dead lettered for the outage, or every one that was
+  (before the trip) was sent back by the auto-redrive: the dead letter
+  queue is empty;
+- every message was deleted exactly once, none was lost (the event log
+  replayed, and what the server lists);
+- without the breaker, two failed deliveries each would have dead lettered
+  them all: the messages failed far more often than that.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.crash.audit import crash_environment, listed_messages, project_events, replay
+from tests.crash.outage_load import (
+    Deliveries,
+    OutageConsumer,
+    breaker_of,
+    skip_without_breaker,
+    wait_for,
+)
+from tests.crash.workload import Target
+from tests.e2e.server import ServerProcess, clean_environment
+from zq import events
+from zq.client import Client
+from zq.poison.breaker import CLOSED, OPEN
+from zq.storage import open_storage
+
+pytestmark = pytest.mark.slow
+
+MESSAGES = 100
+CONSUMERS = 4
+METADATA = {"_max_claim_count": 2, "_dead_letter_queue": "dlq",
+            "_breaker_failure_ratio": 0.5, "_breaker_min_failures": 10,
+            "_breaker_probe_interval": 1, "_breaker_close_after": 2, "_auto_redrive_max": 1}
+
+
+def test_sigkill_while_the_breaker_is_open_dead_letters_and_loses_nothing(
+        storage_uri: str, tmp_path: Path) -> None:
+    skip_without_breaker(storage_uri)
+    project = f"crash-breaker-{uuid.uuid4().hex}"
+    env = crash_environment(clean_environment(tmp_path / "data"))
+
+    def start(generation: int) -> ServerProcess:
+        return ServerProcess(tmp_path / f"server-{generation}.log", env, "--workers", "2",
+                             "--storage", storage_uri).start()
+
+    def state() -> str:
+        return breaker_of(storage_uri, project, "work", METADATA).state
+
+    server = start(0)
+    target = Target()
+    target.set(server.url)
+    outage = threading.Event()
+    outage.set()
+    ledger = Deliveries()
+    consumers = [OutageConsumer(target, project, "work", outage, ledger, terminal=n == 0)
+                 for n in range(CONSUMERS)]
+    try:
+        with Client(server.url, project=project) as client:
+            client.create_queue("work", METADATA)
+            posted: list[str] = []
+            for start_at in range(0, MESSAGES, 20):
+                posted += client.post("work", *({"n": n} for n in range(start_at, start_at + 20)),
+                                      ttl=3600)
+        for consumer in consumers:
+            consumer.start()
+        wait_for(lambda: state() == OPEN, 30, "the breaker to trip")
+        time.sleep(1.5)  # probes fail meanwhile
+        server.kill()
+        target.set(None)
+        assert state() == OPEN
+        server = start(1)
+        target.set(server.url)
+        time.sleep(1.5)  # the restarted server's probes fail too
+        assert state() == OPEN
+        outage.clear()
+        wait_for(lambda: state() == CLOSED, 30, "the breaker to close")
+        with Client(server.url, project=project) as client:
+            wait_for(lambda: client.stats("work").total + client.stats("dlq").total == 0, 60,
+                     "every message to be deleted")
+        for consumer in consumers:
+            consumer.stopping.set()
+        for consumer in consumers:
+            consumer.join(15)
+        listed = listed_messages(server.url, project, ("work", "dlq"))
+    finally:
+        for consumer in consumers:
+            consumer.stopping.set()
+        status = server.stop()
+    assert status == 0, server.log()
+    assert [c.errors for c in consumers] == [[]] * CONSUMERS
+    assert listed == []
+
+    storage = open_storage(storage_uri)
+    try:
+        logged = project_events(storage, project)
+    finally:
+        storage.close()
+    fates = replay(logged)
+    assert set(fates) == set(posted)
+    assert all(not fate.alive and fate.kinds[-1] == events.DELETED for fate in fates.values())
+    assert Counter(e.message_id for e in logged if e.kind == events.DELETED) == Counter(posted)
+    dead = {e.message_id for e in logged if e.kind == events.DEAD_LETTERED}
+    back = {e.message_id for e in logged if e.kind == events.REDRIVEN
+            and e.detail["reason"] == "auto_redriven"}
+    assert dead == back
+    # The outage failed messages well past _max_claim_count: all forgiven.
+    claims = Counter(e.message_id for e in logged if e.kind == events.CLAIMED)
+    assert max(claims.values()) > METADATA["_max_claim_count"]
+    states = [(e.detail["previous"], e.detail["state"]) for e in logged
+              if e.kind == events.BREAKER]
+    assert states[0] == (CLOSED, OPEN) and states[-1][1] == CLOSED
+    assert states.count((CLOSED, OPEN)) == 1  # the restart did not forget it and trip again

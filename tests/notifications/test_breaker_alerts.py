@@ -1,0 +1,100 @@
+"""Breaker alerts: a queue's subscribers hear when its breaker trips and closes.
+
+The steps in between (half-open after a good probe, open again after a
+failed one) are not news; with ``aggregate_seconds`` the alerts of a window
+are counted per kind, as dead letter alerts are.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.notifications.helpers import (
+    FakeSubscription,
+    attach,
+    config,
+    drain,
+    notifier,
+    receiver,
+)
+from tests.notifications.test_delivery import sub_id
+from zq import events
+from zq.clock import ManualClock
+from zq.notifications.payloads import build
+from zq.poison import breaker
+from zq.storage.base import Storage
+from zq.storage.records import Event
+
+ON = {breaker.FAILURE_RATIO: 0.5}
+POLICY = breaker.policy_from_metadata(ON)
+
+
+def transition(cursor: int, time: float, state: str, previous: str, *, queue: str = "work",
+               description: str | None = "db down", forced: bool = False) -> Event:
+    return Event(str(cursor), time, "p", queue, events.BREAKER,
+                 detail=events.breaker_detail(state, previous, description, 30, 2,
+                                              forced=forced))
+
+
+def subscription(**options: object) -> FakeSubscription:
+    return FakeSubscription("s", "p", "work", "http://hook", options=dict(options))
+
+
+def test_trips_and_closes_are_alerts_and_the_steps_between_are_not() -> None:
+    log = [
+        transition(1, 100.0, breaker.OPEN, breaker.CLOSED),
+        transition(2, 105.0, breaker.HALF_OPEN, breaker.OPEN),  # a good probe
+        transition(3, 106.0, breaker.OPEN, breaker.HALF_OPEN),  # a failed one
+        transition(4, 107.0, breaker.OPEN, breaker.CLOSED, queue="other"),
+        transition(5, 120.0, breaker.CLOSED, breaker.HALF_OPEN, description=None),
+    ]
+    batch = build(log, subscription(), now=200.0, created=0.0, fetch=lambda *a: None)
+    assert batch.through == "5"  # every event accounted for, alert or not
+    tripped, closed = (n.payload for n in batch.notifications)
+    assert tripped == {
+        "queue_name": "work", "Message_Type": "Notification", "breaker": "tripped",
+        "state": "open", "previous": "closed", "time": "1970-01-01T00:01:40Z",
+        "description": "db down", "failures": 30, "successes": 2, "forced": False}
+    assert (closed["breaker"], closed["state"], closed["previous"]) == (
+        "closed", "closed", "half-open")
+    assert {n.kind for n in batch.notifications} == {"breaker"}
+
+
+def test_aggregate_seconds_counts_trips_and_closes_per_window() -> None:
+    log = [
+        transition(1, 60.0, breaker.OPEN, breaker.CLOSED, description="db down"),
+        transition(2, 70.0, breaker.CLOSED, breaker.OPEN, forced=True),
+        transition(3, 80.0, breaker.OPEN, breaker.CLOSED, description="db gone"),
+        transition(4, 90.0, breaker.CLOSED, breaker.HALF_OPEN),
+        transition(5, 130.0, breaker.OPEN, breaker.CLOSED),  # the next window, still open
+    ]
+    batch = build(log, subscription(aggregate_seconds=60), now=150.0, created=0.0,
+                  fetch=lambda *a: None)
+    assert batch.through == "4"  # waits before the window that has not closed
+    tripped, closed = (n.payload for n in batch.notifications)
+    assert (tripped["breaker"], tripped["count"], tripped["forced"]) == ("tripped", 2, 0)
+    assert tripped["description"] == "db gone" and tripped["state"] == "open"
+    assert (tripped["window_start"], tripped["window_end"]) == (60.0, 120.0)
+    assert (closed["breaker"], closed["count"], closed["forced"]) == ("closed", 2, 1)
+    assert {n.kind for n in batch.notifications} == {"breaker_aggregate"}
+
+
+def test_a_forced_trip_and_close_reach_the_queues_subscribers(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    if not storage.has_breaker:
+        pytest.skip("this driver has no breaker yet")
+    subs = attach(storage)
+    with receiver() as hook:
+        storage.queues.create(project, "guarded", dict(ON))
+        subs.add(sub_id(), project, "guarded", hook.url("/guarded"))
+        subs.add(sub_id(), project, "elsewhere", hook.url("/elsewhere"))
+        clock.advance(3)  # the subscriptions are older than what follows
+        storage.breakers.force(project, "guarded", breaker.OPEN, POLICY, clock.now())
+        clock.advance(30)
+        storage.breakers.force(project, "guarded", breaker.CLOSED, POLICY, clock.now())
+        drain(notifier(storage, clock, config(hook.port)))
+        alerts = [r.json() for r in hook.on("/guarded")]
+        assert [(a["breaker"], a["state"], a["forced"]) for a in alerts] == [
+            ("tripped", "open", True), ("closed", "closed", True)]
+        assert {a["Message_Type"] for a in alerts} == {"Notification"}
+        assert hook.on("/elsewhere") == []
