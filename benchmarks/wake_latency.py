@@ -2,9 +2,10 @@
 
     python -m benchmarks.wake_latency redis [--posts 300] [--listeners 8] [--seconds 5]
     python -m benchmarks.wake_latency postgresql
+    python -m benchmarks.wake_latency sqlite --servers [--rounds 20]
     (from the repository root; a scratch backend: benchmarks/scratch_storage.py)
 
-Through the storage contract, no HTTP. Two figures per backend:
+Through the storage contract, no HTTP (Redis and PostgreSQL), two figures:
 
 - ``delivery``: a listener (``Storage.wakeups.listen``, one connection of
   its own, as each worker has) on one storage, posts of one message through
@@ -18,6 +19,16 @@ Through the storage contract, no HTTP. Two figures per backend:
   from another process, so that the fan-out to them is paid too. Each
   figure is the best of ``--rounds`` runs, alternating, so that a
   neighbour's load does not decide it.
+
+With ``--servers`` (any backend: sqlite, mariadb, redis, postgresql), over
+HTTP instead: two ``zq serve`` of one worker each on the backend, with the
+default ``[server] wait_recheck_interval`` (1 s); one claim waits on the
+first (``wait=10``), a message is posted through the second ``--rounds``
+times (0.2 to 0.7 s after the claim started), and the time from
+sending the post to the claim's answer (the post's own time included) is
+the ``across_servers`` figure (``post_answer_p50_ms``: the post's own
+share, its request's time): the
+backend's notification where it has one, the re-check where it has none.
 
 Prints one JSON line per figure.
 """
@@ -165,17 +176,78 @@ def cost(backend: str, uri: str, seconds: float, listeners: int, rounds: int
             "ratio": round(best["with"] / best["without"], 3)}
 
 
+def across_servers(backend: str, uri: str, rounds: int) -> dict[str, Any]:
+    import random
+    import tempfile
+    import uuid
+    from pathlib import Path
+
+    import httpx
+
+    from tests.e2e.server import ServerProcess, clean_environment
+
+    with tempfile.TemporaryDirectory(prefix="zq-wake-") as directory:
+        env = clean_environment(Path(directory) / "data")
+        env["ZQ_NOTIFICATIONS_ENABLED"] = "false"
+        servers = [ServerProcess(Path(directory) / f"server-{n}.log", env, "--workers", "1",
+                                 "--storage", uri) for n in range(2)]
+        latencies, posts = [], []
+        try:
+            for server in servers:
+                server.start()
+            headers = {"Client-ID": str(uuid.uuid4()), "X-Project-ID": "bench",
+                       "Content-Type": "application/json"}
+            with httpx.Client(timeout=30, trust_env=False) as http:
+                for n in range(rounds):
+                    answered: dict[str, Any] = {}
+
+                    def wait(answered: dict[str, Any] = answered) -> None:
+                        with httpx.Client(timeout=30, trust_env=False) as waiting:
+                            answer = waiting.post(f"{servers[0].url}/v2/queues/q/claims",
+                                                  params={"limit": 1, "wait": 10},
+                                                  headers=headers, json={"ttl": 60})
+                        answered["at"], answered["status"] = time.perf_counter(), answer
+                    waiter = threading.Thread(target=wait)
+                    waiter.start()
+                    time.sleep(random.uniform(0.2, 0.7))
+                    posted = time.perf_counter()
+                    http.post(f"{servers[1].url}/v2/queues/q/messages", headers=headers,
+                              json={"messages": [{"body": n}]})
+                    posts.append((time.perf_counter() - posted) * 1000)
+                    waiter.join(30)
+                    assert answered["status"].status_code == 201, answered["status"].text
+                    latencies.append((answered["at"] - posted) * 1000)
+                    for message in answered["status"].json()["messages"]:
+                        http.delete(f"{servers[0].url}{message['href']}", headers=headers)
+        finally:
+            for server in servers:
+                server.stop()
+    return {"figure": "across_servers", "rounds": rounds,
+            "p50_ms": round(statistics.median(latencies), 1),
+            "p99_ms": round(percentile(latencies, 0.99), 1),
+            "max_ms": round(max(latencies), 1),
+            "post_answer_p50_ms": round(statistics.median(posts), 1)}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("backend", choices=("redis", "postgresql"))
+    parser.add_argument("backend", choices=("redis", "postgresql", "sqlite", "mariadb"))
+    parser.add_argument("--servers", action="store_true",
+                        help="two zq serve, a claim waiting on one, posts through the other")
     parser.add_argument("--posts", type=int, default=300)
     parser.add_argument("--listeners", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="cost: runs of each variant; --servers: posts (default 20)")
     args = parser.parse_args(argv)
+    if args.servers and "--rounds" not in (argv or __import__("sys").argv):
+        args.rounds = 20
     with scratch(args.backend) as uri:
         report: Callable[[dict[str, Any]], None] = lambda line: print(  # noqa: E731
             json.dumps({"backend": args.backend, **line}), flush=True)
+        if args.servers:
+            report(across_servers(args.backend, uri, args.rounds))
+            return
         report(delivery(uri, args.posts))
         report(cost(args.backend, uri, args.seconds, args.listeners, args.rounds))
 

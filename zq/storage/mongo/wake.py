@@ -11,7 +11,7 @@ fails is opened again, and every waiter woken once (zq.storage.wake_listener).
 
 A standalone server has no change streams, and mongomock none either: there
 ``MongoWakeups.listen`` is None and waiters rely on the bounded re-check
-(docs/long-poll.md).
+(docs/consumers.md).
 
 Not run against a server where zq is developed (none can be installed
 there, docs/mongo.md): the tests drive this listener with a stand-in

@@ -26,7 +26,7 @@ since nothing outside the statement learns what it moved.
 Listening. Each worker LISTENs on one connection of its own
 (``PostgresWakeListener``) for all its waiters. SQLite and MariaDB/MySQL
 have no notification: their waiters rely on the re-check of
-zq.storage.wakeups (docs/wake-ups.md gives the latency).
+zq.storage.wakeups (docs/consumers.md gives the latency).
 """
 
 from __future__ import annotations
