@@ -65,8 +65,12 @@ CRASHERS = 2
 POISON_DESCRIPTION = "malformed order: no customer"
 OUTAGE_DESCRIPTION = "orders-db unreachable: connection refused"
 
+# Backoff up to 30 s, above twice the probe interval: a message whose probe
+# failed (true poison at the head of the queue) waits past the next probes,
+# which then try other messages. Without it one poison message at the head
+# is the probe every time and keeps the breaker open (docs/poison.md).
 COMMON = {"_max_claim_count": 5, "_dead_letter_queue": DLQ, "_retry_delay": 1,
-          "_retry_max_delay": 4}
+          "_retry_max_delay": 30}
 FEATURES = {"_breaker_failure_ratio": 0.5, "_breaker_min_failures": 20,
             "_breaker_window": 60, "_breaker_probe_interval": 5, "_breaker_close_after": 3,
             "_auto_redrive_max": 1, "_suspect_lapsed_consumers": True}
@@ -119,6 +123,7 @@ def consumer_main(url: str, project: str, log_path: str, outage_flag: str, work:
         note("handled", message.id)
 
     client = LoggingClient(url, project=project)
+    note("ready", "-")
     Consumer(url, QUEUE, handle, project=project, batch=BATCH, claim_ttl=CLAIM_TTL, grace=60,
              idle_wait=(0.1, 1.0), client=client).run()
 
@@ -149,6 +154,16 @@ class Fleet:
              str(self.outage_flag), str(self.work)],
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=open(self.scratch / f"consumer-{self.started}.err", "wb")))  # noqa: SIM115
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Until every consumer started so far has imported zq.client and is claiming."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            logs = [self.scratch / f"consumer-{n}.log" for n in range(1, self.started + 1)]
+            if all(path.exists() and " ready " in path.read_text() for path in logs):
+                return
+            time.sleep(0.1)
+        raise SystemExit("the consumers did not start")
 
     def replace_dead(self) -> None:
         for process in list(self.processes):
@@ -283,10 +298,11 @@ def run_mode(mode: str, url: str, uri: str, args: argparse.Namespace, scratch: P
     posted_all = threading.Event()
     poster = threading.Thread(target=post_all, daemon=True, args=(
         client, args.messages, args.post_seconds, posted, posted_all, rng))
-    began = time.time()
-    outage = (began + args.outage_start, began + args.outage_start + args.outage)
     for _ in range(args.consumers):
         fleet.spawn()
+    fleet.wait_ready()  # a loaded machine takes seconds to start 8 Pythons
+    began = time.time()
+    outage = (began + args.outage_start, began + args.outage_start + args.outage)
     poster.start()
     next_kill = time.time() + args.kill_every
     last_report = 0.0

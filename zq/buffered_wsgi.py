@@ -172,9 +172,19 @@ class BufferedWSGI:
             answers = self.answers = Answers(asyncio.get_running_loop())
         started = answers.loop.time()
         environ = environ_of(scope, body)
-        await self.run_app(environ, protocol, answers)
-        if ANSWER_KEY in environ:
-            await self.wait_for_claim(scope, body, protocol, environ, started)
+        waiting = self.waiting
+        if waiting is None or "wait=" not in scope.query_string:
+            await self.run_app(environ, protocol, answers)
+            if ANSWER_KEY in environ:  # a wait spelled otherwise (w%61it=): answered now
+                protocol.response_bytes(*environ[ANSWER_KEY])
+            return
+        waiting.asking += 1  # before the claim runs: no wake-up after it is missed
+        try:
+            await self.run_app(environ, protocol, answers)
+            if ANSWER_KEY in environ:
+                await self.wait_for_claim(scope, body, protocol, environ, started)
+        finally:
+            waiting.asking -= 1
 
     async def run_app(self, environ: dict[str, Any], protocol: Any, answers: Answers) -> None:
         """Run the app on ``environ`` on a thread; it answers, or hands the answer back."""
@@ -216,7 +226,11 @@ class BufferedWSGI:
                     if gone.done() and made.release is not None:
                         # Nobody will read this claim: its messages must not
                         # stay held for the claim's ttl.
-                        await asyncio.to_thread(made.release)
+                        try:
+                            await asyncio.to_thread(made.release)
+                        except Exception as error:  # they stay held for the ttl, no worse
+                            log.warning("Releasing the claim of a client that left failed: "
+                                        "%s", error)
                         break
                 protocol.response_bytes(*attempt[ANSWER_KEY])
                 return

@@ -48,9 +48,14 @@ def force(client: CheckedClient, queue: str, body: Any, **kwargs: Any) -> falcon
     return client.post(f"/v2/queues/{queue}/breaker", json=body, **kwargs)
 
 
-def breaker_events(storage: Storage, queue: str) -> list[dict[str, Any]]:
-    return [e.detail for e in storage.events.read(after=None, limit=1000)
-            if e.kind == events.BREAKER and e.queue == queue]
+def breaker_events(storage: Storage, project: str, queue: str) -> list[dict[str, Any]]:
+    """The queue's breaker events (the session's database is shared by every test)."""
+    found, after = [], None
+    while page := storage.events.read(after=after, limit=1000):
+        found += [e.detail for e in page
+                  if (e.kind, e.project, e.queue) == (events.BREAKER, project, queue)]
+        after = page[-1].cursor
+    return found
 
 
 def test_stats_carry_no_breaker_unless_it_is_on(client: CheckedClient) -> None:
@@ -72,7 +77,8 @@ def test_a_breaker_that_never_moved_is_closed_with_no_description(
 
 
 def test_forcing_open_then_closed_shows_in_stats_with_forced_events(
-        client: CheckedClient, storage: Storage, clock: ManualClock) -> None:
+        client: CheckedClient, storage: Storage, clock: ManualClock,
+        project: str) -> None:
     assert client.put("/v2/queues/guarded", json=ON).status_code == 201
     result = force(client, "guarded", {"state": "open"})
     assert result.status_code == 204, result.text
@@ -83,17 +89,17 @@ def test_forcing_open_then_closed_shows_in_stats_with_forced_events(
     closed = stats(client, "guarded")["breaker"]
     assert closed["state"] == "closed" and closed["since"] > opened["since"]
     assert [(d["previous"], d["state"], d["forced"]) for d in
-            breaker_events(storage, "guarded")] == [("closed", "open", True),
+            breaker_events(storage, project, "guarded")] == [("closed", "open", True),
                                                     ("open", "closed", True)]
 
 
 def test_forcing_the_state_it_is_in_changes_nothing(
-        client: CheckedClient, storage: Storage) -> None:
+        client: CheckedClient, storage: Storage, project: str) -> None:
     assert client.put("/v2/queues/guarded", json=ON).status_code == 201
     before = stats(client, "guarded")["breaker"]
     assert force(client, "guarded", {"state": "closed"}).status_code == 204
     assert stats(client, "guarded")["breaker"] == before
-    assert breaker_events(storage, "guarded") == []
+    assert breaker_events(storage, project, "guarded") == []
 
 
 def test_a_trip_by_rejects_shows_the_shared_description(client: CheckedClient) -> None:
@@ -123,12 +129,13 @@ def test_a_trip_by_rejects_shows_the_shared_description(client: CheckedClient) -
     ({"state": "open", "why": "db"}, "'why'"),
 ])
 def test_a_bad_body_is_400_and_changes_nothing(
-        client: CheckedClient, storage: Storage, body: Any, fragment: str) -> None:
+        client: CheckedClient, storage: Storage, project: str, body: Any,
+        fragment: str) -> None:
     assert client.put("/v2/queues/guarded", json=ON).status_code == 201
     result = force(client, "guarded", body, request_valid=False)
     assert_error(result, 400, fragment)
     assert stats(client, "guarded")["breaker"]["state"] == "closed"
-    assert breaker_events(storage, "guarded") == []
+    assert breaker_events(storage, project, "guarded") == []
 
 
 def test_a_body_that_is_not_json_is_400(client: CheckedClient) -> None:
@@ -143,11 +150,12 @@ def test_a_missing_queue_is_404_and_is_not_created(client: CheckedClient) -> Non
     assert client.get("/v2/queues?name=ghost").json["queues"] == []
 
 
-def test_a_queue_whose_breaker_is_off_is_409(client: CheckedClient, storage: Storage) -> None:
+def test_a_queue_whose_breaker_is_off_is_409(client: CheckedClient, storage: Storage,
+                                             project: str) -> None:
     assert client.put("/v2/queues/plain").status_code == 201
     assert_error(force(client, "plain", {"state": "open"}), 409, "_breaker_failure_ratio")
     assert "breaker" not in stats(client, "plain")
-    assert breaker_events(storage, "plain") == []
+    assert breaker_events(storage, project, "plain") == []
 
 
 def test_a_bad_queue_name_is_400(client: CheckedClient) -> None:

@@ -20,7 +20,7 @@ from tests.notifications.helpers import (
 from tests.notifications.test_delivery import sub_id
 from zq import events
 from zq.clock import ManualClock
-from zq.notifications.payloads import build
+from zq.notifications.payloads import AUTO_REDRIVE_SETTLE, build
 from zq.poison import breaker
 from zq.storage.base import Storage
 from zq.storage.records import Event
@@ -88,13 +88,57 @@ def test_a_forced_trip_and_close_reach_the_queues_subscribers(
         storage.queues.create(project, "guarded", dict(ON))
         subs.add(sub_id(), project, "guarded", hook.url("/guarded"))
         subs.add(sub_id(), project, "elsewhere", hook.url("/elsewhere"))
-        clock.advance(3)  # the subscriptions are older than what follows
+        # Within the 2 s a fake subscription's creation may be early by
+        # (zq.notifications.pump.created_at): both are the subscription's news.
         storage.breakers.force(project, "guarded", breaker.OPEN, POLICY, clock.now())
-        clock.advance(30)
+        # The notifier dates a subscription from when it first reads it.
+        sender = notifier(storage, clock, config(hook.port))
+        drain(sender)
+        clock.advance(1)
         storage.breakers.force(project, "guarded", breaker.CLOSED, POLICY, clock.now())
-        drain(notifier(storage, clock, config(hook.port)))
+        clock.advance(AUTO_REDRIVE_SETTLE)  # a close alert waits for its auto-redrive
+        drain(sender)
         alerts = [r.json() for r in hook.on("/guarded")]
         assert [(a["breaker"], a["state"], a["forced"]) for a in alerts] == [
             ("tripped", "open", True), ("closed", "closed", True)]
+        assert alerts[1]["auto_redriven"] == 0  # nothing was dead lettered
         assert {a["Message_Type"] for a in alerts} == {"Notification"}
         assert hook.on("/elsewhere") == []
+
+
+def redriven(cursor: int, time: float, *, to: str = "work", reason: str = "auto_redriven",
+             project: str = "p") -> Event:
+    return Event(str(cursor), time, project, "work-dlq", events.REDRIVEN,
+                 message_id=f"m{cursor}", detail={"to": to, "reason": reason})
+
+
+def test_a_close_alert_counts_what_its_auto_redrive_sent_back() -> None:
+    log = [
+        transition(1, 100.0, breaker.CLOSED, breaker.HALF_OPEN),
+        redriven(2, 100.1), redriven(3, 100.2),
+        redriven(4, 100.2, reason="redriven"),  # an operator's redrive: not counted
+        redriven(5, 100.3, to="other"), redriven(6, 100.3, project="q"),
+        redriven(7, 100.0 + AUTO_REDRIVE_SETTLE + 1),  # after the settle: another story
+    ]
+    # The close is younger than the settle: it waits, and the cursor with it.
+    waiting = build(log, subscription(), now=102.0, created=0.0, fetch=lambda *a: None)
+    assert (waiting.notifications, waiting.through) == ([], None)
+    batch = build(log, subscription(), now=110.0, created=0.0, fetch=lambda *a: None)
+    [closed] = [n.payload for n in batch.notifications if n.kind == "breaker"]
+    assert (closed["breaker"], closed["auto_redriven"]) == ("closed", 2)
+
+
+def test_an_aggregated_close_alert_sums_the_auto_redriven() -> None:
+    log = [
+        transition(1, 60.0, breaker.OPEN, breaker.CLOSED),
+        transition(2, 70.0, breaker.CLOSED, breaker.HALF_OPEN),
+        redriven(3, 70.5), redriven(4, 71.0),
+        transition(5, 80.0, breaker.OPEN, breaker.CLOSED),
+        transition(6, 90.0, breaker.CLOSED, breaker.OPEN, forced=True),
+        redriven(7, 91.0),
+    ]
+    batch = build(log, subscription(aggregate_seconds=60), now=150.0, created=0.0,
+                  fetch=lambda *a: None)
+    tripped, closed = (n.payload for n in batch.notifications if n.kind == "breaker_aggregate")
+    assert "auto_redriven" not in tripped
+    assert (closed["count"], closed["auto_redriven"]) == (2, 3)

@@ -80,7 +80,8 @@ class Front:
         self.rsgi.close()
 
     async def request(self, method: str, path: str, body: Any = None,
-                      client: Client | None = None, **params: Any) -> tuple[int, dict, Any]:
+                      client: Client | None = None, query: str | None = None,
+                      **params: Any) -> tuple[int, dict, Any]:
         raw = b"" if body is None else json.dumps(body).encode()
         client = client or Client(raw)
         client.body = raw
@@ -88,7 +89,8 @@ class Front:
                    "Content-Type": "application/json", "Content-Length": str(len(raw))}
         scope = SimpleNamespace(proto="http", http_version="1.1", server="127.0.0.1:8888",
                                 client="127.0.0.2:50000", scheme="http", method=method,
-                                path=path, query_string=urlencode(params),
+                                path=path,
+                                query_string=urlencode(params) if query is None else query,
                                 headers=Headers(headers))
         await self.rsgi.__rsgi__(scope, client)
         assert client.answer is not None

@@ -275,3 +275,16 @@ def test_the_recheck_is_one_query_per_interval_for_all_waiters(front):
         assert 1 <= looks <= 0.6 / 0.05 + 2
 
     run(scenario)
+
+
+def test_a_post_wakes_nothing_while_no_claim_asks_to_wait(front):
+    async def scenario():
+        await front.post("q", {"n": 1})
+        assert front.waiting.recent == {} and front.waiting.wakeups == 0
+        # A wait spelled with an escape is still a wait the app honours; its
+        # 204 is answered at once rather than lost.
+        status, _, _ = await front.request("POST", "/v2/queues/empty/claims", {},
+                                           query="w%61it=0.2")
+        assert status == 204
+
+    run(scenario)

@@ -146,7 +146,10 @@ def describe(queue: str, state: BreakerState, *, forced: bool = False) -> str:
     """One line for people: ``orders: breaker open since ... -- description``."""
     shown = breaker_state(state)
     verb = "forced " if forced else ""
-    line = f"{queue}: breaker {verb}{shown['state']} since {shown['since']}"
+    # A breaker that never moved on a backend that does not know when the
+    # queue was created: since the epoch, which says nothing to a person.
+    when = f"since {shown['since']}" if state.since > 0 else "(never tripped)"
+    line = f"{queue}: breaker {verb}{shown['state']} {when}"
     if shown["description"]:
         line += f" -- failures shared: {shown['description']}"
     return line

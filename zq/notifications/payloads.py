@@ -10,16 +10,20 @@
 - ``breaker`` in the subscribed queue, when it trips (leaves closed) or
   closes (zq.poison.breaker_alerts): a breaker alert, ``{"queue_name",
   "breaker": "tripped"|"closed", "state", "previous", "time",
-  "description", "failures", "successes", "forced"}``.
+  "description", "failures", "successes", "forced"}``; a close also says
+  how many dead letters the automatic redrive sent back
+  (``auto_redriven``: the ``redriven`` events of reason ``auto_redriven``
+  into the queue in the ``AUTO_REDRIVE_SETTLE`` seconds after the close,
+  which the alert waits for; zq.poison.auto_redrive).
 - With the subscription option ``aggregate_seconds`` N > 0, dead letter
   alerts are grouped per (source queue, reason, fingerprint) and N-second
   window (aligned on multiples of N): one notification per group with
   ``count``, the first few ``message_ids`` and the window; breaker alerts
   per (``tripped`` or ``closed``) and window, with ``count``, ``forced``
-  (how many of them were forced) and the latest one's state and
-  description. A window is sent once it has closed; until then the
-  subscription's cursor waits before its first event, so a crash re-reads
-  (and re-sends) it.
+  (how many of them were forced), the latest one's state and
+  description, and for closes the sum of their ``auto_redriven``. A
+  window is sent once it has closed; until then the subscription's cursor
+  waits before its first event, so a crash re-reads (and re-sends) it.
 
 Every notification carries Zaqar's ``"Message_Type": "Notification"``
 (alerts too): a receiver written for Zaqar tells them from confirmation
@@ -40,6 +44,7 @@ from zq import events
 from zq.notifications.subscriptions import Subscription
 from zq.poison import breaker_alerts
 from zq.poison.history import compact_history, iso8601
+from zq.poison.moves import REASON_AUTO_REDRIVEN
 from zq.storage.records import Event, MessageRecord
 
 MESSAGE = "message"
@@ -49,6 +54,9 @@ BREAKER = "breaker"
 BREAKER_AGGREGATE = "breaker_aggregate"
 # How many message ids an aggregated alert lists.
 AGGREGATE_IDS = 5
+# Seconds a close alert waits for the automatic redrive its close starts
+# (the closing request runs it right after the close) and counts its moves.
+AUTO_REDRIVE_SETTLE = 5.0
 # Zaqar's key and value that mark a notification (zaqar/notification/notifier.py's
 # MessageType; confirmation requests carry the other values).
 MESSAGE_TYPE = "Message_Type"
@@ -143,10 +151,24 @@ def dead_letter_payload(event: Event, subscription: Subscription, fetch: Fetch) 
     }
 
 
-def breaker_payload(event: Event, subscription: Subscription) -> dict[str, Any]:
-    """A breaker alert: tripped or closed, with the failure most deliveries shared."""
+def auto_redriven(close: Event, later: Sequence[Event], subscription: Subscription) -> int:
+    """The dead letters sent back to the subscribed queue within the settle after ``close``."""
+    end = close.time + AUTO_REDRIVE_SETTLE
+    return sum(1 for event in later
+               if event.kind == events.REDRIVEN and event.project == close.project
+               and event.detail.get(events.TO) == subscription.queue
+               and event.detail.get(events.REASON) == REASON_AUTO_REDRIVEN
+               and event.time <= end)
+
+
+def breaker_payload(event: Event, subscription: Subscription,
+                    later: Sequence[Event] = ()) -> dict[str, Any]:
+    """A breaker alert: tripped or closed, with the failure most deliveries shared.
+
+    ``later``: the events after it (a close counts the auto-redrive's moves there).
+    """
     detail = event.detail
-    return {
+    payload = {
         "queue_name": subscription.queue,
         MESSAGE_TYPE: NOTIFICATION,
         "breaker": breaker_alerts.alert_of(detail),
@@ -158,11 +180,14 @@ def breaker_payload(event: Event, subscription: Subscription) -> dict[str, Any]:
         "successes": detail.get(events.SUCCESSES),
         "forced": bool(detail.get(events.FORCED)),
     }
+    if breaker_alerts.alert_of(detail) == breaker_alerts.CLOSED_AGAIN:
+        payload["auto_redriven"] = auto_redriven(event, later, subscription)
+    return payload
 
 
 def _add_to_breaker_group(groups: dict[tuple[str, ...], Notification], out: list[Notification],
                           event: Event, subscription: Subscription, start: float,
-                          window: float) -> None:
+                          window: float, later: Sequence[Event]) -> None:
     """Count a breaker alert in its (tripped or closed, window) group; the latest one's
     state and description stand for the group."""
     alert = str(breaker_alerts.alert_of(event.detail))
@@ -174,6 +199,8 @@ def _add_to_breaker_group(groups: dict[tuple[str, ...], Notification], out: list
             "breaker": alert, "count": 0, "forced": 0,
             "window_start": start, "window_end": start + window,
         })
+        if alert == breaker_alerts.CLOSED_AGAIN:
+            group.payload["auto_redriven"] = 0
         out.append(group)
     payload = group.payload
     payload["count"] += 1
@@ -181,6 +208,8 @@ def _add_to_breaker_group(groups: dict[tuple[str, ...], Notification], out: list
     payload["state"] = event.detail.get(events.STATE)
     payload["time"] = iso8601(event.time)
     payload["description"] = event.detail.get(events.DESCRIPTION)
+    if alert == breaker_alerts.CLOSED_AGAIN:
+        payload["auto_redriven"] += auto_redriven(event, later, subscription)
 
 
 @dataclass
@@ -198,16 +227,20 @@ def build(batch: Sequence[Event], subscription: Subscription, *, now: float, cre
     out: list[Notification] = []
     groups: dict[tuple[str, ...], Notification] = {}
     through: str | None = None
-    for event in batch:
+    for index, event in enumerate(batch):
         kind = kind_for(event, subscription) if event.time >= created else None
         if kind in (DEAD_LETTER, BREAKER) and window:
             start = math.floor(event.time / window) * window
             if start + window > now:
                 break  # its window is still open: wait here (the cursor too)
+        if (kind == BREAKER and event.time + AUTO_REDRIVE_SETTLE > now
+                and breaker_alerts.alert_of(event.detail) == breaker_alerts.CLOSED_AGAIN):
+            break  # the auto-redrive of this close may still be moving: wait for it
+        later = batch[index + 1:] if kind == BREAKER else ()
         if kind == BREAKER and window:
-            _add_to_breaker_group(groups, out, event, subscription, start, window)
+            _add_to_breaker_group(groups, out, event, subscription, start, window, later)
         elif kind == BREAKER:
-            out.append(Notification(BREAKER, breaker_payload(event, subscription)))
+            out.append(Notification(BREAKER, breaker_payload(event, subscription, later)))
         elif kind == DEAD_LETTER and window:
             reason = str(event.detail.get(events.REASON))
             fingerprint = str(event.detail.get(events.FINGERPRINT))

@@ -1,9 +1,10 @@
 """The outage breaker as operators see it: read beside the stats, forced by hand.
 
 The breaker's state lives in the backend (zq.storage.breakers) and moves in
-the reject, delete and claim steps that count failures and successes; its
-policy comes from the queue's metadata (zq.poison.breaker). This part only
-reads it for one queue, or forces it open or closed.
+the reject, delete and claim steps that count failures and successes (their
+rules: zq.service.deliveries.outage_rules); its policy comes from the
+queue's metadata (zq.poison.breaker). This part only reads it for one
+queue, or forces it open or closed.
 """
 
 from __future__ import annotations

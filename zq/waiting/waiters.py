@@ -65,6 +65,9 @@ class WaitingClaims:
         self.pending: set[QueueKey] = set()
         self.recent: dict[QueueKey, float] = {}
         self.count = 0
+        # Requests that asked to wait and are not answered yet, waiting or
+        # not (zq.buffered_wsgi counts them): while none is, no wake-up matters.
+        self.asking = 0
         self.wakeups = 0  # wake-ups that picked a waiter (a counter, for metrics)
         self.closing = False
         self._incoming: collections.deque[QueueKey] = collections.deque()
@@ -84,8 +87,10 @@ class WaitingClaims:
     def wake_threadsafe(self, project: str, queue: str) -> None:
         """``queue`` may have a message to claim (a post, a release, a listener's report)."""
         loop = self.loop
-        if loop is None:
-            return  # no request served yet: nobody waits
+        if loop is None or not self.asking:
+            # Nobody waits, nor can a claim that found nothing be about to:
+            # a post costs this process no wake-up of its loop.
+            return
         # As zq.buffered_wsgi.Answers: one wake-up of the loop for all the
         # reports that arrive before it runs, not one system call each.
         self._incoming.append((project, queue))

@@ -52,6 +52,21 @@ def test_token_by_either_header_acts_in_its_project(tenants):
     assert tenants.b.get("/v2/queues/q/stats").json["messages"]["total"] == 0
 
 
+def test_a_member_forces_its_queues_breaker_as_it_writes_its_metadata(tenants, storage):
+    # As a metadata write: any identity of the project, the admin role not needed.
+    assert tenants.a.put("/v2/queues/q", json={"_breaker_failure_ratio": 0.5}).status_code == 201
+    forced = tenants.a.post("/v2/queues/q/breaker", json={"state": "open"})
+    if storage.has_breaker:
+        assert forced.status_code == 204, forced.text
+        assert tenants.a.get("/v2/queues/q/stats").json["breaker"]["state"] == "open"
+    else:
+        assert_error(forced, 409, "runs no breaker")
+    # Another project's member does not even see it (its own "q" does not exist).
+    assert_error(tenants.b.post("/v2/queues/q/breaker", json={"state": "closed"}), 404)
+    anonymous = Api(tenants.app, tenants.a.project)
+    assert anonymous.post("/v2/queues/q/breaker", json={"state": "closed"}).status_code == 401
+
+
 def test_project_header_must_match_the_token(tenants):
     same = tenants.a.get("/v2/queues", headers={"X-Project-ID": tenants.a.project})
     assert same.status_code == 200

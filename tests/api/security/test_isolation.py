@@ -40,7 +40,8 @@ class BState:
 @pytest.fixture
 def b_state(tenants) -> BState:
     b = tenants.b
-    meta = {"owner": "b-secret-meta", "_max_claim_count": 1, "_dead_letter_queue": "shared-dlq"}
+    meta = {"owner": "b-secret-meta", "_max_claim_count": 1, "_dead_letter_queue": "shared-dlq",
+            "_breaker_failure_ratio": 0.5}
     assert b.put(f"/v2/queues/{QUEUE}", json=meta).status_code == 201
     assert b.put("/v2/queues/b-only").status_code == 201
     ids = b.post_messages(QUEUE, *({"body": {"b-secret": n}, "ttl": 600} for n in range(3)))
@@ -108,6 +109,8 @@ CASES: dict[str, tuple[Callable[[Any, BState], Any], int]] = {
     "claim get": (lambda a, s: a.get(claim_path(s)), 404),
     "claim renew": (lambda a, s: a.patch(claim_path(s), json={"ttl": 600, "grace": 60}), 404),
     "claim release": (lambda a, s: a.delete(claim_path(s)), 204),
+    "breaker force": (lambda a, s: a.post(
+        f"/v2/queues/{QUEUE}/breaker", json={"state": "open"}), 404),
     "share": (lambda a, s: a.post(
         f"/v2/queues/{QUEUE}/share", json={"methods": ["GET", "DELETE"]}), 200),
 }

@@ -96,6 +96,7 @@ def test_signed_requests_are_allowed_exactly_what_was_signed(tenants, share):
     assert_error(signed.get("/v2/queues/other/messages"), 403)
     assert_error(signed.get("/v2/queues/q/messagesX"), 403)
     assert_error(signed.post("/v2/queues/q/share", json={}), 403)
+    assert_error(signed.post("/v2/queues/q/breaker", json={"state": "open"}), 403)
     assert_error(signed.get("/v2/health", headers={"X-Roles": "admin"}), 403)
 
 

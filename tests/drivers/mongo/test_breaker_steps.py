@@ -18,6 +18,7 @@ import pytest
 
 from tests.drivers.mongo.helpers import bodies
 from zq import events
+from zq.poison import moves
 from zq.poison.breaker import CLOSED, OPEN, BreakerPolicy
 from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.mongo import breakers
@@ -197,3 +198,86 @@ def test_a_close_clears_the_window_in_the_same_update(storage, project, clock):
     storage.messages.reject(project, "q", ids[2], claim_id=held.id, client_id="c",
                             description="y", retry_after=0, rules=RULES)
     assert storage.breakers.read(project, "q", POLICY, clock.now()).description == "y"
+
+
+class _Transaction:
+    """A stand-in session: with_transaction runs the callback and marks it running."""
+
+    def __init__(self) -> None:
+        self.running = False
+
+    def __enter__(self) -> _Transaction:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def with_transaction(self, callback):
+        self.running = True
+        try:
+            return callback(self)
+        finally:
+            self.running = False
+
+
+class _SessionCheckingDatabase:
+    """Notes every collection call made while a transaction runs, and whether it
+    carried that transaction's session; hands mongomock the call without it."""
+
+    def __init__(self, inner, transaction: _Transaction, calls: list) -> None:
+        self._inner, self._transaction, self._calls = inner, transaction, calls
+
+    def __getitem__(self, name):
+        collection = self._inner[name]
+        outer = self
+
+        class Checked:
+            def __getattr__(self, attr):
+                method = getattr(collection, attr)
+
+                def call(*args, session=None, **kwargs):
+                    if outer._transaction.running:
+                        outer._calls.append((name, attr, session is outer._transaction))
+                    return method(*args, **kwargs)
+
+                return call
+
+        return Checked()
+
+    def __getattr__(self, attr):
+        return getattr(self._inner, attr)
+
+
+def test_with_transactions_every_breaker_write_joins_the_steps_transaction(storage, project,
+                                                                           clock):
+    """On a replica set the message, outcomes, breaker document, consumer log and
+    events of one step are one transaction: every call inside it carries its session."""
+    transaction = _Transaction()
+    calls: list = []
+    ctx = storage._ctx
+    checked = _SessionCheckingDatabase(ctx.database, transaction, calls)
+    object.__setattr__(ctx, "database", checked)
+    ctx.units._database = checked
+    ctx.units._client = type("Client", (), {"start_session": lambda self: transaction})()
+    ctx.units.transactions = True
+    rules = DeliveryRules(breaker=POLICY, blame_split=True,
+                          consumer=ConsumerEntry("c", keep_for=3600))
+    ids = storage.messages.post(project, "q", bodies(4), client_id="c")
+    _claim(storage, project, 1, rules=rules, client_id="c")
+    clock.advance(60)
+    held = _claim(storage, project, rules=rules, client_id="c")  # a lapse, blamed
+    storage.messages.reject(project, "q", ids[1], claim_id=held.id, client_id="c",
+                            description="down", retry_after=0, rules=rules)  # trips it
+    storage.messages.move(project, "q", ids[2:3], moves.rejected("dlq", None, "down"),
+                          claim_id=held.id, client_id="c", rules=rules)  # held
+    storage.messages.delete(project, "q", ids[3], claim_id=held.id, client_id="c",
+                            rules=rules)
+    clock.advance(POLICY.probe_interval)
+    probe = _claim(storage, project, rules=rules, client_id="c")
+    storage.messages.delete(project, "q", probe.messages[0].id, claim_id=probe.id,
+                            client_id="c", rules=rules)
+    storage.breakers.force(project, "q", CLOSED, POLICY, clock.now())
+    touched = {name for name, _method, _joined in calls}
+    assert touched >= {"messages", "claims", "breakers", "breaker_outcomes", "consumers",
+                       "events"}
+    assert [call for call in calls if not call[2]] == []

@@ -64,7 +64,9 @@ export function stateFacts(stats) {
   if (stats.breaker !== undefined && stats.breaker !== null) {
     const b = stats.breaker;
     facts.push(["State", h(`span.badge.${BREAKER_BADGE[b.state] || "bad"}`, { text: `breaker ${b.state ?? b}` })]);
-    facts.push(["Since", when(b.since)]);
+    // The epoch: a breaker that never moved, on a backend that does not know
+    // when the queue was created.
+    facts.push(["Since", Date.parse(b.since) > 0 ? when(b.since) : h("span.muted", { text: "never tripped" })]);
     facts.push(["Failure", b.description ? h("span.mono", { text: b.description, title: b.description })
       : h("span.muted", { text: "–" })]);
   }
@@ -256,7 +258,7 @@ export function renderQueue(root, { api }, name) {
     if (!breaker) return;
     const [label, state, text] = breakerAction(breaker);
     const verb = label.replace("…", "");
-    if (!(await confirmAction(`${verb} of ${name}?`, text, verb))) return;
+    if (!(await confirmAction(`${verb.replace(" breaker", " the breaker")} of ${name}?`, text, verb))) return;
     clearNotice();
     try {
       await api.request("POST", `${q(name)}/breaker`, { body: { state } });
