@@ -48,6 +48,7 @@ from benchmarks.scratch_storage import scratch
 from tests.contract.helpers import new_message
 from zq.clock import SystemClock
 from zq.storage import open_storage
+from zq.storage.wake_listener import ThreadedListener
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -66,12 +67,12 @@ def delivery(uri: str, posts: int) -> dict[str, Any]:
             heard[queue] = time.perf_counter()
             arrived.notify_all()
 
-    connected = threading.Event()
-    listener = listening.wakeups.listen(wake, connected.set)
+    listener = listening.wakeups.listen(wake)
     if listener is None:
         raise SystemExit(f"{uri}: this backend has no notifications (waiters use the re-check)")
     try:
-        connected.wait(10)
+        assert isinstance(listener, ThreadedListener)
+        listener.wait_connected(10)
         latencies = []
         for n in range(posts):
             queue = f"q{n}"

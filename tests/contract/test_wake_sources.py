@@ -28,6 +28,7 @@ from zq.poison import moves
 from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.base import Storage
 from zq.storage.delivery_rules import DeliveryRules
+from zq.storage.wake_listener import ThreadedListener
 
 from .helpers import CLAIM_TTL, GRACE, claim, post
 
@@ -42,7 +43,7 @@ class Heard:
 
     def __init__(self) -> None:
         self.keys: list[tuple[str, str]] = []
-        self.connections = 0  # wake_all calls: one per connection made
+        self.connections = 0  # wake_all calls: one per connection made again
         self._changed = threading.Condition()
 
     def wake(self, project: str, queue: str) -> None:
@@ -69,7 +70,8 @@ def heard(storage: Storage, backend_name: str) -> Iterator[Heard]:
         assert backend_name in NO_NOTIFICATIONS or backend_name == "mongo"
         pytest.skip(f"{backend_name} has no notifications: waiters rely on the re-check")
     try:
-        found.wait_for(lambda: found.connections >= 1, "the listener never connected")
+        assert isinstance(listener, ThreadedListener)
+        assert listener.wait_connected(HEAR_SECONDS), "the listener never connected"
         yield found
     finally:
         listener.close()

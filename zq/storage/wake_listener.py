@@ -5,9 +5,11 @@ The common part of the Redis (pub/sub), PostgreSQL (LISTEN) and MongoDB
 daemon thread that connects, reports each queue it hears of, and connects
 again after the connection failed (a restart, a failover), waiting a
 growing while between attempts. A wake-up sent while the listener was not
-connected is lost, so each time the listener is connected again (and the
-first time: waiters may have started before it) it wakes every waiter
-once: each tries to claim, and finds whatever was missed.
+connected is lost, so each time the listener is connected again it wakes
+every waiter once: each tries to claim, and finds whatever was missed.
+The first connection wakes nobody (a wake-up for nothing is an attempt
+for nothing): a claim that started waiting before it learns of what it
+missed from the re-check, within one interval.
 
 A backend gives ``connect`` (connected and subscribed when it returns:
 what is sent from then on is heard), ``receive`` (the queues heard within
@@ -102,8 +104,9 @@ class ThreadedListener(WakeListener):
             first = False
             self._connected.set()
             try:
-                # Whatever was sent before the connection was made is lost.
-                self._wake_all()
+                if self.reconnects:
+                    # Whatever was sent while the connection was lost is lost.
+                    self._wake_all()
                 self._listen(session)
             except Exception as exc:
                 if not self._stop.is_set():
