@@ -38,11 +38,12 @@ from typing import Any
 import zq.auth
 import zq.logs
 import zq.notifications.process
-from zq.buffered_wsgi import BufferedWSGI, WSGIApp
+from zq.buffered_wsgi import ACTIVE_REQUESTS, BufferedWSGI, WSGIApp
 from zq.clock import SystemClock
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
 from zq.metrics.multiprocess import metrics_directory
+from zq.metrics.waiting import WaitingCensus
 from zq.notifications.status import StatusFile
 from zq.pooling.base import PoolDown, Pools
 from zq.pooling.migrate import upgrade_management
@@ -75,9 +76,6 @@ GRANIAN_LOGGING: dict[str, Any] = {
 # being received are held by granian's runtime and event loop, not by the
 # threads that run the app.
 MAX_REQUEST_HEAD = 417792  # bytes of request line and headers (granian's buffer)
-# Requests a worker takes at once besides its waiting claims: granian's own
-# default (its backlog of 1024 over 2 workers).
-ACTIVE_REQUESTS = 512
 
 
 def bind_address(host: str, port: int) -> str:
@@ -104,7 +102,8 @@ def granian_settings(config: Config, port: int) -> dict[str, Any]:
         # flight for up to [limits] max_claim_wait, at most
         # [server] max_waiting_claims of them: room for those on top of
         # granian's default, so a full house of waiting claims never keeps
-        # other requests out (more waiting claims answer at once).
+        # other requests out (more waiting claims answer at once). The
+        # others are still served ACTIVE_REQUESTS at a time (zq.buffered_wsgi).
         "backpressure": server.max_waiting_claims + ACTIVE_REQUESTS,
         "websockets": False,
         # A worker that does not stop within the timeout is killed.
@@ -214,17 +213,20 @@ class Worker:
         """Stop the collector and release every connection."""
         if self.collector is not None:
             self.collector.stop()
+        if self.waiting is not None and self.waiting.census is not None:
+            self.waiting.census.close()
         self.pools.close()
 
 
 def open_worker(config: Config, metrics_dir: str | None = None,
-                notifier_status: str | None = None) -> Worker:
+                notifier_status: str | None = None, run_dir: str | None = None) -> Worker:
     """This worker's resolver, collector and app (runs in the worker, after the fork).
 
     ``metrics_dir``: the directory every worker writes its metrics to
     (zq.metrics.multiprocess), when metrics are enabled. ``notifier_status``:
     the file where the master process reports the notifier's state, for
-    ``GET /v2/health`` (zq.notifications.status).
+    ``GET /v2/health`` (zq.notifications.status). ``run_dir``: the server's
+    directory where each worker publishes its waiting claims (zq.metrics.waiting).
     """
     from zq.api.app import create_app
     from zq.pooling.setup import open_pools
@@ -238,31 +240,36 @@ def open_worker(config: Config, metrics_dir: str | None = None,
                                      after_collect=AutoRedrive(config.limits, clock).run_due)
         collector.start()
     status = StatusFile(notifier_status) if notifier_status else None
-    waiting = open_waiting(config, pools, clock)
+    census = WaitingCensus(run_dir)
+    waiting = open_waiting(config, pools, clock, census)
     app = create_app(config, clock=clock, pools=pools, admin=admin, metrics_dir=metrics_dir,
-                     notifier_status=status, on_claimable=waiting.wake_threadsafe)
+                     notifier_status=status, on_claimable=waiting.wake_threadsafe,
+                     waiting=census)
     return Worker(app, pools, collector, waiting)
 
 
-def open_waiting(config: Config, pools: Pools, clock: SystemClock) -> WaitingClaims:
+def open_waiting(config: Config, pools: Pools, clock: SystemClock,
+                 census: WaitingCensus | None = None) -> WaitingClaims:
     """This worker's waiting claims, re-checked over every backend of ``pools``."""
     def storages() -> list[Any]:
         return [s for s in pools.storages().values() if not isinstance(s, PoolDown)]
 
     recheck = Recheck(storage_for=pools.storage_for, storages=storages,
                       interval=config.server.wait_recheck_interval, clock=clock)
-    return WaitingClaims(capacity=config.server.max_waiting_claims, recheck=recheck)
+    return WaitingClaims(capacity=config.server.max_waiting_claims, recheck=recheck,
+                         census=census)
 
 
 def load_worker_app(config: Config, metrics_dir: str | None = None,
-                    notifier_status: str | None = None) -> BufferedWSGI:
+                    notifier_status: str | None = None,
+                    run_dir: str | None = None) -> BufferedWSGI:
     """What granian runs in each worker process."""
     # A forked worker inherits the master's SIGTERM handler, which only flags
     # the master's own loop: a SIGTERM arriving while this worker still loads
     # would be lost and the worker would serve on until killed. Until granian
     # installs the worker's handlers (after this returns), it simply ends it.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    worker = open_worker(config, metrics_dir, notifier_status)
+    worker = open_worker(config, metrics_dir, notifier_status, run_dir)
     # multiprocessing runs these at a worker's exit (atexit handlers do not run there).
     Finalize(worker, worker.close, exitpriority=10)
     return BufferedWSGI(worker.app, threads=config.server.threads,
@@ -309,6 +316,7 @@ def serve(config: Config) -> None:
             config, metrics_dir, StatusFile(status_path), clock=SystemClock())
         notifier.start()
         stack.callback(notifier.stop)
-        granian.serve(target_loader=partial(load_worker_app, config, metrics_dir, status_path),
+        granian.serve(target_loader=partial(load_worker_app, config, metrics_dir, status_path,
+                                             run_dir),
                       wrap_loader=False)
     log.info("zq stopped")

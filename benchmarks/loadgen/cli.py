@@ -39,7 +39,8 @@ async def run(settings: Settings, workloads: list[str]) -> list[dict[str, object
         for name in workloads:
             result = await WORKLOADS[name](client, settings)
             result.update(concurrency=settings.concurrency, batch=settings.batch,
-                          body_size=settings.body_size, rate=settings.rate or None)
+                          body_size=settings.body_size, rate=settings.rate or None,
+                          wait=settings.wait or None)
             print(json.dumps(result), flush=True)
             results.append(result)
     finally:
@@ -70,6 +71,9 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, list[str]]:
                         help="bytes of each message body as JSON (default: %(default)s)")
     parser.add_argument("--rate", type=float, default=0.0,
                         help="open loop: operations started per second (default: closed loop)")
+    parser.add_argument("--wait", type=float, default=0.0,
+                        help="seconds every claim asks zq to wait for messages (long poll, "
+                             "?wait=S); 0: claims answer at once (default: %(default)s)")
     parser.add_argument("--max-in-flight", type=int, default=256,
                         help="open loop: outstanding operations at most (default: %(default)s)")
     args = parser.parse_args(argv)
@@ -78,14 +82,14 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, list[str]]:
         parser.error(f"--url must point at a loopback address ({sorted(LOOPBACK)}), not {host}")
     if min(args.concurrency, args.requests, args.batch, args.max_in_flight) < 1:
         parser.error("--concurrency, --requests, --batch and --max-in-flight must be positive")
-    if args.duration <= 0 or args.rate < 0:
-        parser.error("--duration must be positive and --rate not negative")
+    if args.duration <= 0 or args.rate < 0 or args.wait < 0:
+        parser.error("--duration must be positive, --rate and --wait not negative")
     chosen = args.workload or ["all"]
     workloads = DEFAULT_WORKLOADS if "all" in chosen else chosen
     settings = Settings(url=args.url.rstrip("/"), concurrency=args.concurrency,
                         requests=args.requests, duration=args.duration, batch=args.batch,
                         body_size=args.body_size, rate=args.rate,
-                        max_in_flight=args.max_in_flight)
+                        max_in_flight=args.max_in_flight, wait=args.wait)
     return settings, workloads
 
 

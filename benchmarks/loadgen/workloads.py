@@ -50,6 +50,7 @@ class Settings:
     body_size: int = 1024
     rate: float = 0.0  # operations per second (open loop); 0: closed loop
     max_in_flight: int = 256  # open loop: operations outstanding at most
+    wait: float = 0.0  # seconds every claim asks the server to wait (zq's long poll); 0: none
     project: str = field(default_factory=lambda: f"bench-{uuid.uuid4().hex[:12]}")
 
     def recorder(self) -> Recorder:
@@ -124,8 +125,11 @@ async def post_batches(client: Client, queue: str, settings: Settings, messages:
 
 async def claim(client: Client, recorder: Recorder, queue: str, settings: Settings,
                 due: float | None) -> Answer | None:
+    params = {"limit": str(settings.batch)}
+    if settings.wait > 0:
+        params["wait"] = f"{settings.wait:g}"
     return await client.timed(recorder, "POST", f"{queue}/claims", body=CLAIM_TTL,
-                              params={"limit": str(settings.batch)}, since=due)
+                              params=params, since=due)
 
 
 async def delete_claimed(client: Client, recorder: Recorder, queue: str, ids: list[str],
@@ -210,7 +214,8 @@ async def produce_and_consume(client: Client, settings: Settings, recorder: Reco
             if claimed is None:
                 continue
             if claimed.status == 204:
-                await asyncio.sleep(0.005)  # the consumers caught up
+                if settings.wait <= 0:
+                    await asyncio.sleep(0.005)  # the consumers caught up
                 continue
             arrived = time.time()
             messages = claimed.document["messages"]

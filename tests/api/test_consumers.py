@@ -34,7 +34,7 @@ def test_consumers_shows_live_and_lapsed_claims_per_client(api, clock):
     shown = consumers(api)
     assert shown[api.client_id] == {"client_id": api.client_id, "last_claim": start,
                                     "live_claims": 1, "lapsed_claims": 0,
-                                    "suspected": False}
+                                    "suspected": False, "waiting": 0}
     assert shown[other.client_id]["live_claims"] == 1
     # The first claim expires untouched: lapsed; the second is still live.
     clock.advance(55)

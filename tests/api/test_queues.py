@@ -176,7 +176,7 @@ def test_list_refuses_bad_limits(api):
 
 def test_stats_counts_and_stamps(api, clock):
     assert api.get("/v2/queues/q/stats").json == {
-        "messages": {"free": 0, "claimed": 0, "delayed": 0, "total": 0}
+        "messages": {"free": 0, "claimed": 0, "delayed": 0, "total": 0}, "waiting": 0
     }
     first, _, last = api.post_messages("q", {"body": 1}, {"body": 2}, {"body": 3})
     api.claim("q", limit=1)

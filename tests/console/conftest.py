@@ -34,6 +34,7 @@ from zq.api import create_app
 from zq.auth import tokens
 from zq.clock import ManualClock
 from zq.config import Config
+from zq.metrics.waiting import WaitingCensus
 from zq.storage import open_storage
 
 CHROMIUM = os.environ.get("ZQ_TEST_CHROMIUM") or shutil.which("chromium") or shutil.which(
@@ -83,6 +84,9 @@ class Served:
     other: TokenApi
     clock: ManualClock
     storage: Any  # the backend itself, to seed large workloads without HTTP
+    # The server's count of waiting claims (long poll), fed directly: the
+    # claims themselves wait only under zq serve (tests/e2e).
+    waiting: WaitingCensus
 
     def has_route(self, method: str, path: str) -> bool:
         """Whether this zq serves ``method path`` (redrive and consumers are newer routes)."""
@@ -126,12 +130,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     # The wall clock's time, moved by hand: ages read sensibly in screenshots.
     clock = ManualClock(start=time.time())
     storage = open_storage(f"sqlite:///{tmp / 'zq.sqlite3'}", clock=clock)
-    app = create_app(config, storage=storage, clock=clock)
+    waiting = WaitingCensus()
+    app = create_app(config, storage=storage, clock=clock, waiting=waiting)
     url, server, thread = serve(app)
     try:
         yield Served(url, app, TokenApi(app, project_a, admin_token),
                      TokenApi(app, project_a, member_token),
-                     TokenApi(app, project_b, other_token), clock, storage)
+                     TokenApi(app, project_b, other_token), clock, storage, waiting)
     finally:
         server.shutdown()
         server.server_close()

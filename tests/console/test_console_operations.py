@@ -197,6 +197,12 @@ def test_the_breaker_shows_its_state_and_can_be_forced(served: Served, watched: 
     api.post_messages("calm", {"body": 1, "ttl": 3600})
     page = watched.page
     sign_in(page, served.url, api.token)
+    # The overview: a breaker that is not closed is a badge, and its queue comes first.
+    page.goto(f"{served.url}/console#/queues")
+    expect(page.locator('tr[data-queue="guarded"] [data-breaker="open"]')).to_have_text(
+        "breaker open")
+    expect(page.locator("tbody tr").first).to_have_attribute("data-queue", "guarded")
+    assert page.locator('tr[data-queue="calm"] [data-breaker]').count() == 0
     page.goto(f"{served.url}/console#/queue/guarded")
     expect(page.locator('dd[data-stat="state"]')).to_have_text("breaker open")
     expect(page.locator('dd[data-stat="state"] .badge')).to_have_class(re.compile(r"\bbad\b"))
@@ -233,8 +239,8 @@ def test_the_breaker_shows_its_state_and_can_be_forced(served: Served, watched: 
 
 def test_waiting_consumers_render_when_the_api_carries_them(
         served: Served, watched: Watched) -> None:
-    """Issue 28 is not built yet: what it will add is shown where the stats
-    carry it (here, answers rewritten in the browser)."""
+    """The stats' ``waiting`` is shown as the answer carries it (here rewritten
+    in the browser), and the server's own count (0: nobody waits) after."""
     api = served.admin
     api.post_messages("later", {"body": 1, "ttl": 3600})
     page = watched.page
@@ -253,7 +259,7 @@ def test_waiting_consumers_render_when_the_api_carries_them(
     page.goto(f"{served.url}/console#/queues")
     page.goto(f"{served.url}/console#/queue/later")
     expect(page.locator('dd[data-stat="total"]')).to_have_text("1")
-    assert page.locator('dd[data-stat="waiting"]').count() == 0  # today's API: no such fact
+    expect(page.locator('dd[data-stat="waiting"]')).to_have_text("0")
     assert served.script_errors(watched.console_errors) == []
 
 
@@ -332,3 +338,41 @@ def test_message_rates_on_the_queue_page_and_the_overview(served: Served,
     assert "Posted 0.07/s · Delivered 0.03/s" in spark.get_attribute("title")
     shot(page, "overview-rates")
     assert served.script_errors(watched.console_errors) == []
+
+
+def test_waiting_consumers_on_the_overview_the_queue_and_its_consumers(
+        served: Served, watched: Watched) -> None:
+    """Claims waiting for a message (long poll): the stats' and consumers'
+    ``waiting``, as the server counts them (its census, fed here directly)."""
+    api = served.admin
+    project = api.project
+    api.post_messages("jobs", {"body": {"job": 1}, "ttl": 3600})
+    assert api.claim("jobs", limit=1).status_code == 201  # a consumer that claimed once
+    idle = "4c6f6e67-706f-4c6c-8000-000000000001"
+    waits = [(api.client_id, 1), (idle, 2)]
+    for client_id, count in waits:
+        for _ in range(count):
+            served.waiting.started(project, "jobs", client_id)
+    try:
+        page = watched.page
+        sign_in(page, served.url, api.token)
+        page.goto(f"{served.url}/console#/queues")
+        expect(page.locator('tr[data-queue="jobs"] td[data-col="waiting"]')).to_have_text("3")
+        assert page.locator("table.queues th", has_text="Waiting").count() == 1
+        shot(page, "overview-waiting")
+        page.goto(f"{served.url}/console#/queue/jobs")
+        expect(page.locator('dd[data-stat="waiting"]')).to_have_text("3")
+        rows = page.locator("#consumers-title ~ div tbody tr")
+        expect(page.locator(f'tr[data-client="{idle}"] td[data-col="waiting"]')).to_have_text(
+            "2 waiting")
+        expect(page.locator(f'tr[data-client="{api.client_id}"] td[data-col="waiting"]')
+               ).to_have_text("waiting")
+        assert rows.count() == 2
+        page.set_viewport_size({"width": 1280, "height": 960})  # stats and consumers in one
+        page.evaluate("window.scrollTo(0, 0)")
+        shot(page, "queue-waiting")
+        assert served.script_errors(watched.console_errors) == []
+    finally:
+        for client_id, count in waits:
+            for _ in range(count):
+                served.waiting.ended(project, "jobs", client_id)

@@ -168,3 +168,55 @@ def test_docs_name_every_series_and_every_dead_letter_reason() -> None:
     assert names - set(rows) == set()
     dead_lettered = rows["zq_messages_dead_lettered_total"]
     assert [r for r in DEAD_LETTER_REASONS if f'reason="{r}"' not in dead_lettered] == []
+
+
+WORKER = """
+import sys
+from zq.config import MetricsConfig
+from zq.metrics.registry import Metrics
+
+metrics = Metrics(MetricsConfig(), multiprocess_dir=sys.argv[1])
+metrics.claims_waiting.inc(int(sys.argv[2]))
+metrics.claim_wakeups.inc(int(sys.argv[2]))
+print("ready", flush=True)
+sys.stdin.read()  # alive until the test closes stdin
+"""
+
+SCRAPE = """
+import sys
+from zq.config import MetricsConfig
+from zq.metrics.registry import Metrics
+
+sys.stdout.write(Metrics(MetricsConfig(), multiprocess_dir=sys.argv[1]).render().decode())
+"""
+
+
+def test_waiting_claims_are_summed_over_the_live_workers_only(tmp_path) -> None:
+    # Worker processes of one server write to one directory; a scrape sums
+    # the waiting gauge of the workers alive, and the wake-ups of all, the
+    # ended one too (a counter keeps its counts).
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    workers = [subprocess.Popen([sys.executable, "-c", WORKER, str(tmp_path), str(n)],
+                                cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                text=True) for n in (3, 5)]
+    try:
+        for worker in workers:
+            assert worker.stdout.readline().strip() == "ready"
+
+        def scrape() -> dict[str, float]:
+            text = subprocess.run([sys.executable, "-c", SCRAPE, str(tmp_path)], cwd=root,
+                                  capture_output=True, text=True, check=True).stdout
+            return {line.split()[0]: float(line.split()[1]) for line in text.splitlines()
+                    if line.startswith(("zq_claims_waiting ", "zq_claim_wakeups_total "))}
+
+        assert scrape() == {"zq_claims_waiting": 8.0, "zq_claim_wakeups_total": 8.0}
+        workers[1].communicate("", timeout=30)  # this worker ends (as a crash would)
+        assert scrape() == {"zq_claims_waiting": 3.0, "zq_claim_wakeups_total": 8.0}
+        assert not list(tmp_path.glob(f"gauge_live*_{workers[1].pid}.db"))
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.communicate("", timeout=30)

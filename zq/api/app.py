@@ -35,6 +35,7 @@ from zq.clock import Clock, SystemClock
 from zq.config import Config
 from zq.encryption import BodyCipher
 from zq.metrics.setup import Telemetry, open_telemetry
+from zq.metrics.waiting import WaitingCensus
 from zq.notifications.confirmation_requests import StoredRequests
 from zq.notifications.hosts import AllowedHosts
 from zq.notifications.status import StatusFile
@@ -72,6 +73,7 @@ def create_app(
     admin: PoolAdmin | None = None,
     metrics_dir: str | None = None,
     notifier_status: StatusFile | None = None,
+    waiting: WaitingCensus | None = None,
     on_claimable: Callable[[str, str], None] | None = None,
 ) -> keystone.WsgiApp:
     """The WSGI app serving the Zaqar v2 API.
@@ -84,8 +86,10 @@ def create_app(
     With ``[metrics] enabled`` it serves ``GET /metrics``; ``metrics_dir`` is
     the directory ``zq serve`` shares between its workers (zq.metrics);
     ``notifier_status`` where it reports its notifier, for ``GET /v2/health``;
-    ``on_claimable`` wakes this process's waiting claims (zq.waiting).
-    Raises ConfigError for unusable auth settings.
+    ``waiting`` counts the waiting claims of this process, shared with the
+    server's other workers (zq.metrics.waiting; one of this process alone
+    when None); ``on_claimable`` wakes this process's waiting claims
+    (zq.waiting). Raises ConfigError for unusable auth settings.
     """
     clock = clock or SystemClock()
     if pools is None:
@@ -98,9 +102,13 @@ def create_app(
     if config.metrics.enabled:
         telemetry = open_telemetry(config.metrics, pools.storages, clock,
                                    multiprocess_dir=metrics_dir)
+    if waiting is None:
+        waiting = WaitingCensus()
+    if telemetry is not None and waiting.metrics is None:
+        waiting.metrics = telemetry.metrics  # the waiting gauge and wake-up counter move
     return wrap_auth(
         build_app(service, clock, config, admin=admin, telemetry=telemetry,
-                  notifier_status=notifier_status), config
+                  notifier_status=notifier_status, waiting=waiting), config
     )
 
 
@@ -125,9 +133,11 @@ def build_app(
     admin: PoolAdmin | None = None,
     telemetry: Telemetry | None = None,
     notifier_status: StatusFile | None = None,
+    waiting: WaitingCensus | None = None,
 ) -> falcon.App:
     """The app around an already built service; pool admin routes when ``admin``,
-    ``GET /metrics`` and the request latency histogram when ``telemetry``."""
+    ``GET /metrics`` and the request latency histogram when ``telemetry``;
+    ``waiting`` counts the waiting claims that stats and consumers show."""
     middleware: list[object] = [RequestMetrics(telemetry)] if telemetry else []
     middleware += [
         RequestId(), AccessLog(), RequestRules(config.limits), Authenticate(config, clock),
@@ -141,7 +151,7 @@ def build_app(
     app.add_route("/", Versions())
     app.add_route("/v2", Home(pooling=admin is not None))
     for template, resource in ROUTES:
-        app.add_route(template, resource(service, clock))
+        app.add_route(template, resource(service, clock, waiting=waiting))
     app.add_route("/v2/health", Health(service, clock, notifier_status))
     app.add_route(IDENTITY_PATH, IdentityResource())
     app.add_route(

@@ -14,11 +14,17 @@ from zq.poison.consumers import HEADER, Suspected
 from zq.service.opening import OpenedClaim
 from zq.waiting import ENVIRON_KEY, ClaimWait
 
+# On every answer to a claim that asked to wait: the seconds honoured. A
+# client tells zq, which waits, from Zaqar, which ignores ``wait`` (zq.client).
+WAIT_HEADER = "X-Zq-Wait"
+
 
 class ClaimCollection(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
         body = read_json(req, self.limits, "The claim body")
         wait = validation.claim_wait(req.get_param("wait"), self.limits)
+        if wait > 0:
+            resp.set_header(WAIT_HEADER, f"{wait:g}")
         limit = req.get_param_as_int("limit")
         project, client_id = req.context.project, req.context.client_id
         try:

@@ -95,9 +95,11 @@ class QueueItem(Resource):
 
 class QueueStatsResource(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, queue_name: str) -> None:
-        report = self.service.queue_report(req.context.project, queue_name)
+        project = req.context.project
+        report = self.service.queue_report(project, queue_name)
+        waiting = self.waiting.waiting(project, queue_name) if self.waiting else None
         resp.media = representation.stats(report.stats, queue_name, self.clock.now(),
-                                          breaker=report.breaker)
+                                          breaker=report.breaker, waiting=waiting)
 
 
 class QueuePurge(Resource):

@@ -61,8 +61,9 @@ def message(
 ) -> dict[str, Any]:
     """A message as every response shows it.
 
-    zq adds claim_count, and when asked (``include_history``) redrive_count
-    and the compacted history of a message that moved.
+    zq adds claim_count, and when asked (``include_history``) redrive_count,
+    forgiven_count (when above 0), last_failure (when known) and the
+    compacted history of a message that moved or whose claims lapsed.
 
     The href of a claimed message carries its live claim id, as Zaqar's does:
     python-zaqarclient reads the claim id from it to delete the message.
@@ -78,6 +79,12 @@ def message(
     if history:
         # Only on request, as history: zaqarclient refuses unknown keys.
         shown["redrive_count"] = record.redrive_count
+        # Deliveries not charged to it (breaker, blame split: docs/poison.md),
+        # only when there were any: Zaqar's counting shows as before.
+        if record.forgiven_count:
+            shown["forgiven_count"] = record.forgiven_count
+        if record.last_failure is not None:
+            shown["last_failure"] = record.last_failure
         if record.history:
             shown["history"] = compact_history(record.history)
     return shown
@@ -96,12 +103,16 @@ def claim(record: ClaimRecord, now: float, *, history: bool = False) -> dict[str
 
 
 def stats(record: QueueStats, queue: str, now: float, *,
-          breaker: BreakerState | None = None) -> dict[str, Any]:
-    """``{"messages": {"free", "claimed", "delayed", "total"[, "oldest", "newest"]}}``.
+          breaker: BreakerState | None = None,
+          waiting: int | None = None) -> dict[str, Any]:
+    """``{"messages": {"free", "claimed", "delayed", "total"[, "oldest", "newest"]}
+    [, "breaker"][, "waiting"]}``.
 
     ``delayed`` (zq's) counts free messages not claimable yet; ``total``
     stays free + claimed, as Zaqar clients expect. ``breaker`` (zq's) only
     on a queue whose breaker is on, so other queues keep Zaqar's shape.
+    ``waiting`` (zq's): the claims waiting for a message on the queue in
+    this server (long poll), when the caller counts them.
     """
     counts: dict[str, Any] = {
         "free": record.free,
@@ -115,6 +126,8 @@ def stats(record: QueueStats, queue: str, now: float, *,
     shown: dict[str, Any] = {"messages": counts}
     if breaker is not None:
         shown["breaker"] = breaker_state(breaker)
+    if waiting is not None:
+        shown["waiting"] = waiting
     return shown
 
 

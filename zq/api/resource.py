@@ -10,6 +10,7 @@ import falcon
 from zq.api import representation
 from zq.clock import Clock
 from zq.config import Limits
+from zq.metrics.waiting import WaitingCensus
 from zq.service import QueueService, opening
 from zq.service.opening import Unreadable
 from zq.storage.records import MessageRecord
@@ -18,9 +19,12 @@ from zq.storage.records import MessageRecord
 class Resource:
     """Base of the resource classes: parse, call one service method, format."""
 
-    def __init__(self, service: QueueService, clock: Clock) -> None:
+    def __init__(self, service: QueueService, clock: Clock, *,
+                 waiting: WaitingCensus | None = None) -> None:
         self.service = service
         self.clock = clock
+        # The server's waiting claims (long poll), for stats and consumers.
+        self.waiting = waiting
 
     @property
     def limits(self) -> Limits:

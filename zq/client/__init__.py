@@ -25,10 +25,11 @@ from zq.client.errors import (
     ZqClientError,
 )
 from zq.client.http import Client
-from zq.client.models import Claim, ConsumerInfo, Message, QueueStats, RedriveResult
+from zq.client.models import Claim, ClaimAnswer, ConsumerInfo, Message, QueueStats, RedriveResult
 
 __all__ = [
-    "BadRequest", "Claim", "Client", "Conflict", "Consumer", "ConsumerInfo", "ConsumerStats",
+    "BadRequest", "Claim", "ClaimAnswer", "Client", "Conflict", "Consumer", "ConsumerInfo",
+    "ConsumerStats",
     "Forbidden", "Message", "NotFound", "QueueExists", "QueueStats", "RedriveResult",
     "ServerError", "Suspected", "TransportError", "Unauthorized", "Unavailable", "ZqClientError",
     "describe",

@@ -35,12 +35,20 @@ from zq.client.errors import (
     ZqClientError,
 )
 from zq.client.http import Client
-from zq.client.models import Claim, Message
+from zq.client.models import Claim, ClaimAnswer, Message
 
 log = logging.getLogger("zq.client")
 
 # The server's cap on a reject description (API.md).
 MAX_DESCRIPTION = 1024
+# Seconds a claim asks zq to wait for a message by default: the server's
+# default ``[limits] max_claim_wait`` (and SQS's longest WaitTimeSeconds).
+DEFAULT_WAIT = 20.0
+# An empty answer without zq's X-Zq-Wait header that came back in less than
+# this share of the wait asked was not held: after EARLY_EMPTY_LIMIT of them
+# the server is taken to ignore ``wait`` (Zaqar) and the consumer polls.
+EARLY_SHARE = 0.5
+EARLY_EMPTY_LIMIT = 2
 
 Handler = Callable[[Message], Any]
 
@@ -56,6 +64,7 @@ class ConsumerStats:
     released: int = 0  # left unhandled in a claim released on stop
     renewals: int = 0
     idle_waits: int = 0
+    long_polls: int = 0  # claims that asked the server to wait
 
 
 def describe(exc: BaseException) -> str:
@@ -78,6 +87,10 @@ class IdleWait:
 
     def reset(self) -> None:
         self._next = self.low
+
+
+class _StopWaiting(BaseException):
+    """Raised by the signal handler to cut a waiting claim short (never escapes run)."""
 
 
 class _Renewer:
@@ -118,6 +131,11 @@ class Consumer:
     at once (terminal reject); any other exception asks for a retry. A
     queue without a dead letter queue refuses a terminal reject (409): the
     message is then rejected for a retry instead, never dropped.
+    ``wait``: seconds each claim asks zq to hold the request while the
+    queue has nothing to claim (a long poll; at most the server's ``[limits]
+    max_claim_wait``); 0 polls with ``idle_wait`` instead. Against a server
+    that ignores it (Zaqar) the consumer falls back to polling by itself
+    (``long_polling`` turns False; see the module's docstring).
     ``sleep`` and ``clock`` are injectable for tests; by default waits end
     early when ``stop()`` is called.
     """
@@ -138,6 +156,7 @@ class Consumer:
         retry_after: int | None = None,
         renew_interval: float | None = None,
         idle_wait: tuple[float, float] = (0.5, 30.0),
+        wait: float = DEFAULT_WAIT,
         client: Client | None = None,
         sleep: Callable[[float], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -153,10 +172,18 @@ class Consumer:
         # A third of the ttl: two renewals may fail before the claim lapses.
         self.renew_interval = renew_interval if renew_interval is not None else claim_ttl / 3
         self.idle = IdleWait(*idle_wait)
+        if wait < 0:
+            raise ValueError("wait must not be negative")
+        self.wait = wait
+        # None: not known yet; True: the server said it waits (X-Zq-Wait);
+        # False: it ignores wait, poll instead.
+        self.server_waits: bool | None = None if wait > 0 else False
+        self._early_empty = 0
         self.clock = clock
         self.stats = ConsumerStats()
         self._stopping = threading.Event()
         self._sleep = sleep or self._stopping.wait
+        self._in_wait = False  # a waiting claim the signal handler may cut short
 
     # -- control ----------------------------------------------------------
 
@@ -168,6 +195,11 @@ class Consumer:
     def stopping(self) -> bool:
         return self._stopping.is_set()
 
+    @property
+    def long_polling(self) -> bool:
+        """Whether claims ask the server to wait (False once it showed it ignores wait)."""
+        return self.server_waits is not False
+
     def run(self, *, max_batches: int | None = None, until_empty: bool = False,
             handle_signals: bool = True) -> ConsumerStats:
         """Consume until ``stop()``, SIGTERM/SIGINT (``handle_signals``, main thread
@@ -177,19 +209,29 @@ class Consumer:
         queue's stats show no message at all, neither free (delayed ones
         included: a retry waiting for its backoff, a post's delay) nor
         claimed (another consumer's claim may end in a release, a lapse or
-        a retry). Until then an empty claim is followed by the idle wait.
+        a retry). Until then an empty claim is followed by a waiting claim
+        (or the idle wait when polling); ``until_empty`` asks the server to
+        wait only once the stats showed something is left, so that it
+        returns as soon as the queue is empty.
         """
         restore = self._install_signals() if handle_signals else {}
         try:
             batches = 0
+            busy = not until_empty  # something left that a waiting claim may get
             while not self.stopping and (max_batches is None or batches < max_batches):
-                claim = self._claim()
+                claim, held = self._claim(self.wait if busy and self.long_polling else 0)
                 if claim is None:
-                    if until_empty and self._empty():
-                        break
-                    self.stats.idle_waits += 1
-                    self._sleep(self.idle.next())
+                    if until_empty:
+                        if self._empty():
+                            break
+                        if not busy and self.long_polling:
+                            busy = True  # the next claim waits for what is left
+                            continue
+                    if not held:  # answered at once: do not spin on it
+                        self.stats.idle_waits += 1
+                        self._sleep(self.idle.next())
                     continue
+                busy = not until_empty
                 batches += 1
                 self.process(claim)
             return self.stats
@@ -204,6 +246,11 @@ class Consumer:
         def on_signal(signum: int, frame: FrameType | None) -> None:
             log.info("signal %d: stopping after the current message", signum)
             self.stop()
+            if self._in_wait:
+                # The main thread sits in a claim the server holds for up to
+                # ``wait`` seconds: leave it now (the server makes no claim
+                # for a client that has gone, or releases the one it made).
+                raise _StopWaiting
 
         previous = {}
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -212,11 +259,15 @@ class Consumer:
 
     # -- one batch --------------------------------------------------------
 
-    def _claim(self) -> Claim | None:
-        """One claim; None when nothing was free (the caller waits)."""
+    def _claim(self, wait: float) -> tuple[Claim | None, bool]:
+        """One claim (a waiting one when ``wait``), and whether the server held it.
+
+        None when nothing was claimed; held is False when the answer came at
+        once (the caller then waits before the next claim, no busy loop).
+        """
         try:
             try:
-                claim = self._claim_once()
+                answer = self._claim_once(wait)
             except Suspected as suspected:
                 # This Client-ID let a claim lapse (a stall): show it is alive
                 # by releasing that claim (its messages went back long ago),
@@ -224,18 +275,41 @@ class Consumer:
                 log.warning("suspected for lapsed claim %s: releasing it",
                             suspected.lapsed_claim_id)
                 self._release_id(suspected.lapsed_claim_id)
-                claim = self._claim_once()
+                answer = self._claim_once(wait)
         except Suspected:
-            claim = None
+            return None, False
         except (ServerError, TransportError) as exc:
             # The server is down or restarting: wait as for an empty queue.
             log.warning("claiming from %s failed: %s", self.queue, exc)
-            return None
+            return None, False
+        except _StopWaiting:
+            return None, True  # stopping: run() returns without a wait
+        held = self._judge(answer, wait)
+        claim = answer.claim
         if claim is None or not claim.messages:
-            return None
+            return None, held
         self.idle.reset()
         self.stats.claims += 1
-        return claim
+        return claim, True
+
+    def _judge(self, answer: ClaimAnswer, wait: float) -> bool:
+        """Learn from a claim's answer whether the server waits; whether it held this one."""
+        if wait <= 0:
+            return False
+        if answer.waited is not None:
+            self.server_waits = True
+            # zq answers an empty claim early only when it stops (SIGTERM).
+            return answer.claim is not None or answer.seconds >= EARLY_SHARE * wait
+        if answer.claim is not None:
+            return True  # a claim that found messages says nothing either way
+        if answer.seconds >= EARLY_SHARE * wait:
+            return True  # held (zq behind a proxy that drops the header)
+        self._early_empty += 1
+        if self.server_waits is None and self._early_empty >= EARLY_EMPTY_LIMIT:
+            log.info("the server at %s ignores wait (not zq, or zq before long polling): "
+                     "polling %s with an idle wait instead", self.client.base_url, self.queue)
+            self.server_waits = False
+        return False
 
     def _empty(self) -> bool:
         """No message left in the queue, free, delayed or claimed (``until_empty``)."""
@@ -247,9 +321,19 @@ class Consumer:
             return False
         return stats.total == 0
 
-    def _claim_once(self) -> Claim | None:
-        return self.client.claim(self.queue, limit=self.batch, ttl=self.claim_ttl,
-                                 grace=self.grace)
+    def _claim_once(self, wait: float) -> ClaimAnswer:
+        if wait <= 0:
+            return self.client.claim_answer(self.queue, limit=self.batch, ttl=self.claim_ttl,
+                                            grace=self.grace)
+        self.stats.long_polls += 1
+        self._in_wait = True
+        try:
+            if self.stopping:  # a signal before the flag was up: do not start waiting
+                raise _StopWaiting
+            return self.client.claim_answer(self.queue, limit=self.batch,
+                                            ttl=self.claim_ttl, grace=self.grace, wait=wait)
+        finally:
+            self._in_wait = False
 
     def process(self, claim: Claim) -> None:
         """Handle each message of ``claim``; on stop, release what is left."""

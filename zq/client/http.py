@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -17,10 +18,20 @@ from zq.client.errors import (
     ZqClientError,
     error_for,
 )
-from zq.client.models import Claim, ConsumerInfo, Message, QueueStats, RedriveResult
+from zq.client.models import (
+    Claim,
+    ClaimAnswer,
+    ConsumerInfo,
+    Message,
+    QueueStats,
+    RedriveResult,
+)
 
 PATCH_TYPE = "application/openstack-messaging-v2.0-json-patch"
 SUSPECTED_HEADER = "X-Zq-Suspected"
+# zq sets it on the answer to every claim that asked to wait (``wait`` > 0):
+# the seconds the server honoured. Zaqar, which ignores ``wait``, never does.
+WAIT_HEADER = "X-Zq-Wait"
 
 
 class Client:
@@ -38,6 +49,8 @@ class Client:
         base = base.removesuffix("/v2")
         self.client_id = client_id or str(uuid.uuid4())
         self.project = project
+        self.base_url = base
+        self.timeout = timeout
         headers = {"Client-ID": self.client_id, "X-Project-ID": project,
                    "Accept": "application/json"}
         if token:
@@ -58,10 +71,12 @@ class Client:
 
     def _call(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
               json_body: Any = None, content: bytes | None = None,
-              headers: Mapping[str, str] | None = None) -> httpx.Response:
+              headers: Mapping[str, str] | None = None,
+              timeout: float | None = None) -> httpx.Response:
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         try:
             response = self._http.request(method, path, params=params, json=json_body,
-                                          content=content, headers=headers)
+                                          content=content, headers=headers, **extra)
         except httpx.HTTPError as exc:
             raise TransportError(0, type(exc).__name__, str(exc)) from exc
         if response.status_code >= 400:
@@ -127,9 +142,10 @@ class Client:
         return [] if response.status_code == 204 else response.json().get("queues", [])
 
     def stats(self, queue: str) -> QueueStats:
-        doc = self._call("GET", f"/queues/{queue}/stats").json()["messages"]
+        answer = self._call("GET", f"/queues/{queue}/stats").json()
+        doc = answer["messages"]
         return QueueStats(free=doc["free"], claimed=doc["claimed"], total=doc["total"],
-                          delayed=doc.get("delayed", 0))
+                          delayed=doc.get("delayed", 0), waiting=answer.get("waiting"))
 
     def purge(self, queue: str) -> None:
         self._call("POST", f"/queues/{queue}/purge", json_body={})
@@ -218,25 +234,45 @@ class Client:
     # -- claims -----------------------------------------------------------
 
     def claim(self, queue: str, *, limit: int = 10, ttl: int = 300, grace: int = 60,
-              include_history: bool = False) -> Claim | None:
+              include_history: bool = False, wait: float = 0) -> Claim | None:
         """Claim up to ``limit`` free messages; None when none is free.
 
-        Raises Suspected (zq) when the queue refuses this Client-ID work
-        because one of its claims lapsed.
+        ``wait`` (zq, seconds): when nothing is free, the server holds the
+        request until a message can be claimed or ``wait`` has passed
+        (long poll); 0 answers at once. Zaqar ignores it and answers at
+        once (``claim_answer`` tells which happened). Raises Suspected (zq)
+        when the queue refuses this Client-ID work because one of its
+        claims lapsed.
         """
+        return self.claim_answer(queue, limit=limit, ttl=ttl, grace=grace,
+                                 include_history=include_history, wait=wait).claim
+
+    def claim_answer(self, queue: str, *, limit: int = 10, ttl: int = 300, grace: int = 60,
+                     include_history: bool = False, wait: float = 0) -> ClaimAnswer:
+        """As ``claim``, with what the answer says about ``wait``: whether the
+        server honoured it (its ``X-Zq-Wait`` header) and how long it took."""
         params: dict[str, Any] = {"limit": limit}
         if include_history:
             params["include_history"] = "true"
+        if wait > 0:
+            params["wait"] = f"{wait:g}"
+        started = time.monotonic()
+        # A held request may take the whole wait before its first byte.
         response = self._call("POST", f"/queues/{queue}/claims", params=params,
-                              json_body={"ttl": ttl, "grace": grace})
+                              json_body={"ttl": ttl, "grace": grace},
+                              timeout=self.timeout + wait if wait > 0 else None)
+        seconds = time.monotonic() - started
+        honoured = response.headers.get(WAIT_HEADER)
+        waited = None if honoured is None else _seconds(honoured)
         if response.status_code == 204:
             lapsed = response.headers.get(SUSPECTED_HEADER)
             if lapsed:
                 raise Suspected(lapsed)
-            return None
+            return ClaimAnswer(None, waited, seconds)
         claim_id = response.headers["Location"].rsplit("/", 1)[1]
-        return Claim(id=claim_id, queue=queue,
-                     messages=[Message.from_json(m) for m in response.json()["messages"]])
+        claim = Claim(id=claim_id, queue=queue,
+                      messages=[Message.from_json(m) for m in response.json()["messages"]])
+        return ClaimAnswer(claim, waited, seconds)
 
     def get_claim(self, queue: str, claim_id: str) -> Claim:
         doc = self._call("GET", f"/queues/{queue}/claims/{claim_id}").json()
@@ -259,7 +295,8 @@ class Client:
         doc = self._call("GET", f"/queues/{queue}/consumers").json()
         return [ConsumerInfo(client_id=c["client_id"], last_claim=c["last_claim"],
                              live_claims=c["live_claims"], lapsed_claims=c["lapsed_claims"],
-                             suspected=c["suspected"]) for c in doc["consumers"]]
+                             suspected=c["suspected"], waiting=c.get("waiting", 0))
+                for c in doc["consumers"]]
 
     def redrive(self, dlq: str, *, to: str | None = None,
                 filter: Mapping[str, Any] | None = None, limit: int | None = None,
@@ -314,6 +351,14 @@ class Client:
                 return RedriveResult(matched=matched, moved=moved, to=totals, next=None,
                                      created=tuple(created), unreadable=tuple(unreadable))
             marker = page.next
+
+
+def _seconds(text: str) -> float:
+    """A header's seconds; a value that is no number still says the server waits."""
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0
 
 
 __all__ = ["Client", "ZqClientError"]

@@ -41,11 +41,29 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimAnswer:
+    """One claim request's outcome (``Client.claim_answer``).
+
+    ``waited``: the wait the server says it honoured (zq's ``X-Zq-Wait``
+    header, on claims that asked to wait); None when the answer had no such
+    header (Zaqar, or zq before long polling). ``seconds``: how long the
+    request took, measured by the client.
+    """
+
+    claim: Claim | None
+    waited: float | None
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class QueueStats:
     free: int
     claimed: int
     total: int
     delayed: int = 0
+    # zq: claims waiting for a message on the queue (long poll); None when
+    # the server does not say (Zaqar, zq before long polling).
+    waiting: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +71,11 @@ class ConsumerInfo:
     """One Client-ID of ``GET /v2/queues/{q}/consumers`` (zq)."""
 
     client_id: str
-    last_claim: float
+    last_claim: float | None  # None: it only waits, it has claimed nothing yet
     live_claims: int
     lapsed_claims: int
     suspected: bool
+    waiting: int = 0  # its claims waiting for a message (long poll)
 
 
 @dataclass(frozen=True, slots=True)

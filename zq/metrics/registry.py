@@ -9,10 +9,19 @@ worker's counts, those of workers that have since ended included.
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, values
-from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    values,
+)
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 from prometheus_client.registry import Collector
 
 from zq.config import MetricsConfig
@@ -29,6 +38,9 @@ HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.
 # Seconds from post to delete: from an instant consumer to a message parked for a day.
 POST_TO_DELETE_BUCKETS = (0.01, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0,
                           4 * 3600.0, 86400.0)
+
+# A worker's file of "live" gauges (prometheus_client names it by mode and pid).
+LIVE_GAUGE_FILE = re.compile(r"gauge_live\w+_(\d+)\.db$")
 
 # The reasons of a move into a dead letter queue (a redrive out of one is
 # zq_messages_redriven); their series exist at 0 from the start, so that
@@ -93,6 +105,18 @@ class Metrics:
             "Time from a message's post to its delete (messages posted since the start).",
             self.labels, buckets=POST_TO_DELETE_BUCKETS, registry=self.registry,
         )
+        # Long-poll claims (zq.waiting). The gauge is one per worker, summed
+        # over the workers alive at scrape time ("livesum"): the files of a
+        # worker that has ended are removed before each scrape (render).
+        self.claims_waiting = Gauge(
+            "zq_claims_waiting", "Claims waiting for a message (?wait=S) in this server's workers.",
+            self.labels, multiprocess_mode="livesum", registry=self.registry,
+        )
+        self.claim_wakeups = counter(
+            "zq_claim_wakeups",
+            "Waiting claims woken to try again (a post, a release, a delay or backoff that "
+            "ended, a re-check).",
+        )
         if not self.labels:
             for reason in DEAD_LETTER_REASONS:
                 self.dead_lettered.labels(reason)  # present at 0 before the first move
@@ -112,4 +136,29 @@ class Metrics:
 
     def render(self) -> bytes:
         """The Prometheus text exposition (format 0.0.4) of every series."""
+        if self.multiprocess_dir:
+            forget_ended_workers(self.multiprocess_dir)
         return generate_latest(self._exposition)
+
+
+def forget_ended_workers(directory: str) -> list[int]:
+    """Remove the live gauges of workers that have ended (a crash, a restart);
+    their pids. Counters and histograms stay: an ended worker's counts still count."""
+    ended = []
+    for path in glob.glob(os.path.join(directory, "gauge_live*_*.db")):
+        match = LIVE_GAUGE_FILE.search(os.path.basename(path))
+        if match and not alive(int(match.group(1))):
+            ended.append(int(match.group(1)))
+    for pid in sorted(set(ended)):
+        mark_process_dead(pid, directory)
+    return sorted(set(ended))
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True

@@ -31,6 +31,7 @@ import contextlib
 import math
 from typing import Any
 
+from zq.metrics.waiting import WaitingCensus
 from zq.storage.wakeups import QueueKey
 from zq.waiting.recheck import Recheck
 
@@ -44,11 +45,12 @@ RECENT_SECONDS = 60.0
 class Waiter:
     """One waiting request: its queue, its deadline (loop time), its state."""
 
-    __slots__ = ("deadline", "key", "left", "trying", "woken")
+    __slots__ = ("client_id", "deadline", "key", "left", "trying", "woken")
 
-    def __init__(self, key: QueueKey, deadline: float) -> None:
+    def __init__(self, key: QueueKey, deadline: float, client_id: str = "") -> None:
         self.key = key
         self.deadline = deadline
+        self.client_id = client_id  # for the consumers' waiting counts
         self.trying = False  # picked by a wake-up: its next step is a claim attempt
         self.left = False
         self.woken: asyncio.Future[str] | None = None  # while parked
@@ -57,9 +59,13 @@ class Waiter:
 class WaitingClaims:
     """The registry (module documentation); ``capacity`` waiters at most."""
 
-    def __init__(self, *, capacity: int, recheck: Recheck | None = None) -> None:
+    def __init__(self, *, capacity: int, recheck: Recheck | None = None,
+                 census: WaitingCensus | None = None) -> None:
         self.capacity = capacity
         self.recheck = recheck
+        # Told of each waiter that enters and leaves, and of each wake-up that
+        # picks one: the stats' and consumers' counts, the metrics.
+        self.census = census
         self.loop: asyncio.AbstractEventLoop | None = None
         self.queues: dict[QueueKey, list[Waiter]] = {}
         self.pending: set[QueueKey] = set()
@@ -134,18 +140,23 @@ class WaitingClaims:
             return
         head.trying = True
         self.wakeups += 1
+        if self.census is not None:
+            self.census.woken(key[0])
         if head.woken is not None and not head.woken.done():
             head.woken.set_result(WAKE)
 
-    def enter(self, key: QueueKey, seconds: float, *, since: float) -> Waiter | None:
+    def enter(self, key: QueueKey, seconds: float, *, since: float,
+              client_id: str = "") -> Waiter | None:
         """A request whose claim attempt, started at loop time ``since``, found
         nothing; None when it cannot wait (full, closing): answer it now."""
         loop = self.loop
         if loop is None or self.closing or self.count >= self.capacity:
             return None
-        waiter = Waiter(key, loop.time() + seconds)
+        waiter = Waiter(key, loop.time() + seconds, client_id)
         self.queues.setdefault(key, []).append(waiter)
         self.count += 1
+        if self.census is not None:
+            self.census.started(key[0], key[1], client_id)
         if self.recent.get(key, -math.inf) >= since:
             self.wake(key)  # woken during its attempt: the first idle waiter tries
         return waiter
@@ -225,6 +236,8 @@ class WaitingClaims:
         with contextlib.suppress(ValueError):
             waiters.remove(waiter)
             self.count -= 1
+            if self.census is not None:
+                self.census.ended(waiter.key[0], waiter.key[1], waiter.client_id)
         if not waiters:
             del self.queues[waiter.key]
             self.pending.discard(waiter.key)

@@ -40,7 +40,13 @@ async function ratesOf(api, name) {
 
 async function statsOf(api, name) {
   try {
-    return (await api.get(`${q(name)}/stats`)).data.messages;
+    const { data } = await api.get(`${q(name)}/stats`);
+    // zq's `waiting` (claims waiting for a message) and `breaker` (a queue
+    // whose breaker is on) sit beside Zaqar's counts.
+    const extra = {};
+    if (typeof data.waiting === "number") extra.waiting = data.waiting;
+    if (data.breaker) extra.breaker = data.breaker;
+    return { ...data.messages, ...extra };
   } catch (err) {
     return { error: err.description || err.message };
   }
@@ -79,14 +85,15 @@ export async function loadOverview(api) {
   return { rows, truncated };
 }
 
-/** Growing dead letters first, then the most dead letters, suspected consumers, the oldest message. */
+/** A breaker not closed first, then growing dead letters, the most dead letters, suspected consumers, the oldest message. */
 export function byTrouble(a, b) {
-  return (b.growth > 0) - (a.growth > 0) || b.growth - a.growth ||
+  return tripped(b) - tripped(a) || (b.growth > 0) - (a.growth > 0) || b.growth - a.growth ||
     (b.deadDepth || 0) - (a.deadDepth || 0) || b.suspected - a.suspected ||
     oldest(b) - oldest(a) || a.name.localeCompare(b.name);
 }
 
 const oldest = (row) => (row.stats.oldest ? row.stats.oldest.age : 0);
+const tripped = (row) => Number(Boolean(row.stats.breaker && row.stats.breaker.state !== "closed"));
 
 function policyCell(row) {
   const cell = h("td.policy", { text: policyText(row) });
@@ -118,11 +125,22 @@ function deadCell(row) {
   return cell;
 }
 
-function tableRow(row) {
+function waitingCell(row) {
+  const n = row.stats.waiting;
+  return h("td.num", { dataset: { col: "waiting" }, text: String(n ?? 0),
+    title: `claims waiting for a message on ${row.name} (long poll)` });
+}
+
+function tableRow(row, waits) {
   const s = row.stats;
   const trouble = row.growth > 0 ? "grow" : row.deadDepth ? "dead" : row.suspected ? "warn" : "";
   const nameCell = h("th", { scope: "row" }, h("a", { href: `#/queue/${encodeURIComponent(row.name)}`, text: row.name }));
   if (row.isDlq) nameCell.append(" ", h("a.badge", { href: `#/dlq/${encodeURIComponent(row.name)}`, text: "dead letters" }));
+  if (tripped(row)) {
+    const b = s.breaker;
+    nameCell.append(" ", h(`span.badge.${b.state === "open" ? "bad" : "warn"}`, { dataset: { breaker: b.state },
+      text: `breaker ${b.state}`, title: b.description ? `failures shared: ${b.description}` : "its breaker is not closed" }));
+  }
   return h(`tr${trouble ? "." + trouble : ""}`, { dataset: { queue: row.name } },
     nameCell,
     ...(s.error ? [h("td.error", { colspan: 5, text: s.error })] : [
@@ -134,6 +152,7 @@ function tableRow(row) {
     ]),
     h("td.rates", { dataset: { col: "rates" } }, row.rates ? sparkline(row.rates) : h("span.muted", { text: "–" })),
     consumersCell(row),
+    waits ? waitingCell(row) : null,
     policyCell(row),
     deadCell(row));
 }
@@ -162,11 +181,15 @@ export function renderOverview(root, { api }) {
       replace(body, h("p.empty", { text: `No queue name contains “${filterText}”.` }));
       return;
     }
-    const head = ["Queue", "Free", "Claimed", "Delayed", "Total", "Oldest", "Rates (10 min)", "Consumers", "Dead letter policy", "Dead letters"];
+    // A "Waiting" column (claims waiting for a message, long poll) when the
+    // server's stats count them.
+    const waits = data.rows.some((r) => typeof r.stats.waiting === "number");
+    const head = ["Queue", "Free", "Claimed", "Delayed", "Total", "Oldest", "Rates (10 min)", "Consumers",
+      ...(waits ? ["Waiting"] : []), "Dead letter policy", "Dead letters"];
     replace(body, h("div.scroll", {}, h("table.queues", { "aria-describedby": "updated" },
       h("caption", { text: `${plural(shown.length, "queue")}, most troubled first` }),
       h("thead", {}, h("tr", {}, head.map((t) => h("th", { scope: "col", text: t })))),
-      h("tbody", {}, shown.map(tableRow)))),
+      h("tbody", {}, shown.map((row) => tableRow(row, waits))))),
     data.truncated ? h("p.muted", { text: `Showing the first ${MAX_QUEUES} queues.` }) : null);
   }
 

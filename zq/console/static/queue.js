@@ -55,9 +55,10 @@ const BREAKER_BADGE = { closed: "ok", "half-open": "warn", open: "bad" };
 /**
  * The facts the stats carry beyond the counts: the outage breaker (a queue
  * whose `_breaker_failure_ratio` is set: its state, since when, and the
- * failure most deliveries in the window shared), and long-poll waiters
- * (issue 28) once the stats carry them. Each shows only when the stats
- * carry it (docs/console.md).
+ * failure most deliveries in the window shared), and the claims waiting for
+ * a message on this queue (long poll: `waiting`, a count across the
+ * server's workers). Each shows only when the stats carry it
+ * (docs/console.md).
  */
 export function stateFacts(stats) {
   const facts = [];
@@ -82,6 +83,13 @@ export function breakerAction(breaker) {
   }
   return ["Close breaker…", "closed",
     "Deliveries go back to full speed, the window's failures are forgotten and the outage's dead letters are redriven (_auto_redrive_max), as when probes close it."];
+}
+
+/** "waiting" (one claim waiting) or "N waiting"; nothing when none. */
+export function waitingBadge(count) {
+  if (!count) return "";
+  return h("span.badge.ok", { text: count > 1 ? `${count} waiting` : "waiting",
+    title: `${count} claim${count > 1 ? "s" : ""} waiting for a message (long poll)` });
 }
 
 /** The form's values as a JSON patch: an empty field sets null, which unsets a reserved key. */
@@ -233,8 +241,8 @@ export function renderQueue(root, { api }, name) {
       replace(consumersBox, title, h("p.empty", { text: "No consumer claimed from this queue in the last hour." }));
       return;
     }
-    // A consumer waiting in a long poll (issue 28) gets a column once the
-    // consumers carry it; until then the table has none.
+    // Claims each consumer has waiting for a message (long poll): a column
+    // when the server reports them (a zq before long polling does not).
     const waits = result.list.some((c) => c.waiting !== undefined);
     const head = ["Client-ID", "Last claim", "Live", "Lapsed", ...(waits ? ["Waiting"] : []), ""];
     replace(consumersBox, title, h("div.scroll", {}, h("table", {},
@@ -244,7 +252,7 @@ export function renderQueue(root, { api }, name) {
         h("td", {}, when(c.last_claim)),
         h("td.num", { text: String(c.live_claims ?? "–") }),
         h("td.num", { text: String(c.lapsed_claims ?? "–") }),
-        waits ? h("td", { dataset: { col: "waiting" }, text: c.waiting ? "waiting" : "" }) : null,
+        waits ? h("td", { dataset: { col: "waiting" } }, waitingBadge(c.waiting)) : null,
         h("td", {}, c.suspected ? h("span.badge.warn", { text: "suspected" }) : "")))))));
   }
 

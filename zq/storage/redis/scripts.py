@@ -5,9 +5,9 @@ Each ``lua/<name>.lua`` file is one atomic unit. The libraries
 script shares, then ``lua/_breaker.lua``, the breaker and the blame split)
 are prepended to each file when it is loaded, after the script's ``#!lua``
 line and the names of zq.events, zq.poison.moves, zq.poison.breaker and
-zq.poison.blame (``events_prelude``: the tables ``KIND``, ``DETAIL``,
-``MOVE``, ``BREAKER`` and ``BLAME``), so that no script spells an event
-kind, a detail key or a rule's constant itself. Scripts are called by
+zq.poison.blame (``events_prelude``: the tables ``KIND``, ``DETAIL`` and ``MOVE``,
+and ``breaker_names``), so that no script spells an event kind, a detail
+key or a rule's constant itself. Scripts are called by
 EVALSHA; on NOSCRIPT (after a restart, a failover or SCRIPT FLUSH) the
 script is loaded again and the call repeated once.
 """
@@ -54,30 +54,38 @@ def _lua_strings(values: list[str]) -> str:
 def events_prelude() -> str:
     """zq.events' kinds and detail names as the Lua tables ``KIND`` and ``DETAIL``.
 
-    And ``MOVE``: the history entry's keys (zq.poison.moves; ``TIME`` is
-    added to a stored expiry move, wire.expiry_arg, the others make a lapse
-    entry and a ``lapsed`` move); ``BREAKER``: the states
-    (zq.poison.breaker); ``BLAME``: whom a lapse is charged to, the bounds
-    and the three forms of the exhaustion description with the
-    placeholders ``{1}`` and ``{2}`` (zq.poison.blame); ``WAKING``: the kinds
-    that wake their queue's waiting claims (zq.storage.wake_events).
+    And ``MOVE.TIME``, the history entry's time key (zq.poison.moves), which
+    a script adds to a stored expiry move (wire.expiry_arg); and the
+    function ``breaker_names``, called by lua/_breaker.lua when a call needs
+    the breaker, which returns three tables: the history entry's keys and
+    the reason ``lapsed`` (zq.poison.moves), the breaker's states
+    (zq.poison.breaker), and whom a lapse is charged to, the bounds and the
+    three forms of the exhaustion description with the placeholders ``{1}``
+    and ``{2}`` (zq.poison.blame). A function, so that a script that does
+    not need them does not build them. ``WAKING``: the kinds that wake
+    their queue's waiting claims (zq.storage.wake_events).
     """
     waking = ", ".join(f"[{json.dumps(kind)}] = true" for kind in sorted(WAKING_KINDS))
     exhausted = [blame.exhaustion_description(["{1}", "{2}"][:n]) for n in range(3)]
+    entry = {"TIME": moves.TIME, "QUEUE": moves.QUEUE, "REASON": moves.REASON,
+             "DESCRIPTION": moves.DESCRIPTION, "CLIENT_ID": moves.CLIENT_ID,
+             "CHARGED_TO": moves.CHARGED_TO, "LAPSED": moves.REASON_LAPSED}
+    states = {"CLOSED": breaker.CLOSED, "OPEN": breaker.OPEN, "HALF_OPEN": breaker.HALF_OPEN}
+    blames = {"CONSUMER": blame.CONSUMER, "MESSAGE": blame.MESSAGE, "OUTAGE": blame.OUTAGE,
+              "LAPSED_WITH": blame.LAPSED_WITH, "LAPSE_ENTRIES": blame.LAPSE_ENTRIES}
     return "\n".join([
         "-- Generated from zq/events.py, zq/poison/moves.py, zq/poison/breaker.py and",
         "-- zq/poison/blame.py (zq.storage.redis.scripts.events_prelude).",
         _lua_table("KIND", events.KIND_NAMES),
         _lua_table("DETAIL", events.DETAIL_NAMES),
-        _lua_table("MOVE", {"TIME": moves.TIME, "QUEUE": moves.QUEUE, "REASON": moves.REASON,
-                            "DESCRIPTION": moves.DESCRIPTION, "CLIENT_ID": moves.CLIENT_ID,
-                            "CHARGED_TO": moves.CHARGED_TO, "LAPSED": moves.REASON_LAPSED}),
-        _lua_table("BREAKER", {"CLOSED": breaker.CLOSED, "OPEN": breaker.OPEN,
-                               "HALF_OPEN": breaker.HALF_OPEN}),
-        _lua_table("BLAME", {"CONSUMER": blame.CONSUMER, "MESSAGE": blame.MESSAGE,
-                             "OUTAGE": blame.OUTAGE, "LAPSED_WITH": blame.LAPSED_WITH,
-                             "LAPSE_ENTRIES": blame.LAPSE_ENTRIES}),
-        f"BLAME.EXHAUSTED = {_lua_strings(exhausted)}",
+        _lua_table("MOVE", {"TIME": moves.TIME}),
+        "local function breaker_names()",
+        "  " + _lua_table("ENTRY", entry),
+        "  " + _lua_table("BREAKER", states),
+        "  " + _lua_table("BLAME", blames),
+        f"  BLAME.EXHAUSTED = {_lua_strings(exhausted)}",
+        "  return ENTRY, BREAKER, BLAME",
+        "end",
         f"local WAKING = {{{waking}}}",
     ])
 

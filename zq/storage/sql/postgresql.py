@@ -29,6 +29,7 @@ from zq import events
 from zq.poison.backoff import BackoffPolicy
 from zq.poison.dead_letter import DeadLetterPolicy
 from zq.poison.moves import Move
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import ClaimRecord
 from zq.storage.sql import dialects, predicates, wake
 from zq.storage.sql.events import EVENT_COLUMNS, event_select, events_from
@@ -206,13 +207,16 @@ class ClaimRules:
                    [backoff.jitter_factor() for _ in range(limit)])
 
 
-def one_statement_claims(dead_letter: DeadLetterPolicy | None) -> bool:
-    """Whether ``claim`` carries out a claim under this dead letter policy.
+def one_statement_claims(rules: DeliveryRules) -> bool:
+    """Whether ``claim`` carries out a claim under these rules.
 
-    Not with ``_dead_letter_expired``: moving a queue's expired messages
-    first stays on the general path (zq.storage.sql.delivery).
+    Not with ``_dead_letter_expired`` (moving a queue's expired messages
+    first), a breaker or blame split (judging lapses, probes): those stay
+    on the general path (zq.storage.sql.delivery, zq.storage.sql.breakers).
     """
-    return dead_letter is None or dead_letter.expiry_move is None
+    dead_letter = rules.dead_letter
+    return ((dead_letter is None or dead_letter.expiry_move is None)
+            and rules.breaker is None and not rules.blame_split)
 
 
 def _candidates(project: Any, queue: Any, now: Any, limit: Any,
@@ -230,7 +234,9 @@ def _candidates(project: Any, queue: Any, now: Any, limit: Any,
     """
     common = [predicates.in_queue(project, queue), predicates.alive(now)]
     if exhausted_at is not None:
-        common.append(m.c.claim_count < exhausted_at)
+        # Forgiven deliveries do not count (DeadLetterPolicy.is_exhausted): a
+        # queue whose breaker was turned off keeps its messages' counts.
+        common.append(m.c.claim_count - m.c.forgiven_count < exhausted_at)
     never_held = (
         sa.select(m.c.marker)
         .where(*common, m.c.delay_until <= now, m.c.claim_expires.is_(None))
@@ -276,7 +282,7 @@ def _exhausted(project: Any, queue: Any, now: Any, picked: sa.CTE, expired: sa.C
         sa.case((full(expired), sa.select(last.c.marker).scalar_subquery()), else_=_NO_BOUND),
     )
     common = (predicates.in_queue(project, queue), predicates.alive(now),
-              m.c.claim_count >= exhausted_at)
+              m.c.claim_count - m.c.forgiven_count >= exhausted_at)
     never_held = (
         sa.select(m.c.marker)
         .where(*common, m.c.delay_until <= now, m.c.claim_expires.is_(None),

@@ -44,8 +44,9 @@ function K.trash() return P .. 'trash' end
 function K.consumers(project, name) return P .. 'u:' .. enc(project) .. name end
 function K.consumer_expiry(project, name) return P .. 'ux:' .. enc(project) .. name end
 
--- Defined in _breaker.lua (prepended after this file), used here.
-local breaker_keys, lapse, lapsed_move
+-- The breaker's functions, made on first use (lua/_breaker.lua, prepended
+-- after this file).
+local breaker_lib
 
 local function queue_id(project, name)
   return redis.call('HGET', K.catalog(), enc(project) .. name)
@@ -534,10 +535,10 @@ local function take_batch(project, queue, qid, limit, policy, client, budget, de
         end
         work = work + 1
       else
-        local charged = rules and m.claim ~= '' and lapse(rules, m)
+        local charged = rules and m.claim ~= '' and rules.lib.lapse(rules, m)
         if policy and tonumber(m.count) - tonumber(m.fc or '0') >= policy.exhausted_from then
           -- DeadLetterPolicy.is_exhausted's comparison, pinned by the contract suite.
-          move_msg(m, project, queue, charged and lapsed_move(policy.move, queue, m)
+          move_msg(m, project, queue, charged and rules.lib.lapsed_move(policy.move, queue, m)
                    or policy.move, nil, client)
           work = work + 1
         else
@@ -559,7 +560,7 @@ end
 local function detach_queue(project, name, qid, keep)
   local n = redis.call('ZCARD', K.order(qid))
   redis.call('UNLINK', K.ready(qid), K.held(qid), K.waiting(qid), K.expiry(qid),
-             K.backoff(qid), breaker_keys(qid))
+             K.backoff(qid), breaker_lib().breaker_keys(qid))
   redis.call('ZREM', K.queue_expiry(), qid)
   redis.call('SREM', K.redrive_due(), qid)
   redis.call('SADD', K.trash(), qid)

@@ -7,13 +7,14 @@
 local project, queue, wanted = ARGV[3], ARGV[4], ARGV[5]
 local qid = queue_id(project, queue)
 local rules = qid and read_rules(6, project, queue, qid, '')
+local lib = breaker_lib()
 if not rules then
-  return breaker_state(nil, 0)
+  return lib.breaker_state(nil, 0)
 end
-local b = load_breaker(qid)
-if wanted == BREAKER.OPEN and b.st == BREAKER.CLOSED then
-  open_breaker(rules, b, true)
-elseif wanted == BREAKER.CLOSED and b.st ~= BREAKER.CLOSED then
-  close_breaker(rules, b, true)
+local b = lib.load_breaker(qid)
+if wanted == lib.BREAKER.OPEN and b.st == lib.BREAKER.CLOSED then
+  lib.open_breaker(rules, b, true)
+elseif wanted == lib.BREAKER.CLOSED and b.st ~= lib.BREAKER.CLOSED then
+  lib.close_breaker(rules, b, true)
 end
-return breaker_state(qid, rules.window)
+return lib.breaker_state(qid, rules.window)

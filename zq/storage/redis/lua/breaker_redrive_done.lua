@@ -2,6 +2,7 @@
 -- ARGV: project, queue, closed at. BreakerLog.redrive_done: the auto-redrive
 -- of the outage that closed at that time ran; a later close keeps its own.
 local qid = queue_id(ARGV[3], ARGV[4])
+breaker_lib()  -- the breaker's keys
 if not qid then
   return 0
 end

@@ -26,7 +26,7 @@ local rules = read_rules(28, project, queue, qid, client)
 local probe = false
 if rules and rules.ratio then
   local may
-  may, probe = probe_gate(rules)
+  may, probe = rules.lib.probe_gate(rules)
   if not may then
     return {}
   end
@@ -65,7 +65,7 @@ if #taken == 0 then
   return exhausted and AGAIN or {}
 end
 if probe then
-  probe_taken(rules, cid, taken[1][1])
+  rules.lib.probe_taken(rules, cid, taken[1][1])
 end
 redis.call('HSET', K.claim(cid), 'q', qid, 'ttl', ttl, 'grace', grace, 'created', NOW_S,
            'expires', fmt(cexp), 'client', client)

@@ -28,6 +28,7 @@ local holder = held(m) and m.claim or nil
 remove_msg(m)
 event(project, queue, KIND.DELETED, id, holder, client, m.count)
 if holder and ARGV[9] ~= '' then
-  breaker_success(read_rules(9, project, queue, qid, client), id, holder)
+  local rules = read_rules(9, project, queue, qid, client)
+  rules.lib.breaker_success(rules, id, holder)
 end
 return 0

@@ -26,7 +26,7 @@ for i = first, first + n - 1 do
       event(project, queue, KIND.DELETED, m.id, holder, client, m.count)
       deleted[#deleted + 1] = m.id
       if rules then
-        breaker_success(rules, m.id, holder)
+        rules.lib.breaker_success(rules, m.id, holder)
       end
     end
   end

@@ -43,7 +43,7 @@ local seen = {}
 for _, m in ipairs(chosen) do
   if not seen[m.id] then
     seen[m.id] = true
-    if rules and breaker_reject(rules, m.id, cid, desc) then
+    if rules and rules.lib.breaker_reject(rules, m.id, cid, desc) then
       -- Held: a retry reject with the backoff its claim gave it.
       m.delay = fmt(NOW + carried_backoff(m))
       redis.call('SREM', K.claim_msgs(cid), m.id)

@@ -18,7 +18,7 @@ if not settle(qid, budget) then
   return AGAIN
 end
 local rules = read_rules(18, project, queue, qid, client)
-if rules and not breaker_closed(rules) then
+if rules and not rules.lib.breaker_closed(rules) then
   return {}
 end
 local taken, exhausted = take_batch(project, queue, qid, limit, policy, client, budget,

@@ -24,7 +24,7 @@ redis.call('HSET', K.msg(m.id), 'claim', '', 'cexp', '0', 'delay', m.delay)
 unhold(m)
 event(project, queue, KIND.REJECTED, m.id, cid, client, m.count, cjson.decode(detail))
 if ARGV[12] ~= '' then
-  breaker_reject(read_rules(12, project, queue, qid, client), m.id, cid,
-                 ARGV[10] == '1' and ARGV[11] or nil)
+  local rules = read_rules(12, project, queue, qid, client)
+  rules.lib.breaker_reject(rules, m.id, cid, ARGV[10] == '1' and ARGV[11] or nil)
 end
 return 0
