@@ -52,16 +52,13 @@ class Database:
     def _run(self, engine: sa.Engine, work: Callable[[sa.Connection], T]) -> T:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                with engine.begin() as conn:
-                    if self.notifier is None:
+                if self.notifier is None:
+                    with engine.begin() as conn:
                         return work(conn)
-                    # The queues the work wakes (zq.storage.sql.wake): sent
-                    # only once it committed, and dropped with a rollback.
-                    woken = conn.info[wake.PENDING] = set()
-                    try:
-                        result = work(conn)
-                    finally:
-                        del conn.info[wake.PENDING]
+                # The queues the work wakes (zq.storage.sql.wake): sent only
+                # once it committed, and dropped with a rollback.
+                with wake.pending() as woken, engine.begin() as conn:
+                    result = work(conn)
                 if woken:
                     self.notifier.send(woken)
                 return result

@@ -3,7 +3,7 @@
 Sending. A transaction whose events may make a message claimable (the rule
 of zq.storage.wake_events, applied by ``record``, where every transaction
 of the driver writes its events, and by the one-statement post) notes the
-queues it wakes on its connection (``after_commit``). Only once it has
+queues it wakes (``after_commit``, in the thread running it). Only once it has
 committed does ``Database`` hand them to the storage's ``Notifier``, which
 sends ``NOTIFY zq_wake, '<wake_name>'`` for each from a thread and a
 connection of its own, several changes' queues in one statement. A change
@@ -32,10 +32,11 @@ zq.storage.wakeups (docs/consumers.md gives the latency).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -53,8 +54,10 @@ CHANNEL = "zq_wake"
 # A LISTEN connection quiet for this long runs a query: a server gone
 # without a word (a cut network) is found, not waited on forever.
 KEEPALIVE_SECONDS = 15.0
-# Where a transaction notes the queues it wakes (Connection.info).
-PENDING = "zq_wake_pending"
+# The queues the transaction running in this thread wakes, while
+# ``Database`` runs one on PostgreSQL (``pending``); None otherwise.
+_PENDING: contextvars.ContextVar[set[QueueKey] | None] = contextvars.ContextVar(
+    "zq_wake_pending", default=None)
 # Queues per NOTIFY statement of the notifier.
 NOTIFY_BATCH = 200
 
@@ -64,16 +67,27 @@ def applies_to(dialect: str) -> bool:
     return dialect == "postgresql"
 
 
+@contextlib.contextmanager
+def pending() -> Iterator[set[QueueKey]]:
+    """Collect the queues the transaction run inside wakes (``Database``, PostgreSQL)."""
+    woken: set[QueueKey] = set()
+    token = _PENDING.set(woken)
+    try:
+        yield woken
+    finally:
+        _PENDING.reset(token)
+
+
 def after_commit(conn: sa.Connection, pairs: Iterable[QueueKey]) -> None:
     """Note queues to wake once ``conn``'s transaction has committed (``Database``)."""
-    pending = conn.info.get(PENDING)
-    if pending is not None:
-        pending.update(pairs)
+    woken = _PENDING.get()
+    if woken is not None:
+        woken.update(pairs)
 
 
 def notify_events(conn: sa.Connection, rows: Iterable[Mapping[str, Any]]) -> None:
     """Note the queues these event rows wake, for after the commit (PostgreSQL)."""
-    if conn.info.get(PENDING) is None:
+    if _PENDING.get() is None:
         return
     decoded = [
         # Only a move's detail is read (its destination): the others wake by kind.
