@@ -100,7 +100,7 @@ def without_wakeup(backend: str) -> Iterator[None]:
         original = scripts.script_source
 
         def silent(name: str) -> str:
-            return original(name).replace("redis.call('PUBLISH', P .. 'wake', name)",
+            return original(name).replace("redis.call('PUBLISH', WAKE_CHANNEL, name)",
                                           "local _ = name")
 
         scripts.script_source = silent

@@ -15,9 +15,13 @@ refuse to change), fire for every write of every key (each claim and delete
 too), and name keys by queue id, which a listener would have to map back
 to queues; a PUBLISH says exactly "this queue may have a message now".
 
+On a Redis Cluster the channel is the same (the scripts of every home
+``<prefix>{b}:`` publish on ``<prefix>:wake``), and a PUBLISH reaches the
+subscribers of every node.
+
 Listening. Each worker subscribes on one connection of the storage's own
-client (its pool: TLS, password, Sentinel's current master) for all its
-waiters, and hears every queue's wake-ups, which it reports to its waiting
+client (its pool: TLS, password, Sentinel's current master, a node of the
+cluster) for all its waiters, and hears every queue's wake-ups, which it reports to its waiting
 machinery (zq.storage.wakeups). After the connection is lost (a restart, a
 failover: Sentinel closes the pub/sub clients of a demoted master) it
 subscribes again, on the master of the moment, and wakes every waiter

@@ -243,12 +243,15 @@ end
 -- queue's name on the prefix's wake channel, once per script and queue
 -- whatever the number of messages. Published by the script itself, so a
 -- subscriber hears it once the change is made, and only if it is.
+-- The channel is the deployment's one, also on a cluster, whose scripts
+-- run with a home ``prefix{b}:`` as P (zq/storage/redis/cluster.py).
 local WOKEN = {}
+local WAKE_CHANNEL = (P:match('^(.*){[^{}]*}:$') or P:sub(1, -2)) .. ':wake'
 local function wake(project, queue)
   local name = enc(project) .. queue
   if not WOKEN[name] then
     WOKEN[name] = true
-    redis.call('PUBLISH', P .. 'wake', name)
+    redis.call('PUBLISH', WAKE_CHANNEL, name)
   end
 end
 
