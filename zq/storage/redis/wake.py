@@ -16,7 +16,7 @@ too), and name keys by queue id, which a listener would have to map back
 to queues; a PUBLISH says exactly "this queue may have a message now".
 
 On a Redis Cluster the channel is the same (the scripts of every home
-``<prefix>{b}:`` publish on ``<prefix>:wake``), and a PUBLISH reaches the
+``<prefix>:{b}:`` publish on ``<prefix>:wake``), and a PUBLISH reaches the
 subscribers of every node.
 
 Listening. Each worker subscribes on one connection of the storage's own

@@ -244,9 +244,9 @@ end
 -- whatever the number of messages. Published by the script itself, so a
 -- subscriber hears it once the change is made, and only if it is.
 -- The channel is the deployment's one, also on a cluster, whose scripts
--- run with a home ``prefix{b}:`` as P (zq/storage/redis/cluster.py).
+-- run with a home ``prefix:{b}:`` as P (zq/storage/redis/cluster.py).
 local WOKEN = {}
-local WAKE_CHANNEL = (P:match('^(.*){[^{}]*}:$') or P:sub(1, -2)) .. ':wake'
+local WAKE_CHANNEL = (P:match('^(.*){[^{}]*}:$') or P) .. 'wake'
 local function wake(project, queue)
   local name = enc(project) .. queue
   if not WOKEN[name] then
