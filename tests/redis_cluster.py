@@ -141,6 +141,22 @@ class LocalCluster:
         info = self.client(port).execute_command("CLUSTER", "INFO")
         return "cluster_state:ok" in info and "cluster_slots_ok:16384" in info
 
+    def wait_agreed(self, timeout: float = START_TIMEOUT) -> None:
+        """Until ``redis-cli --cluster check`` finds nothing to fix (after a reshard
+        or a failover the nodes agree on the slots a moment later)."""
+        deadline = time.monotonic() + timeout
+        port = self.masters()[0]
+        while True:
+            try:
+                checked = self.redis_cli("--cluster", "check", f"127.0.0.1:{port}")
+                if "[ERR]" not in checked and "[WARNING]" not in checked:
+                    return
+            except RuntimeError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the local Redis Cluster's nodes did not agree in time")
+            time.sleep(0.1)
+
     def redis_cli(self, *args: str, timeout: float = 120) -> str:
         done = subprocess.run([_tool("ZQ_TEST_REDIS_CLI", "redis-cli"), *args],
                               capture_output=True, text=True, timeout=timeout, check=False)
