@@ -137,6 +137,22 @@ class LocalCluster:
                 raise BackendUnreachable("the local Redis Cluster did not become ok in time")
             time.sleep(0.1)
 
+    def wait_replicated(self, timeout: float = START_TIMEOUT) -> None:
+        """Until each of the three masters has a replica whose link to it is up."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                linked = [port for port in self.processes
+                          if self.client(port).info("replication").get("master_link_status")
+                          == "up"]
+                if len(linked) == NODES // 2 and len(self.masters()) == NODES // 2:
+                    return
+            except redis.RedisError:
+                pass
+            if time.monotonic() > deadline:
+                raise BackendUnreachable("the local Redis Cluster's replicas did not link up")
+            time.sleep(0.1)
+
     def _ok(self, port: int) -> bool:
         info = self.client(port).execute_command("CLUSTER", "INFO")
         return "cluster_state:ok" in info and "cluster_slots_ok:16384" in info
@@ -210,6 +226,7 @@ def local_cluster() -> Iterator[LocalCluster]:
                               *(f"127.0.0.1:{port}" for port in cluster.ports),
                               "--cluster-replicas", "1", "--cluster-yes")
             cluster.wait_ok()
+            cluster.wait_replicated()
             yield cluster
         finally:
             cluster.stop()
