@@ -190,12 +190,12 @@ def redis_cluster_failover(tmp: Path, *, timing: Timing = Timing()) -> Outcome:
     """
     from redis.crc import key_slot
 
-    from tests.redis_cluster import local_cluster
+    from tests.redis_cluster import QUICK_NODE_TIMEOUT_MS, local_cluster
     from zq.storage.redis.cluster import bucket, home_of
 
     project = f"failover-{uuid.uuid4().hex[:12]}"
     slot = key_slot(home_of("zqfail:", bucket(project)).encode())
-    with local_cluster() as cluster:
+    with local_cluster(QUICK_NODE_TIMEOUT_MS) as cluster:
         client = cluster.cluster_client()
         try:
             master = client.nodes_manager.get_node_from_slot(slot).port
