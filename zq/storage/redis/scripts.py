@@ -184,6 +184,10 @@ class ScriptBook:
         pipe.execute_command(*command)
         pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)
         answer, confirmed = pipe.execute()
+        return self._confirmed(name, answer, confirmed, wait)
+
+    def _confirmed(self, name: str, answer: Any, confirmed: Any, wait: ReplicaWait) -> Any:
+        """``answer`` when ``confirmed`` replicas are enough for ``[redis] wait_replicas``."""
         if int(confirmed) < wait.replicas:
             # The script ran on the master: its change stands there, but a
             # failover now may or may not keep it. Redis cannot undo it.
