@@ -27,6 +27,7 @@ from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.redis import RedisStorage, open_redis
 from zq.storage.redis import cluster as cluster_book
 from zq.storage.redis.cluster import BUCKETS, bucket, home_of
+from zq.storage.redis.layout import LAYOUT, upgrade_uri
 from zq.storage.redis.scripts import NOT_CONFIRMED
 from zq.storage.redis.uri import parse_uri
 
@@ -278,3 +279,30 @@ def test_wait_replicas_waits_for_the_replica_of_the_slots_master(
     finally:
         confirmed.close()
         unconfirmable.close()
+
+
+def test_the_layout_is_marked_once_and_db_upgrade_has_nothing_to_convert(
+    cluster_uri: str, clock: ManualClock
+) -> None:
+    assert upgrade_uri(cluster_uri, clock) == (None, LAYOUT)  # an empty prefix: marked
+    store = open_redis(cluster_uri, clock=clock)
+    try:
+        store.messages.post("tenant", "q", [new_message()], client_id="c")
+    finally:
+        store.close()
+    assert upgrade_uri(cluster_uri, clock) == (LAYOUT, LAYOUT)
+
+
+def test_a_home_lost_from_the_list_is_listed_again_by_a_process_that_wrote_there(
+    storage: RedisStorage, cluster: LocalCluster, project: str
+) -> None:
+    storage.messages.post(project, "q", [new_message()], client_id="c")
+    home = storage._scripts.home(project)
+    client = cluster.cluster_client()
+    try:
+        client.delete(storage.prefix + "homes")  # as a failover of its master may
+        assert storage._scripts.homes() == [home]
+        assert client.smembers(storage.prefix + "homes") == {str(bucket(project))}
+    finally:
+        client.close()
+    assert storage.queues.volume().free == 1
