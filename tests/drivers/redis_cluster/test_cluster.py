@@ -306,3 +306,42 @@ def test_a_home_lost_from_the_list_is_listed_again_by_a_process_that_wrote_there
     finally:
         client.close()
     assert storage.queues.volume().free == 1
+
+
+def test_one_subscription_hears_the_wake_ups_of_every_master(
+    storage: RedisStorage, cluster: LocalCluster
+) -> None:
+    """Scripts PUBLISH (broadcast over the cluster bus), not SPUBLISH: the worker's
+    one subscription, on whichever node, hears every home's changes."""
+    heard: set[tuple[str, str]] = set()
+    changed = threading.Condition()
+
+    def wake(project: str, queue: str) -> None:
+        with changed:
+            heard.add((project, queue))
+            changed.notify_all()
+
+    client = cluster.cluster_client()
+    by_master: dict[int, str] = {}
+    try:
+        for n in range(200):
+            project = f"wake-{n}"
+            slot = key_slot(storage._scripts.home(project).encode())
+            by_master.setdefault(client.nodes_manager.get_node_from_slot(slot).port, project)
+    finally:
+        client.close()
+    assert len(by_master) == 3
+    subscribed = threading.Event()
+    listener = storage.wakeups.listen(wake, subscribed.set)  # wake_all: once connected
+    assert listener is not None
+    try:
+        assert subscribed.wait(10)
+        for project in by_master.values():
+            storage.messages.post(project, "q", [new_message()], client_id="c")
+        deadline = time.monotonic() + 10
+        with changed:
+            while not {(p, "q") for p in by_master.values()} <= heard:
+                assert time.monotonic() < deadline, heard
+                changed.wait(0.1)
+    finally:
+        listener.close()
