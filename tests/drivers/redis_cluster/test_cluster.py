@@ -29,6 +29,7 @@ from zq.storage.redis import cluster as cluster_book
 from zq.storage.redis.cluster import BUCKETS, bucket, home_of
 from zq.storage.redis.layout import LAYOUT, upgrade_uri
 from zq.storage.redis.scripts import NOT_CONFIRMED
+from zq.storage.wake_listener import ThreadedListener
 from zq.storage.redis.uri import parse_uri
 
 
@@ -331,11 +332,10 @@ def test_one_subscription_hears_the_wake_ups_of_every_master(
     finally:
         client.close()
     assert len(by_master) == 3
-    subscribed = threading.Event()
-    listener = storage.wakeups.listen(wake, subscribed.set)  # wake_all: once connected
-    assert listener is not None
+    listener = storage.wakeups.listen(wake)
+    assert isinstance(listener, ThreadedListener)
     try:
-        assert subscribed.wait(10)
+        assert listener.wait_connected(10)
         for project in by_master.values():
             storage.messages.post(project, "q", [new_message()], client_id="c")
         deadline = time.monotonic() + 10
