@@ -29,8 +29,8 @@ from zq.storage.redis import cluster as cluster_book
 from zq.storage.redis.cluster import BUCKETS, bucket, home_of
 from zq.storage.redis.layout import LAYOUT, upgrade_uri
 from zq.storage.redis.scripts import NOT_CONFIRMED
-from zq.storage.wake_listener import ThreadedListener
 from zq.storage.redis.uri import parse_uri
+from zq.storage.wake_listener import ThreadedListener
 
 
 def test_the_uri_names_any_nodes_and_takes_the_options_of_redis() -> None:
