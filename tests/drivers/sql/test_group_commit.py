@@ -54,7 +54,7 @@ class Line:
         def run() -> None:
             try:
                 self.outcomes[name] = call()
-            except BaseException as error:  # noqa: BLE001 - recorded for the test
+            except BaseException as error:
                 self.outcomes[name] = error
 
         thread = threading.Thread(target=run)

@@ -58,7 +58,7 @@ class Database:
         return self._write_alone(work, True)
 
     def _write_alone(self, work: Callable[[sa.Connection], T], statement: bool) -> T:
-        """A write in a transaction of its own (a one-statement write: in autocommit where it may)."""
+        """A write in a transaction of its own (one statement: in autocommit where it may)."""
         if statement and self._autocommit:
             return self._run(self._unwrapped, work)
         return self._run(self._writer, work)

@@ -52,7 +52,7 @@ _local = threading.local()
 class _Unit:
     """One request's unit of work, waiting in line, then its outcome."""
 
-    __slots__ = ("work", "statement", "done", "lead", "result", "error", "solo")
+    __slots__ = ("done", "error", "lead", "result", "solo", "statement", "work")
 
     def __init__(self, work: Work, statement: bool) -> None:
         self.work = work
@@ -124,7 +124,7 @@ class GroupCommit:
                 only = group[0]
                 try:
                     only.result = self._solo(only.work, only.statement)
-                except BaseException as error:  # noqa: BLE001 - answered to its owner
+                except BaseException as error:
                     only.error = error
             else:
                 self._commit(group)
@@ -161,7 +161,7 @@ class GroupCommit:
             else:
                 for unit in group:
                     unit.error, unit.result = error, None
-        except BaseException as error:  # noqa: BLE001 - every unit must be answered
+        except BaseException as error:
             for unit in group:
                 unit.error, unit.result = error, None
         finally:
@@ -178,7 +178,7 @@ class GroupCommit:
             _roll_back(savepoint)
             unit.error = error
             return
-        except Exception as error:  # noqa: BLE001 - the unit's own outcome
+        except Exception as error:
             _roll_back(savepoint)
             unit.error = error
             return
