@@ -87,6 +87,9 @@ class GroupCommit:
         # transaction just before COMMIT, and after COMMIT before any answer.
         self.before_commit: Callable[[int], None] | None = None
         self.after_commit: Callable[[int], None] | None = None
+        # Shared commits made and the units they carried (benchmarks read them).
+        self.shared_commits = 0
+        self.shared_units = 0
 
     def run(self, work: Work, *, statement: bool = False) -> Any:
         """Run ``work`` in a shared transaction; its result once the group committed."""
@@ -147,6 +150,8 @@ class GroupCommit:
                     self._run_unit(conn, unit)
                 if self.before_commit is not None:
                     self.before_commit(len(group))
+            self.shared_commits += 1
+            self.shared_units += len(group)
             if self.after_commit is not None:
                 self.after_commit(len(group))
         except _Abort:
