@@ -203,3 +203,21 @@ def test_group_commit_is_off_by_default_and_its_window_is_bounded():
     assert SqlConfig().group_commit is False
     with pytest.raises(ConfigError):
         SqlConfig(group_commit_window=1.0)
+
+
+def test_a_failing_one_statement_unit_fails_alone(grouped, sql_storage):
+    """A ``write_statement`` unit has no savepoint: its failure reruns the group unit by unit."""
+    project = f"p-{uuid.uuid4().hex}"
+    row = dict(project=project, name="taken", metadata="{}", created=0.0, metadata_version="v")
+    sql_storage._db.write(lambda conn: conn.execute(sa.insert(queues).values(row)))
+    line = Line(grouped)
+    line.queue({
+        "before": lambda: grouped.messages.post(project, "q", [new_message()], client_id="c"),
+        "failing": lambda: grouped._db.write_statement(
+            lambda conn: conn.execute(sa.insert(queues).values(row))),
+        "after": lambda: grouped.messages.post(project, "q", [new_message()], client_id="c"),
+    })
+    outcomes = line.finish()
+    assert line.sizes == []  # rolled back whole, then each on its own
+    assert isinstance(outcomes["failing"], exc.IntegrityError)
+    assert stored_ids(sql_storage, project) == {outcomes["before"][0], outcomes["after"][0]}

@@ -10,7 +10,9 @@ Each unit keeps its own result:
 
 - a unit that raises (a zq error such as QueueNotFound, or a statement
   error such as an integrity violation) is rolled back to its savepoint and
-  only its request gets the exception; the others commit;
+  only its request gets the exception; the others commit. A unit of one
+  statement (``write_statement``) takes no savepoint: if it fails, the
+  group runs again as below, and again only its request gets the error;
 - a unit that loses a race (deadlock, serialization failure, busy SQLite,
   the retryable errors of ``dialects.is_retryable``) or loses the
   connection aborts the whole group: the transaction is rolled back and
@@ -174,6 +176,16 @@ class GroupCommit:
 
     @staticmethod
     def _run_unit(conn: sa.Connection, unit: _Unit) -> None:
+        if unit.statement:
+            # One statement (the PostgreSQL post, claim and bulk delete):
+            # it fails rarely, so it runs without the two round trips of a
+            # savepoint; if it does fail, the whole group runs again unit by
+            # unit, and the failure reaches only its own request.
+            try:
+                unit.result = unit.work(conn)
+            except Exception as error:
+                raise _Abort from error
+            return
         savepoint = conn.begin_nested()
         try:
             unit.result = unit.work(conn)
