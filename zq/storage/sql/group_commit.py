@@ -39,7 +39,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import exc
 
-from zq.storage.sql import dialects
+from zq.storage.sql import dialects, wake
 
 # Units in one transaction at most: bounds how long the first of them waits
 # for the last, and the locks the shared transaction holds.
@@ -73,13 +73,17 @@ class _Abort(Exception):
 class GroupCommit:
     """Runs write units of work in shared transactions (see the module docstring)."""
 
-    def __init__(self, writer: sa.Engine, solo: Solo, *, window: float = 0.0) -> None:
+    def __init__(self, writer: sa.Engine, solo: Solo, *, window: float = 0.0,
+                 notifier: wake.Notifier | None = None) -> None:
         """``solo(work, statement)`` runs one unit as without group commit.
 
         ``window``: seconds a new leader waits for more units before it
         starts (0: take whatever queued while the previous commit ran).
+        ``notifier``: where the queues the group wakes go once it committed
+        (PostgreSQL, zq.storage.sql.wake).
         """
         self._writer = writer
+        self._notifier = notifier
         self._solo = solo
         self._window = window
         self._lock = threading.Lock()
@@ -147,11 +151,17 @@ class GroupCommit:
     def _commit(self, group: list[_Unit]) -> None:
         _local.leading = True
         try:
-            with self._writer.begin() as conn:
+            # The queues the group's units wake, noted as they run in this
+            # thread, go out once the group committed. A unit rolled back to
+            # its savepoint may leave a queue in it: one needless wake-up,
+            # after which the waiter finds nothing and waits on.
+            with wake.pending() as woken, self._writer.begin() as conn:
                 for unit in group:
                     self._run_unit(conn, unit)
                 if self.before_commit is not None:
                     self.before_commit(len(group))
+            if woken and self._notifier is not None:
+                self._notifier.send(woken)
             self.shared_commits += 1
             self.shared_units += len(group)
             if self.after_commit is not None:
