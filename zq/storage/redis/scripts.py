@@ -130,11 +130,24 @@ class ScriptBook:
         self._writes = {name for name, source in self._sources.items()
                         if "no-writes" not in source.partition("\n")[0]}
 
+    def home(self, project: str) -> str:
+        """The key prefix under which ``project``'s keys live (one server: the prefix)."""
+        return self._prefix
+
+    def homes(self) -> list[str]:
+        """Every key prefix holding data: what backend-wide scripts (gc, volume) run over."""
+        return [self._prefix]
+
     def run(self, name: str, now: float, *args: Any) -> Any:
         """Run script ``name`` with ``ARGV = [prefix, now, *args]``."""
+        return self.run_in(self._prefix, name, now, *args)
+
+    def run_in(self, home: str, name: str, now: float, *args: Any) -> Any:
+        """Run script ``name`` under key prefix ``home`` (one of ``homes()``)."""
         # EVALSHA straight through execute_command: redis-py's Script
         # wrapper costs as much Python again per call.
-        command = ("EVALSHA", self._shas[name], 0, self._prefix, repr(float(now)), *args)
+        command = ("EVALSHA", self._shas[name], *self._routing(home), home, repr(float(now)),
+                   *args)
         try:
             try:
                 return self._call(name, command)
@@ -152,6 +165,10 @@ class ScriptBook:
                 "The storage backend failed; the error has been logged.",
                 detail=f"Redis script {name}: {exc}",
             ) from exc
+
+    def _routing(self, home: str) -> tuple[Any, ...]:
+        """EVALSHA's ``numkeys`` and keys: none on one server (the scripts compute theirs)."""
+        return (0,)
 
     def _call(self, name: str, command: tuple[Any, ...]) -> Any:
         wait = self._wait

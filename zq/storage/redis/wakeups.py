@@ -14,11 +14,16 @@ KEYS_PER_CALL = 200
 
 class RedisWakeups(RedisController, Wakeups):
     def earliest_claimable(self, keys: Collection[QueueKey]) -> dict[QueueKey, float]:
-        keys = list(dict.fromkeys(keys))
+        by_home: dict[str, list[QueueKey]] = {}
+        for key in dict.fromkeys(keys):
+            by_home.setdefault(self._scripts.home(key[0]), []).append(key)
         found: dict[QueueKey, float] = {}
-        for start in range(0, len(keys), KEYS_PER_CALL):
-            batch = keys[start:start + KEYS_PER_CALL]
-            moments = self._run("claimable_at", *(part for key in batch for part in key))
-            found.update({key: float(moment) for key, moment in zip(batch, moments, strict=True)
-                          if moment != ""})
+        for home, listed in by_home.items():
+            for start in range(0, len(listed), KEYS_PER_CALL):
+                batch = listed[start:start + KEYS_PER_CALL]
+                moments = self._scripts.run_in(home, "claimable_at", self._clock.now(),
+                                               *(part for key in batch for part in key))
+                found.update({key: float(moment)
+                              for key, moment in zip(batch, moments, strict=True)
+                              if moment != ""})
         return found
