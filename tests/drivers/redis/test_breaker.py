@@ -208,3 +208,23 @@ def test_settled_claims_leave_the_index_when_read_and_forget_drops_it(
     assert storage.client.zcard(index) == 1  # the two settled ones dropped
     storage.consumers.forget(project, "q")
     assert storage.client.exists(index, f"{storage.prefix}ul:{len(project)}:{project}q") == 0
+
+
+def test_a_lapse_during_the_outage_seen_after_the_close_is_forgiven(
+    storage: RedisStorage, project: str, clock: ManualClock
+) -> None:
+    """The claim expired while the breaker was open; the walk that sees it
+    comes after the close: still the outage's (as on SQL, outage_at)."""
+    posted = post(storage, project, "q", 4)
+    held = take(storage, project, "c", 3, ttl=600)
+    lapsing = take(storage, project, "d", 1, ttl=30)
+    for mid in posted[:3]:
+        storage.messages.reject(project, "q", mid, claim_id=held.id, client_id="c",
+                                description="db down", retry_after=600, rules=BREAKER)
+    assert [m.id for m in lapsing.messages] == posted[3:]
+    clock.advance(31)  # d's claim lapsed (at 30) while the breaker was open
+    storage.breakers.force(project, "q", "closed", POLICY, clock.now())
+    clock.advance(1)
+    again = take(storage, project, "e")
+    assert [m.id for m in again.messages] == posted[3:]
+    assert storage.messages.get(project, "q", posted[3]).forgiven_count == 1

@@ -153,14 +153,25 @@ function breaker_lib()  -- declared in _lib.lua
     breaker_event(r, BREAKER.CLOSED, b.st, b.desc, fails, oks, forced)
   end
 
+  -- Whether the breaker was open (or half-open) at ``at``: from its last
+  -- trip on, until it closed if it has since.
+  local function outage_at(b, at)
+    if b.tripped == '' or at < tonumber(b.tripped) then
+      return false
+    end
+    return b.st ~= BREAKER.CLOSED or (b.closed ~= '' and at < tonumber(b.closed))
+  end
+
   -- A failure of message ``mid`` (``desc``: its stored description, nil for
   -- a lapse) at time ``at`` (a lapse: its claim's expiry), by claim ``cid``.
   -- Recorded; a closed breaker may trip on it (the failure that trips it is
   -- charged); a failed probe opens it again. Returns whether the failure is
-  -- forgiven: the breaker was open or half-open (a lapse: its claim expired
-  -- at or after the trip).
-  local function breaker_failure(r, mid, desc, at, cid, is_lapse)
+  -- forgiven: the breaker was open or half-open at ``at`` (outage_at; a
+  -- lapse seen after the close whose claim expired during the outage too).
+  local function breaker_failure(r, mid, desc, at, cid)
     local b = load_breaker(r.qid)
+    -- Decided before the failure may trip it: the tripping one is charged.
+    local forgiven = outage_at(b, at)
     if at >= NOW - r.window then
       local seq = redis.call('HINCRBY', K.breaker(r.qid), 'seq', 1)
       local member = seq .. ':' .. enc(mid) .. (desc and ('+' .. desc) or '-')
@@ -175,7 +186,7 @@ function breaker_lib()  -- declared in _lib.lua
       if total > 0 and fails >= r.ratio * total and msgs >= r.min_failures then
         open_breaker(r, b, false)
       end
-      return false
+      return forgiven
     end
     if cid ~= '' and cid == b.pc and mid == b.pm then
       redis.call('HSET', K.breaker(r.qid), 'st', BREAKER.OPEN, 'ps', 0, 'pc', '', 'pm', '',
@@ -186,7 +197,7 @@ function breaker_lib()  -- declared in _lib.lua
         breaker_event(r, BREAKER.OPEN, b.st, b.desc, fails, oks, false)
       end
     end
-    return not is_lapse or at >= tonumber(b.tripped ~= '' and b.tripped or '0')
+    return forgiven
   end
 
   -- A delete of message ``mid`` by the holder of live claim ``cid``: a
@@ -364,7 +375,7 @@ function breaker_lib()  -- declared in _lib.lua
     local client = lapse_client(r, cid)
     local outage = false
     if r.ratio then
-      outage = breaker_failure(r, m.id, nil, at, cid, true)
+      outage = breaker_failure(r, m.id, nil, at, cid)
       -- A lapse has no description (zq.storage.breakers: last_failure None).
       redis.call('HDEL', K.msg(m.id), 'lf')
       m.lf = nil
@@ -446,7 +457,7 @@ function breaker_lib()  -- declared in _lib.lua
     else
       redis.call('HDEL', K.msg(mid), 'lf')
     end
-    local forgiven = breaker_failure(r, mid, desc, NOW, cid, false)
+    local forgiven = breaker_failure(r, mid, desc, NOW, cid)
     if forgiven then
       redis.call('HINCRBY', K.msg(mid), 'fc', 1)
     end
