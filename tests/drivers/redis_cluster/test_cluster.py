@@ -20,12 +20,14 @@ from tests.contract.helpers import events_of, new_message
 from tests.redis_cluster import LocalCluster
 from zq import events
 from zq.clock import ManualClock
+from zq.config import RedisConfig
 from zq.errors import InvalidRequest, StorageUnavailable
 from zq.poison.dead_letter import policy_from_metadata
 from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.redis import RedisStorage, open_redis
 from zq.storage.redis import cluster as cluster_book
 from zq.storage.redis.cluster import BUCKETS, bucket, home_of
+from zq.storage.redis.scripts import NOT_CONFIRMED
 from zq.storage.redis.uri import parse_uri
 
 
@@ -256,3 +258,23 @@ def test_a_node_list_with_a_dead_node_still_reaches_the_cluster(cluster: LocalCl
     with pytest.raises(StorageUnavailable, match="Cannot use the Redis storage"):
         open_redis("redis+cluster://127.0.0.1:1/?socket_connect_timeout=1",
                    clock=ManualClock())
+
+
+def test_wait_replicas_waits_for_the_replica_of_the_slots_master(
+    cluster_uri: str, clock: ManualClock, project: str
+) -> None:
+    confirmed = open_redis(cluster_uri, clock=clock,
+                           settings=RedisConfig(wait_replicas=1, wait_timeout=5))
+    unconfirmable = open_redis(cluster_uri, clock=clock,
+                               settings=RedisConfig(wait_replicas=2, wait_timeout=0.05))
+    try:
+        confirmed.queues.create(project, "q", {})
+        confirmed.messages.post(project, "q", [new_message()], client_id="c")
+        with pytest.raises(StorageUnavailable) as unconfirmed:
+            unconfirmable.messages.post(project, "q", [new_message()], client_id="c")
+        assert unconfirmed.value.description == NOT_CONFIRMED
+        assert "1 of 2 replicas" in unconfirmed.value.detail
+        assert confirmed.queues.stats(project, "q").total == 2  # it ran, unconfirmed
+    finally:
+        confirmed.close()
+        unconfirmable.close()
