@@ -361,3 +361,19 @@ def test_projects_and_queues_have_their_own_breaker(storage, project, clock):
     assert state(storage, project, clock, "other").state == CLOSED
     post(storage, project, "other", 1, ttl=TTL)
     assert take(storage, project, queue="other") is not None
+
+
+def test_forgiveness_outlives_the_breaker(storage, project, clock):
+    # The breaker turned off later (claims without it: on PostgreSQL the
+    # one-statement claim), what was forgiven still does not count.
+    rules = DeliveryRules(breaker=POLICY, dead_letter=DLQ)
+    posted, held = trip(storage, project, clock, extra=1)
+    fail(storage, project, posted[3], held.id, rules=rules)  # forgiven: open
+    plain = DeliveryRules(dead_letter=DLQ)
+    counts = []
+    while (again := take(storage, project, 10, rules=plain)) is not None:
+        counts += [m.claim_count for m in again.messages if m.id == posted[3]]
+        storage.claims.release(project, "q", again.id, client_id="c")
+    # Claimed once before, forgiven once: two more deliveries, then moved.
+    assert counts == [2, 3]
+    assert posted[3] in ids(storage.messages.list(project, "dlq"))
