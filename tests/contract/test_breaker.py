@@ -363,6 +363,22 @@ def test_projects_and_queues_have_their_own_breaker(storage, project, clock):
     assert take(storage, project, queue="other") is not None
 
 
+def test_forgiveness_outlives_the_breaker(storage, project, clock):
+    # The breaker turned off later (claims without it: on PostgreSQL the
+    # one-statement claim), what was forgiven still does not count.
+    rules = DeliveryRules(breaker=POLICY, dead_letter=DLQ)
+    posted, held = trip(storage, project, clock, extra=1)
+    fail(storage, project, posted[3], held.id, rules=rules)  # forgiven: open
+    plain = DeliveryRules(dead_letter=DLQ)
+    counts = []
+    while (again := take(storage, project, 10, rules=plain)) is not None:
+        counts += [m.claim_count for m in again.messages if m.id == posted[3]]
+        storage.claims.release(project, "q", again.id, client_id="c")
+    # Claimed once before, forgiven once: two more deliveries, then moved.
+    assert counts == [2, 3]
+    assert posted[3] in ids(storage.messages.list(project, "dlq"))
+
+
 def test_a_poison_message_at_the_head_does_not_keep_it_open(storage, project, clock):
     # The outage is over, but the message at the head is poison: it fails
     # every delivery. Its failed probe holds it back, so the next probes go
