@@ -203,6 +203,7 @@ def test_the_breaker_shows_its_state_and_can_be_forced(served: Served, watched: 
         "breaker open")
     expect(page.locator("tbody tr").first).to_have_attribute("data-queue", "guarded")
     assert page.locator('tr[data-queue="calm"] [data-breaker]').count() == 0
+    shot(page, "breaker-overview")
     page.goto(f"{served.url}/console#/queue/guarded")
     expect(page.locator('dd[data-stat="state"]')).to_have_text("breaker open")
     expect(page.locator('dd[data-stat="state"] .badge')).to_have_class(re.compile(r"\bbad\b"))

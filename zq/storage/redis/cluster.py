@@ -28,12 +28,14 @@ is left, with backoff, for ``REDIRECT_PATIENCE`` seconds, then answers
 
 The homes in use are listed in the set ``P homes`` (its own slot), added
 to before a home's first write by each process, so a walk over the homes
-never misses data.
+never misses data; a process that finds one of its homes missing from the
+set (lost in a failover of the set's master) adds it again.
 """
 
 from __future__ import annotations
 
 import binascii
+import contextlib
 import time
 from typing import Any
 
@@ -43,6 +45,7 @@ from redis.exceptions import (
     ClusterDownError,
     ClusterError,
     MovedError,
+    RedisClusterException,
     SlotNotCoveredError,
     TryAgainError,
 )
@@ -103,10 +106,15 @@ class ClusterScriptBook(ScriptBook):
 
     def homes(self) -> list[str]:
         try:
-            found = self._client.smembers(self._registry)
+            found = {int(n) for n in self._client.smembers(self._registry)}
+            # The set's master failed over before it had our addition (its
+            # replication is asynchronous): add again what this process wrote.
+            lost = self._registered - found
+            if lost:
+                self._client.sadd(self._registry, *lost)
         except redis.RedisError as exc:
             raise StorageUnavailable(BACKEND_UNREACHABLE, detail=f"Redis: {exc}") from exc
-        return [home_of(self._prefix, n) for n in sorted(int(n) for n in found)]
+        return [home_of(self._prefix, n) for n in sorted(found | lost)]
 
     def run(self, name: str, now: float, *args: Any) -> Any:
         if name in BACKEND_WIDE:
@@ -132,6 +140,29 @@ class ClusterScriptBook(ScriptBook):
                                              detail=f"Redis Cluster: {exc}") from exc
             time.sleep(pause)
             pause = min(pause * 2, 0.5)
+
+    def _call(self, name: str, command: tuple[Any, ...]) -> Any:
+        wait = self._wait
+        if wait is None or name not in self._writes:
+            return self._client.execute_command(*command)
+        # WAIT counts the replicas that have this connection's writes: the
+        # script and WAIT go down one connection to the slot's master,
+        # bypassing the cluster client's routing (a keyless WAIT would go
+        # to any node).
+        cluster: redis.RedisCluster = self._client  # type: ignore[assignment]
+        node = cluster.get_node_from_key(command[3])
+        pipe = cluster.get_redis_connection(node).pipeline(transaction=False)
+        pipe.execute_command(*command)
+        pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)
+        try:
+            answer, confirmed = pipe.execute()
+        except (redis.ConnectionError, redis.TimeoutError, MovedError, AskError):
+            # The slot moved or its master is gone: learn the cluster's map
+            # again so that the next call goes where the slot is now.
+            with contextlib.suppress(redis.RedisError, RedisClusterException):
+                cluster.nodes_manager.initialize()
+            raise
+        return self._confirmed(name, answer, confirmed, wait)
 
     def _routing(self, home: str) -> tuple[Any, ...]:
         # Two keys of the home, one never written: refused while migrating

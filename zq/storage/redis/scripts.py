@@ -27,6 +27,7 @@ from redis.exceptions import NoScriptError
 from zq import events
 from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
 from zq.poison import blame, breaker, moves
+from zq.storage.wake_events import WAKING_KINDS
 
 # Prepended to every script, in this order.
 LIBRARIES = ("_lib", "_breaker")
@@ -61,8 +62,10 @@ def events_prelude() -> str:
     (zq.poison.breaker), and whom a lapse is charged to, the bounds and the
     three forms of the exhaustion description with the placeholders ``{1}``
     and ``{2}`` (zq.poison.blame). A function, so that a script that does
-    not need them does not build them.
+    not need them does not build them. ``WAKING``: the kinds that wake
+    their queue's waiting claims (zq.storage.wake_events).
     """
+    waking = ", ".join(f"[{json.dumps(kind)}] = true" for kind in sorted(WAKING_KINDS))
     exhausted = [blame.exhaustion_description(["{1}", "{2}"][:n]) for n in range(3)]
     entry = {"TIME": moves.TIME, "QUEUE": moves.QUEUE, "REASON": moves.REASON,
              "DESCRIPTION": moves.DESCRIPTION, "CLIENT_ID": moves.CLIENT_ID,
@@ -83,6 +86,7 @@ def events_prelude() -> str:
         f"  BLAME.EXHAUSTED = {_lua_strings(exhausted)}",
         "  return ENTRY, BREAKER, BLAME",
         "end",
+        f"local WAKING = {{{waking}}}",
     ])
 
 
@@ -180,6 +184,10 @@ class ScriptBook:
         pipe.execute_command(*command)
         pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)
         answer, confirmed = pipe.execute()
+        return self._confirmed(name, answer, confirmed, wait)
+
+    def _confirmed(self, name: str, answer: Any, confirmed: Any, wait: ReplicaWait) -> Any:
+        """``answer`` when ``confirmed`` replicas are enough for ``[redis] wait_replicas``."""
         if int(confirmed) < wait.replicas:
             # The script ran on the master: its change stands there, but a
             # failover now may or may not keep it. Redis cannot undo it.

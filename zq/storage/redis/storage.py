@@ -57,7 +57,7 @@ class RedisStorage(Storage):
                        if cluster else RedisEventLog(self._scripts, clock, budget))
         self.consumers = RedisConsumers(self._scripts, clock, budget)
         self.breakers = RedisBreakers(self._scripts, clock, budget)
-        self.wakeups = RedisWakeups(self._scripts, clock, budget)
+        self.wakeups = RedisWakeups(self._scripts, clock, budget, client=client, prefix=prefix)
         # On a cluster every cursor and the cursors' index share one slot
         # (the cursor scripts touch both).
         self.notification_cursors = RedisNotificationCursors(
