@@ -68,8 +68,9 @@ def _storage_uri(backend: str, scratch: str) -> str:
     return uri
 
 
-def _app(uri: str) -> Any:
-    """zq's app over ``uri``, wired as zq.server.open_worker wires a worker's."""
+def _app(uri: str) -> tuple[Any, Any]:
+    """zq's app over ``uri``, wired as zq.server.open_worker wires a worker's, and
+    the pools to close afterwards."""
     from zq.api import create_app
     from zq.clock import SystemClock
     from zq.config import Config
@@ -82,8 +83,9 @@ def _app(uri: str) -> Any:
     pools, admin = open_pools(config, clock=clock, storage=open_storage(uri, clock=clock))
     census = WaitingCensus()
     waiting = open_waiting(config, pools, clock, census)
-    return create_app(config, clock=clock, pools=pools, admin=admin,
-                      on_claimable=waiting.wake_threadsafe, waiting=census)
+    app = create_app(config, clock=clock, pools=pools, admin=admin,
+                     on_claimable=waiting.wake_threadsafe, waiting=census)
+    return app, pools
 
 
 def _measure(workload: str, requests: int, backend: str = "redis",
@@ -94,9 +96,11 @@ def _measure(workload: str, requests: int, backend: str = "redis",
     """
     with tempfile.TemporaryDirectory(prefix="zq-app-cpu-") as scratch:
         uri = _storage_uri(backend, scratch)
+        app, pools = _app(uri)
         try:
-            return _measure_on(_app(uri), workload, requests, profile)
+            return _measure_on(app, workload, requests, profile)
         finally:
+            pools.close()
             if backend == "redis":
                 import redis
 
@@ -192,6 +196,7 @@ def main() -> int:
                         help="repeatable (default: all)")
     parser.add_argument("--backend", choices=BACKENDS, action="append",
                         help="repeatable (default: redis)")
+    parser.add_argument("--uri", choices=BACKENDS, help=argparse.SUPPRESS)  # older spelling
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--baseline-without-hiredis", action="store_true")
@@ -201,7 +206,7 @@ def main() -> int:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--without-hiredis", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    backends = args.backend or ["redis"]
+    backends = args.backend or [args.uri or "redis"]
     if args.one:
         if args.without_hiredis:
             sys.modules["hiredis"] = None  # type: ignore[assignment]  # redis-py: not installed
