@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import statistics
@@ -78,7 +79,8 @@ def measure(target: Target, database: str, workload: str, batch: int,
     assert target.process is not None
     pids = group_pids(target.process.pid) + postgres_pids(database)
     before = {pid: cpu_seconds(pid) for pid in pids}
-    result = loadgen(target, workload, batch, args)
+    with contextlib.redirect_stdout(io.StringIO()):  # printed below, with the CPU
+        result = loadgen(target, workload, batch, args)
     # Backends opened during the run started at 0 CPU.
     pids = set(pids) | set(postgres_pids(database)) | set(group_pids(target.process.pid))
     used = sum(cpu_seconds(pid) - before.get(pid, 0.0) for pid in pids)

@@ -29,6 +29,8 @@ def grouped(sql_storage: SqlStorage, clock) -> Iterator[SqlStorage]:
     """A second storage on the same engine, with group commit on."""
     store = SqlStorage(sql_storage.engine, clock, settings=SqlConfig(group_commit=True))
     yield store
+    if store._db.notifier is not None:  # the engine is sql_storage's, closed with it
+        store._db.notifier.close()
 
 
 class Line:
@@ -221,3 +223,24 @@ def test_a_failing_one_statement_unit_fails_alone(grouped, sql_storage):
     assert line.sizes == []  # rolled back whole, then each on its own
     assert isinstance(outcomes["failing"], exc.IntegrityError)
     assert stored_ids(sql_storage, project) == {outcomes["before"][0], outcomes["after"][0]}
+
+
+def test_the_wake_ups_of_a_group_go_out_once_it_committed(grouped, sql_storage):
+    """PostgreSQL: the queues a group's posts wake reach the notifier after its COMMIT."""
+    notifier = grouped._db.notifier
+    if notifier is None:
+        pytest.skip("only PostgreSQL sends wake-ups")
+    project = f"p-{uuid.uuid4().hex}"
+    sent: list[tuple[int, set]] = []
+    line = Line(grouped)
+    notifier.send = lambda pairs: sent.append((len(line.sizes), set(pairs)))
+    line.queue({
+        name: (lambda name=name: grouped.messages.post(
+            project, name, [new_message()], client_id="c"))
+        for name in ("a", "b")
+    })
+    line.finish()
+    assert line.sizes == [2]
+    # One send, after the group's COMMIT (sizes was appended before it), naming both queues.
+    assert len(sent) == 1 and sent[0][0] == 1
+    assert {queue for _project, queue in sent[0][1]} == {"a", "b"}
