@@ -15,8 +15,10 @@ The workload (issue 27, part 4): ``--messages`` (2,000) posted at a steady
 rate over ``--post-seconds``; 1% true poison (always fails, one
 description) and 2 messages that crash whichever consumer takes them (the
 process exits while holding its claim); 8 consumer processes running
-``zq.client.Consumer`` (claims of 5, ttl 10 s: the server's minimum claim
-ttl is lowered to 5 s so that a lapse costs seconds, not a minute); a
+``zq.client.Consumer`` (claims of ``--batch`` messages, 1 by default, ttl
+10 s: the server's minimum claim ttl is lowered to 5 s so that a lapse
+costs seconds, not a minute; with larger batches each crash also lapses
+the good messages claimed with the crashing one, which then come last); a
 dependency outage of ``--outage`` seconds from ``--outage-start``, during
 which every message fails with another description; one consumer SIGKILLed
 every ``--kill-every`` seconds (its claims lapse) and replaced by a new
@@ -59,20 +61,22 @@ sys.path.insert(0, str(ROOT))  # run as a script from anywhere: this checkout's 
 QUEUE = "orders"
 DLQ = "orders-dlq"
 CLAIM_TTL = 10
-BATCH = 5
 POISON_EVERY = 100  # 1%
 CRASHERS = 2
 POISON_DESCRIPTION = "malformed order: no customer"
 OUTAGE_DESCRIPTION = "orders-db unreachable: connection refused"
 
-# Backoff up to 30 s, above twice the probe interval: a message whose probe
+# Backoff up to 12 s, above twice the probe interval: a message whose probe
 # failed (true poison at the head of the queue) waits past the next probes,
 # which then try other messages. Without it one poison message at the head
 # is the probe every time and keeps the breaker open (docs/poison.md).
 COMMON = {"_max_claim_count": 5, "_dead_letter_queue": DLQ, "_retry_delay": 1,
-          "_retry_max_delay": 30}
+          "_retry_max_delay": 12}
+# A 10 s window: the ratio compares the outage's failures with the
+# successes of the window, so the longer the window the more of the
+# outage's traffic it takes to trip (with 60 s, about 400 deliveries here).
 FEATURES = {"_breaker_failure_ratio": 0.5, "_breaker_min_failures": 20,
-            "_breaker_window": 60, "_breaker_probe_interval": 5, "_breaker_close_after": 3,
+            "_breaker_window": 10, "_breaker_probe_interval": 5, "_breaker_close_after": 3,
             "_auto_redrive_max": 1, "_suspect_lapsed_consumers": True}
 SERVER_ENV = {"ZQ_LIMITS_MIN_CLAIM_TTL": "5", "ZQ_LIMITS_MAX_MESSAGES_PER_PAGE": "1000",
               "ZQ_GC_INTERVAL": "5"}
@@ -89,7 +93,8 @@ class MalformedOrder(Exception):
     """True poison: no retry can fix it (the consumer does not know that)."""
 
 
-def consumer_main(url: str, project: str, log_path: str, outage_flag: str, work: float) -> None:
+def consumer_main(url: str, project: str, log_path: str, outage_flag: str, work: float,
+                  batch: int) -> None:
     """One consumer process: zq.client.Consumer, every step logged before the next request."""
     from zq.client import Client, Consumer
 
@@ -124,7 +129,7 @@ def consumer_main(url: str, project: str, log_path: str, outage_flag: str, work:
 
     client = LoggingClient(url, project=project)
     note("ready", "-")
-    Consumer(url, QUEUE, handle, project=project, batch=BATCH, claim_ttl=CLAIM_TTL, grace=60,
+    Consumer(url, QUEUE, handle, project=project, batch=batch, claim_ttl=CLAIM_TTL, grace=60,
              idle_wait=(0.1, 1.0), client=client).run()
 
 
@@ -140,6 +145,7 @@ class Fleet:
     scratch: Path
     outage_flag: Path
     work: float
+    batch: int
     processes: list[subprocess.Popen] = field(default_factory=list)
     started: int = 0
     killed: int = 0
@@ -151,7 +157,7 @@ class Fleet:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.processes.append(subprocess.Popen(
             [sys.executable, __file__, "--consumer", self.url, self.project, str(log),
-             str(self.outage_flag), str(self.work)],
+             str(self.outage_flag), str(self.work), str(self.batch)],
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=open(self.scratch / f"consumer-{self.started}.err", "wb")))  # noqa: SIM115
 
@@ -208,7 +214,10 @@ class Outcome:
     outage: tuple[float, float]
     last_good_delete: float | None
     outage_deliveries: int
-    probes_allowed: int
+    open_deliveries: int  # while the breaker was open or half-open
+    trip_after: float | None  # seconds from the outage's start to the trip
+    closed_after: float | None  # seconds from the outage's end to the close
+    open_intervals: int  # probe intervals while it was open
     seconds: float
     fleet: Fleet
     breaker_events: int
@@ -236,13 +245,20 @@ class Outcome:
             "good delivered again after an acknowledged delete": len(twice),
             "outage end -> last good delete s": None if recovery is None else round(recovery, 1),
             "deliveries during the outage": self.outage_deliveries,
-            "probe intervals in the outage": self.probes_allowed,
+            "outage start -> trip s": _rounded(self.trip_after),
+            "deliveries while open": self.open_deliveries,
+            "probe intervals while open": self.open_intervals,
+            "outage end -> closed s": _rounded(self.closed_after),
             "breaker events": self.breaker_events,
             "auto-redriven": self.auto_redriven,
             "consumers killed": self.fleet.killed,
             "consumers crashed": self.fleet.crashed,
             "seconds": round(self.seconds, 1),
         }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def post_all(client: Any, count: int, seconds: float, posted: dict[str, str],
@@ -293,7 +309,7 @@ def run_mode(mode: str, url: str, uri: str, args: argparse.Namespace, scratch: P
     client.create_queue(QUEUE, {**COMMON, **(FEATURES if mode == "on" else {})})
     rng = random.Random(args.seed)
     flag = scratch / "outage"
-    fleet = Fleet(url, project, scratch, flag, args.work)
+    fleet = Fleet(url, project, scratch, flag, args.work, args.batch)
     posted: dict[str, str] = {}
     posted_all = threading.Event()
     poster = threading.Thread(target=post_all, daemon=True, args=(
@@ -351,7 +367,18 @@ def run_mode(mode: str, url: str, uri: str, args: argparse.Namespace, scratch: P
     deleted_events = Counter(e.message_id for e in logged if e.kind == events.DELETED)
     outage_deliveries = sum(1 for e in logged if e.kind == events.CLAIMED
                             and outage[0] <= e.time < outage[1])
-    breaker_events = sum(1 for e in logged if e.kind == "breaker")
+    changes = [e for e in logged if e.kind == "breaker"]
+    breaker_events = len(changes)
+    trip = next((e.time for e in changes if e.detail.get("previous") == "closed"), None)
+    close = next((e.time for e in reversed(changes) if e.detail.get("state") == "closed"),
+                 None)
+    interval = FEATURES["_breaker_probe_interval"]
+    open_deliveries, open_intervals = 0, 0
+    if trip is not None:
+        until = close if close is not None else ended
+        open_deliveries = sum(1 for e in logged if e.kind == events.CLAIMED
+                              and trip < e.time < until)
+        open_intervals = int((until - trip) // interval) + 1
     auto_redriven = sum(1 for e in logged if e.kind == events.REDRIVEN
                         and e.detail.get(events.REASON) == "auto_redriven")
 
@@ -367,9 +394,10 @@ def run_mode(mode: str, url: str, uri: str, args: argparse.Namespace, scratch: P
             claimed_after_ack.add(message_id)
     for path in scratch.glob("consumer-*"):
         path.unlink()
-    interval = FEATURES["_breaker_probe_interval"]
     return Outcome(mode, poison, good, dead, left, deleted_events, acked, claimed_after_ack,
-                   outage, last_good_delete, outage_deliveries, int(args.outage // interval),
+                   outage, last_good_delete, outage_deliveries, open_deliveries,
+                   None if trip is None else trip - outage[0],
+                   None if close is None else close - outage[1], open_intervals,
                    ended - began, fleet, breaker_events, auto_redriven)
 
 
@@ -399,8 +427,8 @@ def print_table(outcomes: list[Outcome]) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--consumer":
-        url, project, log_path, flag, work = sys.argv[2:7]
-        consumer_main(url, project, log_path, flag, float(work))
+        url, project, log_path, flag, work, batch = sys.argv[2:8]
+        consumer_main(url, project, log_path, flag, float(work), int(batch))
         return
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -409,6 +437,7 @@ def main() -> None:
     parser.add_argument("uri", help="storage URI (SQL databases are migrated first)")
     parser.add_argument("--messages", type=int, default=2000)
     parser.add_argument("--consumers", type=int, default=8)
+    parser.add_argument("--batch", type=int, default=1, help="messages per claim (1)")
     parser.add_argument("--post-seconds", type=float, default=100.0,
                         help="seconds over which the messages are posted (100)")
     parser.add_argument("--outage-start", type=float, default=20.0,
@@ -428,8 +457,8 @@ def main() -> None:
         server = serve(args.uri, scratch)
         print(f"zq serve --workers 2 on {args.uri.split(':', 1)[0]} at {server.url}; "
               f"{args.messages} messages over {args.post_seconds:g} s, {args.consumers} "
-              f"consumers, outage {args.outage:g} s from {args.outage_start:g} s, a SIGKILL "
-              f"every {args.kill_every:g} s", flush=True)
+              f"consumers claiming {args.batch}, outage {args.outage:g} s from "
+              f"{args.outage_start:g} s, a SIGKILL every {args.kill_every:g} s", flush=True)
         outcomes = []
         try:
             for mode in args.modes.split(","):

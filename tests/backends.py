@@ -40,23 +40,31 @@ StorageFactory = Callable[[Clock], Storage]
 SessionSetup = Callable[[], AbstractContextManager[StorageFactory]]
 
 BACKENDS: dict[str, SessionSetup] = {}
+# Backends that run by default only in the suites named here (the others
+# run by default everywhere): a backend costly to run every suite on.
+DEFAULT_SUITES: dict[str, tuple[str, ...]] = {}
 
 
-def backend(name: str) -> Callable[[SessionSetup], SessionSetup]:
-    """Register a session setup under ``name``."""
+def backend(name: str, *, suites: tuple[str, ...] | None = None
+            ) -> Callable[[SessionSetup], SessionSetup]:
+    """Register a session setup under ``name`` (by default run only in ``suites``, when given)."""
 
     def register(setup: SessionSetup) -> SessionSetup:
         BACKENDS[name] = setup
+        if suites is not None:
+            DEFAULT_SUITES[name] = suites
         return setup
 
     return register
 
 
-def selected_backends() -> list[str]:
-    """Backend names chosen by ZQ_TEST_BACKENDS (all registered by default)."""
+def selected_backends(suite: str | None = None) -> list[str]:
+    """Backend names chosen by ZQ_TEST_BACKENDS; by default every backend
+    registered for every suite, and those registered for ``suite``."""
     wanted = os.environ.get("ZQ_TEST_BACKENDS", "").strip()
     if not wanted:
-        return list(BACKENDS)
+        return [name for name in BACKENDS
+                if name not in DEFAULT_SUITES or suite in DEFAULT_SUITES[name]]
     names = [name.strip() for name in wanted.split(",") if name.strip()]
     unknown = sorted(set(names) - set(BACKENDS))
     if unknown:
@@ -155,6 +163,18 @@ def redis_session() -> AbstractContextManager[StorageFactory]:
     from tests.redis_session import redis_session as prefixed_session
 
     return prefixed_session()
+
+
+@backend("redis-cluster", suites=("contract",))
+def redis_cluster_session() -> AbstractContextManager[StorageFactory]:
+    """A local 6-node Redis Cluster (tests/redis_cluster.py), started and stopped here.
+
+    By default only the storage contract suite runs on it (CI's time);
+    ZQ_TEST_BACKENDS=redis-cluster runs any backend suite on it.
+    """
+    from tests.redis_cluster import cluster_session
+
+    return cluster_session()
 
 
 # --- MongoDB ---------------------------------------------------------------

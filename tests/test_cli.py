@@ -152,7 +152,8 @@ def test_config_prints_defaults_as_valid_toml(capsys: pytest.CaptureFixture[str]
     shown = effective(capsys)
     assert shown["server"] == {
         "host": "127.0.0.1", "port": 8888, "workers": 2, "threads": 4, "timeout": 30,
-        "body_timeout": 30.0, "metadata_cache": 0.0,
+        "body_timeout": 30.0, "metadata_cache": 0.0, "max_waiting_claims": 4096,
+        "wait_recheck_interval": 1.0,
     }
     assert shown["limits"]["max_messages_per_claim_or_pop"] == 20
     assert shown["gc"]["interval"] == 30.0

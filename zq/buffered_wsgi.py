@@ -58,6 +58,13 @@ Answer = tuple[int, Headers, bytes]
 # (a waiting claim's later attempts).
 ANSWER_KEY = "zq.answer"
 HAND_BACK_KEY = "zq.hand_back"
+# Requests a worker receives and serves at once besides its waiting claims
+# (granian's own default backpressure with 2 workers).
+ACTIVE_REQUESTS = 512
+# The largest claim body kept for a waiting claim's later attempts: a claim
+# body is ``{"ttl": ..., "grace": ...}``; a waiting claim with more answers
+# at once, so thousands of waiting claims never hold much memory.
+MAX_WAITING_BODY = 1024
 
 
 class RSGIScope(Protocol):
@@ -142,11 +149,16 @@ class BufferedWSGI:
     """An RSGI app running ``app`` once each request has fully arrived (module docstring)."""
 
     def __init__(self, app: WSGIApp, *, threads: int, body_timeout: float, max_body: int,
-                 waiting: WaitingClaims | None = None) -> None:
+                 waiting: WaitingClaims | None = None,
+                 max_active: int = ACTIVE_REQUESTS) -> None:
         self.app = app
         self.body_timeout = body_timeout
         self.max_body = max_body
         self.waiting = waiting
+        # Requests receiving their body or running the app, waiting claims
+        # left out: granian takes more than this many at once to make room
+        # for those (zq.server), and the bodies held in memory stay bounded.
+        self.active = asyncio.Semaphore(max_active)
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
         self.answers: Answers | None = None  # made on the worker's loop, at its first request
         self.threads = [threading.Thread(target=self.serve_jobs, name=f"zq-request-{number}",
@@ -155,6 +167,24 @@ class BufferedWSGI:
             thread.start()
 
     async def __rsgi__(self, scope: RSGIScope, protocol: Any) -> None:
+        waiting = self.waiting
+        if waiting is None or "wait=" not in scope.query_string:
+            async with self.active:
+                await self.serve(scope, protocol)
+            return
+        waiting.asking += 1  # before the claim runs: no wake-up after it is missed
+        try:
+            async with self.active:
+                found = await self.serve(scope, protocol)
+            if found is not None:  # the claim found nothing and may wait
+                await self.wait_for_claim(scope, protocol, *found)
+        finally:
+            waiting.asking -= 1
+
+    async def serve(self, scope: RSGIScope, protocol: Any
+                    ) -> tuple[bytes, dict[str, Any], float] | None:
+        """Receive the request and run the app on it; (body, environ, start) of a
+        claim that found nothing and may wait, which is not answered yet."""
         body = b""
         length = announced_length(scope.headers)
         if (length is not None and 0 < length <= self.max_body) or (
@@ -166,25 +196,21 @@ class BufferedWSGI:
                 protocol.response_bytes(408, [*JSON_HEADERS, ("connection", "close")], error_body(
                     "Request Timeout",
                     f"The request body did not arrive within {self.body_timeout:g} seconds."))
-                return
+                return None
         answers = self.answers
         if answers is None:
             answers = self.answers = Answers(asyncio.get_running_loop())
         started = answers.loop.time()
         environ = environ_of(scope, body)
-        waiting = self.waiting
-        if waiting is None or "wait=" not in scope.query_string:
-            await self.run_app(environ, protocol, answers)
-            if ANSWER_KEY in environ:  # a wait spelled otherwise (w%61it=): answered now
-                protocol.response_bytes(*environ[ANSWER_KEY])
-            return
-        waiting.asking += 1  # before the claim runs: no wake-up after it is missed
-        try:
-            await self.run_app(environ, protocol, answers)
-            if ANSWER_KEY in environ:
-                await self.wait_for_claim(scope, body, protocol, environ, started)
-        finally:
-            waiting.asking -= 1
+        await self.run_app(environ, protocol, answers)
+        if ANSWER_KEY not in environ:
+            return None
+        if "wait=" not in scope.query_string or len(body) > MAX_WAITING_BODY:
+            # A wait spelled otherwise (w%61it=), or a body too large to keep
+            # for the claim's later attempts: answered now, as without wait.
+            protocol.response_bytes(*environ[ANSWER_KEY])
+            return None
+        return body, environ, started
 
     async def run_app(self, environ: dict[str, Any], protocol: Any, answers: Answers) -> None:
         """Run the app on ``environ`` on a thread; it answers, or hands the answer back."""
@@ -193,7 +219,7 @@ class BufferedWSGI:
         # granian answers 500 to a request whose coroutine ends unanswered.
         await answered
 
-    async def wait_for_claim(self, scope: RSGIScope, body: bytes, protocol: Any,
+    async def wait_for_claim(self, scope: RSGIScope, protocol: Any, body: bytes,
                              environ: dict[str, Any], started: float) -> None:
         """A claim that found nothing waits in ``self.waiting``; each wake-up runs it again.
 

@@ -38,7 +38,7 @@ from typing import Any
 import zq.auth
 import zq.logs
 import zq.notifications.process
-from zq.buffered_wsgi import BufferedWSGI, WSGIApp
+from zq.buffered_wsgi import ACTIVE_REQUESTS, BufferedWSGI, WSGIApp
 from zq.clock import SystemClock
 from zq.config import Config
 from zq.housekeeping import GarbageCollector
@@ -76,9 +76,6 @@ GRANIAN_LOGGING: dict[str, Any] = {
 # being received are held by granian's runtime and event loop, not by the
 # threads that run the app.
 MAX_REQUEST_HEAD = 417792  # bytes of request line and headers (granian's buffer)
-# Requests a worker takes at once besides its waiting claims: granian's own
-# default (its backlog of 1024 over 2 workers).
-ACTIVE_REQUESTS = 512
 
 
 def bind_address(host: str, port: int) -> str:
@@ -105,7 +102,8 @@ def granian_settings(config: Config, port: int) -> dict[str, Any]:
         # flight for up to [limits] max_claim_wait, at most
         # [server] max_waiting_claims of them: room for those on top of
         # granian's default, so a full house of waiting claims never keeps
-        # other requests out (more waiting claims answer at once).
+        # other requests out (more waiting claims answer at once). The
+        # others are still served ACTIVE_REQUESTS at a time (zq.buffered_wsgi).
         "backpressure": server.max_waiting_claims + ACTIVE_REQUESTS,
         "websockets": False,
         # A worker that does not stop within the timeout is killed.

@@ -199,3 +199,21 @@ def test_server_and_transport_failures_have_their_own_types():
     with pytest.raises(TransportError) as lost:
         client.stats("q")
     assert "connection refused" in lost.value.description
+
+
+def test_the_breaker_in_stats_and_forced(client):
+    client.create_queue("plain")
+    assert client.stats("plain").breaker is None  # off: the stats carry none
+    with pytest.raises(Conflict):
+        client.force_breaker("plain", "open")
+    with pytest.raises(NotFound):
+        client.force_breaker("ghost", "open")
+    client.create_queue("guarded", {"_breaker_failure_ratio": 0.5})
+    assert client.stats("guarded").breaker.state == "closed"
+    client.force_breaker("guarded", "open")
+    shown = client.stats("guarded").breaker
+    assert shown.state == "open" and shown.since.endswith("Z") and shown.description is None
+    with pytest.raises(BadRequest):
+        client.force_breaker("guarded", "half-open")
+    client.force_breaker("guarded", "closed")
+    assert client.stats("guarded").breaker.state == "closed"

@@ -197,6 +197,13 @@ def test_the_breaker_shows_its_state_and_can_be_forced(served: Served, watched: 
     api.post_messages("calm", {"body": 1, "ttl": 3600})
     page = watched.page
     sign_in(page, served.url, api.token)
+    # The overview: a breaker that is not closed is a badge, and its queue comes first.
+    page.goto(f"{served.url}/console#/queues")
+    expect(page.locator('tr[data-queue="guarded"] [data-breaker="open"]')).to_have_text(
+        "breaker open")
+    expect(page.locator("tbody tr").first).to_have_attribute("data-queue", "guarded")
+    assert page.locator('tr[data-queue="calm"] [data-breaker]').count() == 0
+    shot(page, "breaker-overview")
     page.goto(f"{served.url}/console#/queue/guarded")
     expect(page.locator('dd[data-stat="state"]')).to_have_text("breaker open")
     expect(page.locator('dd[data-stat="state"] .badge')).to_have_class(re.compile(r"\bbad\b"))

@@ -90,7 +90,8 @@ def _gc_probe(url: str, uri: str) -> float | None:
 
 def _run(tmp: Path, uri: str, backend: str, replication: str, kill: Callable[[], None],
          promote: Callable[[], float | None], timing: Timing, extra_env: dict[str, str],
-         hold: Callable[[], None], release: Callable[[], None]) -> Outcome:
+         hold: Callable[[], None], release: Callable[[], None], *,
+         project: str | None = None) -> Outcome:
     """``promote`` returns when the load may go on, and the moment of the promotion
     (time.monotonic()) when that was earlier than its return (None: its return).
     ``hold`` stops the replication ``timing.lag`` seconds before the kill, ``release``
@@ -102,7 +103,7 @@ def _run(tmp: Path, uri: str, backend: str, replication: str, kill: Callable[[],
         assert upgraded.returncode == 0, upgraded.stderr
     server = ServerProcess(tmp / f"zq-{backend}.log", env, "--workers", "2",
                            "--storage", uri).start()
-    project = f"failover-{uuid.uuid4().hex[:12]}"
+    project = project or f"failover-{uuid.uuid4().hex[:12]}"
     ledger, stop = Ledger(), threading.Event()
     clients: list[Client] = []
     try:
@@ -177,3 +178,52 @@ def redis_failover(tmp: Path, *, wait_replicas: int = 0, timing: Timing = Timing
                        else "asynchronous (wait_replicas = 0)")
         return _run(tmp, redis_set.uri, "redis", replication, redis_set.master.kill, promote,
                     timing, env, redis_set.hold_replication, redis_set.release_replication)
+
+
+def redis_cluster_failover(tmp: Path, *, timing: Timing = Timing()) -> Outcome:
+    """The master serving the project's slot SIGKILLed under load; the cluster
+    promotes its replica by itself (after the nodes' timeout and a vote).
+
+    Replication inside the cluster is asynchronous: what the master
+    acknowledged in its last moment may be lost, as with Sentinel and
+    ``wait_replicas = 0`` (docs/redis.md).
+    """
+    from redis.crc import key_slot
+
+    from tests.redis_cluster import QUICK_NODE_TIMEOUT_MS, local_cluster
+    from zq.storage.redis.cluster import bucket, home_of
+
+    project = f"failover-{uuid.uuid4().hex[:12]}"
+    slot = key_slot(home_of("zqfail:", bucket(project)).encode())
+    with local_cluster(QUICK_NODE_TIMEOUT_MS) as cluster:
+        client = cluster.cluster_client()
+        try:
+            master = client.nodes_manager.get_node_from_slot(slot).port
+        finally:
+            client.close()
+
+        master_id = cluster.node_id(master)
+        replica = next(port for port in cluster.ports
+                       if port != master and cluster.client(port).execute_command(
+                           "ROLE")[0] == "slave"
+                       and cluster.client(port).execute_command("CLUSTER", "MYID") in
+                       _replicas_of(cluster, master, master_id))
+
+        def promote() -> float | None:
+            deadline = time.monotonic() + RECOVERY_LIMIT
+            while cluster.client(replica).execute_command("ROLE")[0] != "master":
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the cluster promoted no replica in time")
+                time.sleep(0.05)
+            return time.monotonic()
+
+        uri = f"{cluster.uri}?prefix=zqfail"
+        return _run(tmp, uri, "redis-cluster", "asynchronous (cluster replica)",
+                    lambda: cluster.kill(master), promote, timing, {}, lambda: None,
+                    lambda: None, project=project)
+
+
+def _replicas_of(cluster: object, port: int, node_id: str) -> set[str]:
+    """The node ids of the replicas of the master ``node_id`` (on ``port``)."""
+    lines = cluster.client(port).execute_command("CLUSTER", "REPLICAS", node_id)  # type: ignore[attr-defined]
+    return {line.split()[0] for line in lines}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.api.helpers import Api
 from tests.notifications.helpers import (
     FakeSubscription,
     attach,
@@ -19,7 +20,9 @@ from tests.notifications.helpers import (
 )
 from tests.notifications.test_delivery import sub_id
 from zq import events
+from zq.api import create_app
 from zq.clock import ManualClock
+from zq.config import Config
 from zq.notifications.payloads import AUTO_REDRIVE_SETTLE, build
 from zq.poison import breaker
 from zq.storage.base import Storage
@@ -142,3 +145,31 @@ def test_an_aggregated_close_alert_sums_the_auto_redriven() -> None:
     tripped, closed = (n.payload for n in batch.notifications if n.kind == "breaker_aggregate")
     assert "auto_redriven" not in tripped
     assert (closed["count"], closed["auto_redriven"]) == (2, 3)
+
+
+def test_a_trip_by_rejects_through_the_api_alerts_with_the_shared_failure(
+        storage: Storage, clock: ManualClock, project: str) -> None:
+    """The whole path: rejects over HTTP, the driver's trip in the reject's
+    step, its event, the notifier, the webhook (the driver's own subscriptions)."""
+    if not storage.has_breaker:
+        pytest.skip("this driver has no breaker yet")
+    api = Api(create_app(Config(), storage=storage, clock=clock), project)
+    with receiver() as hook:
+        clock.advance(3)  # younger than any earlier test's events
+        settings = {**ON, breaker.MIN_FAILURES: 2}
+        assert api.put("/v2/queues/tripping", json=settings).status_code == 201
+        assert storage.subscriptions.create(project, "tripping", hook.url("/t"), 3600, {})
+        clock.advance(1)
+        api.post_messages("tripping", *({"body": n, "ttl": 600} for n in range(3)))
+        claim = api.claim("tripping", limit=3)
+        claim_id = claim.headers["location"].rsplit("/", 1)[1]
+        for message in claim.json["messages"][:2]:
+            assert api.post(f"/v2/queues/tripping/messages/{message['id']}/reject",
+                            params={"claim_id": claim_id},
+                            json={"description": "db down", "retry_after": 0}).status_code == 204
+        drain(notifier(storage, clock, config(hook.port)))
+        [alert] = [r.json() for r in hook.on("/t") if "breaker" in r.json()]
+        assert (alert["breaker"], alert["state"], alert["previous"]) == (
+            "tripped", "open", "closed")
+        assert alert["description"] == "db down" and alert["forced"] is False
+        assert alert["failures"] == 2 and alert["successes"] == 0

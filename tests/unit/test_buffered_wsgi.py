@@ -208,3 +208,29 @@ def test_concurrent_requests_each_end_after_their_own_answer() -> None:
     for n, protocol in enumerate(protocols):
         assert protocol.answer is not None
         assert json.loads(protocol.answer[2])["body"] == f'"{n}"'
+
+
+def test_at_most_max_active_requests_receive_bodies_at_once() -> None:
+    # granian takes thousands of requests per worker to make room for waiting
+    # claims; the others are still received and served max_active at a time,
+    # so the bodies held in memory stay bounded.
+    front = BufferedWSGI(echo_app(), threads=4, body_timeout=5, max_body=100, max_active=2)
+    protocols = [Protocol([b'"x"'], stall=n < 2) for n in range(3)]
+
+    async def every() -> None:
+        stalled = [asyncio.create_task(front.__rsgi__(
+            scope("POST", "/x", ("transfer-encoding", "chunked")), p)) for p in protocols[:2]]
+        await asyncio.sleep(0.05)
+        third = asyncio.create_task(front.__rsgi__(
+            scope("POST", "/x", ("content-length", "3")), protocols[2]))
+        await asyncio.sleep(0.1)
+        assert protocols[2].received == 0 and protocols[2].answer is None  # not let in yet
+        for task in stalled:
+            task.cancel()
+        await third
+        assert protocols[2].answer is not None and protocols[2].answer[0] == 200
+
+    try:
+        asyncio.run(every())
+    finally:
+        front.close()

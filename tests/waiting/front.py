@@ -82,7 +82,7 @@ class Front:
     async def request(self, method: str, path: str, body: Any = None,
                       client: Client | None = None, query: str | None = None,
                       **params: Any) -> tuple[int, dict, Any]:
-        raw = b"" if body is None else json.dumps(body).encode()
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode() if body else b""
         client = client or Client(raw)
         client.body = raw
         headers = {"Client-ID": self.client_id, "X-Project-ID": self.project,

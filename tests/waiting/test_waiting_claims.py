@@ -288,3 +288,17 @@ def test_a_post_wakes_nothing_while_no_claim_asks_to_wait(front):
         assert status == 204
 
     run(scenario)
+
+
+def test_a_claim_with_a_large_body_does_not_wait(front):
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        body = b'{"ttl": 60' + b" " * 2000 + b"}"  # a valid claim, padded
+        status, _, _ = await front.request("POST", "/v2/queues/q/claims", body, wait=10)
+        assert status == 204
+        assert loop.time() - started < 5  # answered at once, not after its 10 s
+        status, _, _ = await front.claim("q", wait=0.1)  # a claim as sent: waits
+        assert status == 204
+
+    run(scenario)

@@ -61,8 +61,9 @@ def message(
 ) -> dict[str, Any]:
     """A message as every response shows it.
 
-    zq adds claim_count, and when asked (``include_history``) redrive_count
-    and the compacted history of a message that moved.
+    zq adds claim_count, and when asked (``include_history``) redrive_count,
+    forgiven_count (when above 0), last_failure (when known) and the
+    compacted history of a message that moved or whose claims lapsed.
 
     The href of a claimed message carries its live claim id, as Zaqar's does:
     python-zaqarclient reads the claim id from it to delete the message.
@@ -78,6 +79,12 @@ def message(
     if history:
         # Only on request, as history: zaqarclient refuses unknown keys.
         shown["redrive_count"] = record.redrive_count
+        # Deliveries not charged to it (breaker, blame split: docs/poison.md),
+        # only when there were any: Zaqar's counting shows as before.
+        if record.forgiven_count:
+            shown["forgiven_count"] = record.forgiven_count
+        if record.last_failure is not None:
+            shown["last_failure"] = record.last_failure
         if record.history:
             shown["history"] = compact_history(record.history)
     return shown

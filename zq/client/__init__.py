@@ -25,11 +25,19 @@ from zq.client.errors import (
     ZqClientError,
 )
 from zq.client.http import Client
-from zq.client.models import Claim, ClaimAnswer, ConsumerInfo, Message, QueueStats, RedriveResult
+from zq.client.models import (
+    BreakerInfo,
+    Claim,
+    ClaimAnswer,
+    ConsumerInfo,
+    Message,
+    QueueStats,
+    RedriveResult,
+)
 
 __all__ = [
-    "BadRequest", "Claim", "ClaimAnswer", "Client", "Conflict", "Consumer", "ConsumerInfo",
-    "ConsumerStats",
+    "BadRequest", "BreakerInfo", "Claim", "ClaimAnswer", "Client", "Conflict", "Consumer",
+    "ConsumerInfo", "ConsumerStats",
     "Forbidden", "Message", "NotFound", "QueueExists", "QueueStats", "RedriveResult",
     "ServerError", "Suspected", "TransportError", "Unauthorized", "Unavailable", "ZqClientError",
     "describe",

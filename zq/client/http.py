@@ -19,6 +19,7 @@ from zq.client.errors import (
     error_for,
 )
 from zq.client.models import (
+    BreakerInfo,
     Claim,
     ClaimAnswer,
     ConsumerInfo,
@@ -144,8 +145,12 @@ class Client:
     def stats(self, queue: str) -> QueueStats:
         answer = self._call("GET", f"/queues/{queue}/stats").json()
         doc = answer["messages"]
+        shown = answer.get("breaker")
+        breaker = None if shown is None else BreakerInfo(
+            state=shown["state"], since=shown["since"], description=shown.get("description"))
         return QueueStats(free=doc["free"], claimed=doc["claimed"], total=doc["total"],
-                          delayed=doc.get("delayed", 0), waiting=answer.get("waiting"))
+                          delayed=doc.get("delayed", 0), waiting=answer.get("waiting"),
+                          breaker=breaker)
 
     def purge(self, queue: str) -> None:
         self._call("POST", f"/queues/{queue}/purge", json_body={})
@@ -297,6 +302,13 @@ class Client:
                              live_claims=c["live_claims"], lapsed_claims=c["lapsed_claims"],
                              suspected=c["suspected"], waiting=c.get("waiting", 0))
                 for c in doc["consumers"]]
+
+    def force_breaker(self, queue: str, state: str) -> None:
+        """Force ``queue``'s breaker ``"open"`` or ``"closed"`` (``stats().breaker`` shows it).
+
+        ``Conflict`` when its breaker is off, ``NotFound`` for a missing queue.
+        """
+        self._call("POST", f"/queues/{queue}/breaker", json_body={"state": state})
 
     def redrive(self, dlq: str, *, to: str | None = None,
                 filter: Mapping[str, Any] | None = None, limit: int | None = None,

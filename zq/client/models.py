@@ -64,6 +64,18 @@ class QueueStats:
     # zq: claims waiting for a message on the queue (long poll); None when
     # the server does not say (Zaqar, zq before long polling).
     waiting: int | None = None
+    # zq: the queue's outage breaker; None when it is off (no
+    # ``_breaker_failure_ratio``) or the server has none.
+    breaker: BreakerInfo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BreakerInfo:
+    """A queue's outage breaker as ``GET .../stats`` shows it (zq)."""
+
+    state: str  # "closed", "open" or "half-open"
+    since: str  # ISO 8601, UTC
+    description: str | None  # the failure most failures in the window shared
 
 
 @dataclass(frozen=True, slots=True)

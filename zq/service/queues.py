@@ -357,7 +357,9 @@ class QueueService:
         # in its own step, and a refused one (even for an expired claim)
         # right after (zq.poison.consumers).
         settle = self._consumers.to_settle(project, queue, claim_id)
-        stored = self._outage_metadata(storage, project, queue)
+        # A delete by the claim's holder is a success for the queue's breaker;
+        # one without a claim is neither, and reads no metadata for it.
+        stored = self._outage_metadata(storage, project, queue) if claim_id else {}
         rules = outage_rules(storage, stored)
         try:
             storage.messages.delete(
@@ -392,7 +394,7 @@ class QueueService:
         if not ids or claims == []:
             return []  # nothing named exists, or no named claim holds anything
         storage = self._storage(project, queue)
-        stored = self._outage_metadata(storage, project, queue)
+        stored = {} if claims is None else self._outage_metadata(storage, project, queue)
         rules = outage_rules(storage, stored)
         deleted = storage.messages.delete_many(
             project, queue, ids, claim_ids=claims, client_id=client_id, rules=rules
@@ -446,6 +448,9 @@ class QueueService:
             rejects.move_to_dead_letter_queue(
                 storage, project, queue, message_id, rejection.description,
                 stored, claim_id=claim_id, client_id=client_id, rules=rules)
+            if rules.breaker is not None:
+                # An open breaker holds it as a retry: it may be claimable again.
+                self._claimable(storage, project, queue)
 
     def pop_messages(
         self, project: str, queue: str, count: int, *, client_id: str | None

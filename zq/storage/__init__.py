@@ -23,11 +23,12 @@ DRIVERS: dict[str, str] = {
     "redis": "zq.storage.redis:open_redis",
     "rediss": "zq.storage.redis:open_redis",
     "redis+sentinel": "zq.storage.redis:open_redis",
+    "redis+cluster": "zq.storage.redis:open_redis",
     "mongodb": "zq.storage.mongo:open_mongo",
     "mongodb+srv": "zq.storage.mongo:open_mongo",
     "mongomock": "zq.storage.mongo:open_mongo",
 }
-REDIS_SCHEMES = ("redis", "rediss", "redis+sentinel")
+REDIS_SCHEMES = ("redis", "rediss", "redis+sentinel", "redis+cluster")
 
 
 def scheme_of(uri: str) -> str:
@@ -35,7 +36,7 @@ def scheme_of(uri: str) -> str:
     scheme = urlsplit(uri).scheme.lower()
     if scheme.startswith("mongodb+srv"):
         return "mongodb+srv"
-    if scheme == "redis+sentinel":
+    if scheme in ("redis+sentinel", "redis+cluster"):
         return scheme
     return scheme.split("+", 1)[0]
 

@@ -11,6 +11,7 @@ history merged by time).
 from __future__ import annotations
 
 from tests.drivers.redis.helpers import post
+from tests.drivers.redis.test_bounded_work import script_calls
 from zq.clock import ManualClock
 from zq.poison import blame, moves
 from zq.poison.breaker import OPEN, BreakerPolicy
@@ -163,3 +164,67 @@ def test_lapse_entries_merge_into_the_moves_by_time() -> None:
     assert [(e["reason"], e["time"]) for e in history(moved, lapses)] == [
         ("lapsed", 5.0), ("rejected", 10.0), ("lapsed", 30.5), ("redriven", 30.5)]
     assert history("[]", "") == []
+
+
+def test_blame_reads_the_lapsed_consumers_claims_not_the_whole_log(
+    storage: RedisStorage, project: str, clock: ManualClock
+) -> None:
+    """A busy queue's consumer log holds every claim of the last hour: the
+    claim that discovers a lapse reads the lapsed consumer's index instead,
+    and drops what it finds settled."""
+    busy = post(storage, project, "q", 40)
+    for mid in busy:  # b claims and deletes 40 times: 40 settled claims in the log
+        made = take(storage, project, "b", 1, rules=SPLIT)
+        assert [m.id for m in made.messages] == [mid]
+        storage.messages.delete(project, "q", mid, claim_id=made.id, client_id="b",
+                                settle_claim=True)
+    [lapsing] = post(storage, project, "q", 1)
+    take(storage, project, "a", 1, rules=SPLIT)
+    clock.advance(CLAIM)
+    calls = script_calls(storage, lambda: take(storage, project, "b", 1, rules=SPLIT))
+    [call] = calls
+    assert not [c for c in call if c.startswith(("HGETALL", "HVALS", "HSCAN"))]
+    assert len([c for c in call if c.startswith("HGET ")]) < 10
+    record = storage.messages.get(project, "q", lapsing)
+    assert record.forgiven_count == 1  # a made no claim since: its lapse
+    # b's settled claims were never read; a's lapsed one stays indexed.
+    index = f"{storage.prefix}ub:{len(project)}:{project}1:qa"
+    assert storage.client.zcard(index) == 1
+
+
+def test_settled_claims_leave_the_index_when_read_and_forget_drops_it(
+    storage: RedisStorage, project: str, clock: ManualClock
+) -> None:
+    posted = post(storage, project, "q", 3)
+    for mid in posted[:2]:
+        made = take(storage, project, "a", 1, rules=SPLIT)
+        storage.messages.delete(project, "q", mid, claim_id=made.id, client_id="a",
+                                settle_claim=True)
+    take(storage, project, "a", 1, rules=SPLIT)  # posted[2], lapses
+    index = f"{storage.prefix}ub:{len(project)}:{project}1:qa"
+    assert storage.client.zcard(index) == 3
+    clock.advance(CLAIM)
+    take(storage, project, "b", 1, rules=SPLIT)
+    assert storage.client.zcard(index) == 1  # the two settled ones dropped
+    storage.consumers.forget(project, "q")
+    assert storage.client.exists(index, f"{storage.prefix}ul:{len(project)}:{project}q") == 0
+
+
+def test_a_lapse_during_the_outage_seen_after_the_close_is_forgiven(
+    storage: RedisStorage, project: str, clock: ManualClock
+) -> None:
+    """The claim expired while the breaker was open; the walk that sees it
+    comes after the close: still the outage's (as on SQL, outage_at)."""
+    posted = post(storage, project, "q", 4)
+    held = take(storage, project, "c", 3, ttl=600)
+    lapsing = take(storage, project, "d", 1, ttl=30)
+    for mid in posted[:3]:
+        storage.messages.reject(project, "q", mid, claim_id=held.id, client_id="c",
+                                description="db down", retry_after=600, rules=BREAKER)
+    assert [m.id for m in lapsing.messages] == posted[3:]
+    clock.advance(31)  # d's claim lapsed (at 30) while the breaker was open
+    storage.breakers.force(project, "q", "closed", POLICY, clock.now())
+    clock.advance(1)
+    again = take(storage, project, "e")
+    assert [m.id for m in again.messages] == posted[3:]
+    assert storage.messages.get(project, "q", posted[3]).forgiven_count == 1

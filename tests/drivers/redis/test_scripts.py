@@ -18,7 +18,7 @@ STATE_CHANGES = {"post", "claim", "pop", "delete", "delete_many", "renew", "rele
                  "events_trim", "settle", "layout_upgrade", "move", "reject",
                  "sub_create", "sub_update", "sub_confirm", "sub_delete", "sub_gc",
                  "consumer_record", "consumer_settle", "consumer_forget",
-                 "breaker_force", "breaker_redrive_done"}
+                 "breaker_force", "breaker_redrive_done", "events_absorb"}
 
 
 def test_every_state_change_has_its_own_script() -> None:

@@ -41,8 +41,12 @@ async function ratesOf(api, name) {
 async function statsOf(api, name) {
   try {
     const { data } = await api.get(`${q(name)}/stats`);
-    // zq's `waiting` (claims waiting for a message) sits beside Zaqar's counts.
-    return typeof data.waiting === "number" ? { ...data.messages, waiting: data.waiting } : data.messages;
+    // zq's `waiting` (claims waiting for a message) and `breaker` (a queue
+    // whose breaker is on) sit beside Zaqar's counts.
+    const extra = {};
+    if (typeof data.waiting === "number") extra.waiting = data.waiting;
+    if (data.breaker) extra.breaker = data.breaker;
+    return { ...data.messages, ...extra };
   } catch (err) {
     return { error: err.description || err.message };
   }
@@ -81,14 +85,15 @@ export async function loadOverview(api) {
   return { rows, truncated };
 }
 
-/** Growing dead letters first, then the most dead letters, suspected consumers, the oldest message. */
+/** A breaker not closed first, then growing dead letters, the most dead letters, suspected consumers, the oldest message. */
 export function byTrouble(a, b) {
-  return (b.growth > 0) - (a.growth > 0) || b.growth - a.growth ||
+  return tripped(b) - tripped(a) || (b.growth > 0) - (a.growth > 0) || b.growth - a.growth ||
     (b.deadDepth || 0) - (a.deadDepth || 0) || b.suspected - a.suspected ||
     oldest(b) - oldest(a) || a.name.localeCompare(b.name);
 }
 
 const oldest = (row) => (row.stats.oldest ? row.stats.oldest.age : 0);
+const tripped = (row) => Number(Boolean(row.stats.breaker && row.stats.breaker.state !== "closed"));
 
 function policyCell(row) {
   const cell = h("td.policy", { text: policyText(row) });
@@ -131,6 +136,11 @@ function tableRow(row, waits) {
   const trouble = row.growth > 0 ? "grow" : row.deadDepth ? "dead" : row.suspected ? "warn" : "";
   const nameCell = h("th", { scope: "row" }, h("a", { href: `#/queue/${encodeURIComponent(row.name)}`, text: row.name }));
   if (row.isDlq) nameCell.append(" ", h("a.badge", { href: `#/dlq/${encodeURIComponent(row.name)}`, text: "dead letters" }));
+  if (tripped(row)) {
+    const b = s.breaker;
+    nameCell.append(" ", h(`span.badge.${b.state === "open" ? "bad" : "warn"}`, { dataset: { breaker: b.state },
+      text: `breaker ${b.state}`, title: b.description ? `failures shared: ${b.description}` : "its breaker is not closed" }));
+  }
   return h(`tr${trouble ? "." + trouble : ""}`, { dataset: { queue: row.name } },
     nameCell,
     ...(s.error ? [h("td.error", { colspan: 5, text: s.error })] : [

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.documents import alive
-from zq.storage.wakeups import QueueKey, Wakeups
+from zq.storage.mongo.wake import MongoWakeListener
+from zq.storage.wakeups import QueueKey, WakeCallback, WakeListener, Wakeups
 
 # Queues per aggregation: the $or of (project, queue) pairs stays small.
 KEYS_PER_QUERY = 200
@@ -34,3 +35,11 @@ class MongoWakeups(Wakeups):
             found.update({(row["_id"]["project"], row["_id"]["queue"]): float(row["moment"])
                           for row in rows})
         return found
+
+    def listen(
+        self, wake: WakeCallback, wake_all: Callable[[], None] | None = None
+    ) -> WakeListener | None:
+        """A change stream where the server has them (zq.storage.mongo.wake); else None."""
+        if not self._ctx.units.transactions:
+            return None
+        return MongoWakeListener(self._ctx.database, wake, wake_all).start()

@@ -83,6 +83,13 @@ bytes) can make two keys collide::
     P u:enc(project)queue   hash  the consumer log: claim id ->
                              "ttl|claimed|expires|settled|client" (zq.poison.consumers)
     P ux:enc(project)queue  zset  the same claim ids by expires (forgetting)
+    P ub:enc(project)enc(queue)client  zset  the blame split's index of the log: a
+                             Client-ID's claims made while it was on, by claim time
+    P ul:enc(project)queue  hash  Client-ID -> its last claim time (the same index)
+    P wake             pub/sub channel, not a key: enc(project) .. queue is
+                             published by a script whose events may make a
+                             message of the queue claimable (waiting claims,
+                             zq/storage/redis/wake.py)
 
 Every message of a queue is in its order, its expiry index and exactly one
 of ready, held and waiting (and in qb only while in held). No script walks

@@ -41,8 +41,11 @@ class RedisBreakers(RedisController, BreakerLog):
                                         *breaker_args(DeliveryRules(breaker=policy))))
 
     def due_redrives(self) -> list[tuple[str, str]]:
-        flat = self._scripts.run("breaker_due", self._clock.now())
-        return list(zip(flat[0::2], flat[1::2], strict=True))
+        due: list[tuple[str, str]] = []
+        for home in self._scripts.homes():
+            flat = self._scripts.run_in(home, "breaker_due", self._clock.now())
+            due += zip(flat[0::2], flat[1::2], strict=True)
+        return due
 
     def redrive_done(self, project: str, queue: str, closed_at: float) -> None:
         self._scripts.run("breaker_redrive_done", self._clock.now(), project, queue,

@@ -31,6 +31,10 @@ def _key(prefix: str) -> str:
 
 def _holds_data(client: redis.Redis, prefix: str) -> bool:
     """Whether an earlier zq created a queue or posted a message under ``prefix``."""
+    if isinstance(client, redis.RedisCluster):
+        # zq ran on no cluster before layout 2 (docs/redis.md): nothing of
+        # layout 1 can be there, and the two keys are in different slots.
+        return False
     return bool(client.exists(prefix + "qseq", prefix + "marker"))
 
 

@@ -104,8 +104,12 @@ class RedisQueues(RedisController, QueueController):
         )
 
     def volume(self) -> QueueStats:
-        free, claimed = self._run("message_volume")
-        return QueueStats(free=int(free), claimed=int(claimed))
+        free = claimed = 0
+        now = self._clock.now()
+        for home in self._scripts.homes():
+            home_free, home_claimed = self._scripts.run_in(home, "message_volume", now)
+            free, claimed = free + int(home_free), claimed + int(home_claimed)
+        return QueueStats(free=free, claimed=claimed)
 
     def purge(self, project: str, queue: str) -> None:
         self._run("purge", project, queue)

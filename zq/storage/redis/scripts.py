@@ -27,6 +27,7 @@ from redis.exceptions import NoScriptError
 from zq import events
 from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
 from zq.poison import blame, breaker, moves
+from zq.storage.wake_events import WAKING_KINDS
 
 # Prepended to every script, in this order.
 LIBRARIES = ("_lib", "_breaker")
@@ -61,8 +62,10 @@ def events_prelude() -> str:
     (zq.poison.breaker), and whom a lapse is charged to, the bounds and the
     three forms of the exhaustion description with the placeholders ``{1}``
     and ``{2}`` (zq.poison.blame). A function, so that a script that does
-    not need them does not build them.
+    not need them does not build them. ``WAKING``: the kinds that wake
+    their queue's waiting claims (zq.storage.wake_events).
     """
+    waking = ", ".join(f"[{json.dumps(kind)}] = true" for kind in sorted(WAKING_KINDS))
     exhausted = [blame.exhaustion_description(["{1}", "{2}"][:n]) for n in range(3)]
     entry = {"TIME": moves.TIME, "QUEUE": moves.QUEUE, "REASON": moves.REASON,
              "DESCRIPTION": moves.DESCRIPTION, "CLIENT_ID": moves.CLIENT_ID,
@@ -83,6 +86,7 @@ def events_prelude() -> str:
         f"  BLAME.EXHAUSTED = {_lua_strings(exhausted)}",
         "  return ENTRY, BREAKER, BLAME",
         "end",
+        f"local WAKING = {{{waking}}}",
     ])
 
 
@@ -130,11 +134,24 @@ class ScriptBook:
         self._writes = {name for name, source in self._sources.items()
                         if "no-writes" not in source.partition("\n")[0]}
 
+    def home(self, project: str) -> str:
+        """The key prefix under which ``project``'s keys live (one server: the prefix)."""
+        return self._prefix
+
+    def homes(self) -> list[str]:
+        """Every key prefix holding data: what backend-wide scripts (gc, volume) run over."""
+        return [self._prefix]
+
     def run(self, name: str, now: float, *args: Any) -> Any:
         """Run script ``name`` with ``ARGV = [prefix, now, *args]``."""
+        return self.run_in(self._prefix, name, now, *args)
+
+    def run_in(self, home: str, name: str, now: float, *args: Any) -> Any:
+        """Run script ``name`` under key prefix ``home`` (one of ``homes()``)."""
         # EVALSHA straight through execute_command: redis-py's Script
         # wrapper costs as much Python again per call.
-        command = ("EVALSHA", self._shas[name], 0, self._prefix, repr(float(now)), *args)
+        command = ("EVALSHA", self._shas[name], *self._routing(home), home, repr(float(now)),
+                   *args)
         try:
             try:
                 return self._call(name, command)
@@ -153,6 +170,10 @@ class ScriptBook:
                 detail=f"Redis script {name}: {exc}",
             ) from exc
 
+    def _routing(self, home: str) -> tuple[Any, ...]:
+        """EVALSHA's ``numkeys`` and keys: none on one server (the scripts compute theirs)."""
+        return (0,)
+
     def _call(self, name: str, command: tuple[Any, ...]) -> Any:
         wait = self._wait
         if wait is None or name not in self._writes:
@@ -163,6 +184,10 @@ class ScriptBook:
         pipe.execute_command(*command)
         pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)
         answer, confirmed = pipe.execute()
+        return self._confirmed(name, answer, confirmed, wait)
+
+    def _confirmed(self, name: str, answer: Any, confirmed: Any, wait: ReplicaWait) -> Any:
+        """``answer`` when ``confirmed`` replicas are enough for ``[redis] wait_replicas``."""
         if int(confirmed) < wait.replicas:
             # The script ran on the master: its change stands there, but a
             # failover now may or may not keep it. Redis cannot undo it.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import redis
 from redis.backoff import NoBackoff
+from redis.exceptions import RedisClusterException
 from redis.retry import Retry
 
 from zq.clock import Clock
@@ -13,6 +14,8 @@ from zq.storage.base import Storage
 from zq.storage.records import Collected
 from zq.storage.redis.breakers import RedisBreakers
 from zq.storage.redis.claims import RedisClaims
+from zq.storage.redis.cluster import ClusterScriptBook, events_home
+from zq.storage.redis.cluster_events import ClusterEventLog
 from zq.storage.redis.consumers import RedisConsumers
 from zq.storage.redis.cursors import RedisNotificationCursors
 from zq.storage.redis.events import RedisEventLog
@@ -39,21 +42,26 @@ class RedisStorage(Storage):
 
     def __init__(
         self, client: redis.Redis, prefix: str, clock: Clock, budget: Budget | None = None,
-        wait: ReplicaWait | None = None,
+        wait: ReplicaWait | None = None, *, cluster: bool = False,
     ) -> None:
         self.client = client
         self.prefix = prefix
         self._clock = clock
-        self._scripts = ScriptBook(client, prefix, wait)
+        self._scripts = (ClusterScriptBook(client, prefix, wait) if cluster  # type: ignore[arg-type]
+                         else ScriptBook(client, prefix, wait))
         budget = budget or Budget()
         self.queues = RedisQueues(self._scripts, clock, budget)
         self.messages = RedisMessages(self._scripts, clock, budget)
         self.claims = RedisClaims(self._scripts, clock, budget)
-        self.events = RedisEventLog(self._scripts, clock, budget)
+        self.events = (ClusterEventLog(self._scripts, clock, budget, client=client, prefix=prefix)
+                       if cluster else RedisEventLog(self._scripts, clock, budget))
         self.consumers = RedisConsumers(self._scripts, clock, budget)
         self.breakers = RedisBreakers(self._scripts, clock, budget)
-        self.wakeups = RedisWakeups(self._scripts, clock, budget)
-        self.notification_cursors = RedisNotificationCursors(client, prefix, clock)
+        self.wakeups = RedisWakeups(self._scripts, clock, budget, client=client, prefix=prefix)
+        # On a cluster every cursor and the cursors' index share one slot
+        # (the cursor scripts touch both).
+        self.notification_cursors = RedisNotificationCursors(
+            client, events_home(prefix) if cluster else prefix, clock)
         self.subscriptions = RedisSubscriptions(self._scripts, clock, budget,
                                                 client=client, prefix=prefix)
 
@@ -65,28 +73,35 @@ class RedisStorage(Storage):
 
     def gc(self) -> Collected:
         collected = Collected()
-        while True:
-            # gc.lua removes every expired claim it looks at.
-            gone, claims_seen, more, moved = self._scripts.run(
-                "gc", self._clock.now(), GC_BATCH)
-            collected += Collected(int(gone), int(claims_seen), int(moved))
-            if claims_seen < GC_BATCH and not more:
-                return collected + Collected(subscriptions=self.subscriptions.collect())
+        for home in self._scripts.homes():
+            while True:
+                # gc.lua removes every expired claim it looks at.
+                gone, claims_seen, more, moved = self._scripts.run_in(
+                    home, "gc", self._clock.now(), GC_BATCH)
+                collected += Collected(int(gone), int(claims_seen), int(moved))
+                if claims_seen < GC_BATCH and not more:
+                    break
+        return collected + Collected(subscriptions=self.subscriptions.collect())
 
     def close(self) -> None:
         self.client.close()
 
 
 def open_redis(uri: str, *, clock: Clock, settings: RedisConfig | None = None) -> Storage:
-    """Connect to ``redis://[:password@]host:port/db[?prefix=NAME]`` (rediss://, redis+sentinel://)."""
+    """Connect to ``redis://[:password@]host:port/db[?prefix=NAME]`` (rediss://,
+    redis+sentinel://, redis+cluster://)."""
     target = parse_uri(uri)
     # No automatic retries: after a lost reply nobody knows whether a script
     # ran, and running a claim or pop twice would not be harmless.
-    client = target.client(decode_responses=True, retry=Retry(NoBackoff(), 0))
     where = f"{redact(uri)} (prefix {target.prefix[:-1]!r})"
     try:
+        # A cluster client asks its nodes for the slots map right away.
+        client = target.client(decode_responses=True, retry=Retry(NoBackoff(), 0))
+    except (redis.RedisError, RedisClusterException) as exc:
+        raise StorageUnavailable(f"Cannot use the Redis storage {where}: {exc}") from exc
+    try:
         check_layout(client, target.prefix, where, uri)
-    except redis.RedisError as exc:
+    except (redis.RedisError, RedisClusterException) as exc:
         client.close()
         raise StorageUnavailable(f"Cannot use the Redis storage {where}: {exc}") from exc
     except BaseException:
@@ -95,4 +110,4 @@ def open_redis(uri: str, *, clock: Clock, settings: RedisConfig | None = None) -
     settings = settings or RedisConfig()
     wait = (ReplicaWait(settings.wait_replicas, settings.wait_timeout_ms)
             if settings.wait_replicas else None)
-    return RedisStorage(client, target.prefix, clock, wait=wait)
+    return RedisStorage(client, target.prefix, clock, wait=wait, cluster=target.cluster)

@@ -50,17 +50,19 @@ class RedisSubscriptions(RedisController, SubscriptionController):
 
     # -- keys (the same as lua/_lib.lua's K.sub*) --------------------------
 
-    def _sub(self, sid: str) -> str:
-        return f"{self._prefix}s:{sid}"
+    # Under the project's home (its hash tag on a cluster, ScriptBook.home).
+
+    def _sub(self, home: str, sid: str) -> str:
+        return f"{home}s:{sid}"
 
     def _ids(self, project: str, queue: str) -> str:
-        return f"{self._prefix}sq:{_enc(project)}{queue}"
+        return f"{self._scripts.home(project)}sq:{_enc(project)}{queue}"
 
     def _by(self, project: str, queue: str) -> str:
-        return f"{self._prefix}sb:{_enc(project)}{queue}"
+        return f"{self._scripts.home(project)}sb:{_enc(project)}{queue}"
 
-    def _expiry(self) -> str:
-        return f"{self._prefix}sx"
+    def _expiry(self, home: str) -> str:
+        return f"{home}sx"
 
     def _read(self, work: Callable[[], T]) -> T:
         try:
@@ -68,14 +70,14 @@ class RedisSubscriptions(RedisController, SubscriptionController):
         except redis.RedisError as exc:
             raise StorageUnavailable(BACKEND_UNREACHABLE, detail=f"Redis: {exc}") from exc
 
-    def _records(self, sids: list[str], now: float, *, project: str | None = None,
+    def _records(self, sids: list[str], now: float, *, home: str, project: str | None = None,
                  queue: str | None = None) -> list[SubscriptionRecord]:
-        """The live ones of ``sids`` (of project/queue when given), in that order."""
+        """The live ones of ``sids`` under ``home`` (of project/queue when given), in order."""
         if not sids:
             return []
         pipe = self._client.pipeline(transaction=False)
         for sid in sids:
-            pipe.hgetall(self._sub(sid))
+            pipe.hgetall(self._sub(home, sid))
         found = []
         for sid, fields in zip(sids, pipe.execute(), strict=True):
             if not fields or float(fields["expires"]) <= now:
@@ -103,6 +105,7 @@ class RedisSubscriptions(RedisController, SubscriptionController):
     def get(self, project: str, queue: str, subscription_id: str) -> SubscriptionRecord:
         now = self._clock.now()
         found = self._read(lambda: self._records([subscription_id], now,
+                                                 home=self._scripts.home(project),
                                                  project=project, queue=queue))
         if not found:
             raise SubscriptionNotFound.gone(subscription_id)
@@ -114,7 +117,8 @@ class RedisSubscriptions(RedisController, SubscriptionController):
         def work() -> list[SubscriptionRecord]:
             sid = self._client.hget(self._by(project, queue), subscriber)
             return [] if sid is None else self._records([sid], now, project=project,
-                                                        queue=queue)
+                                                        queue=queue,
+                                                        home=self._scripts.home(project))
 
         found = self._read(work)
         return found[0] if found else None
@@ -139,7 +143,8 @@ class RedisSubscriptions(RedisController, SubscriptionController):
             start = "-" if marker is None else f"({marker}"
             while len(page) < limit:
                 sids = self._client.zrangebylex(key, start, "+", start=0, num=PAGE)
-                page += self._records(sids, now, project=project, queue=queue)
+                page += self._records(sids, now, home=self._scripts.home(project),
+                                      project=project, queue=queue)
                 if len(sids) < PAGE:
                     break
                 start = f"({sids[-1]}"
@@ -179,19 +184,24 @@ class RedisSubscriptions(RedisController, SubscriptionController):
         now = self._clock.now()
         return self._read(lambda: self._records(
             self._client.zrange(self._ids(project, queue), 0, -1), now,
-            project=project, queue=queue))
+            home=self._scripts.home(project), project=project, queue=queue))
 
     def live(self) -> list[SubscriptionRecord]:
         now = self._clock.now()
-        found = self._read(lambda: self._records(
-            self._client.zrangebyscore(self._expiry(), f"({now!r}", "+inf"), now))
+        found: list[SubscriptionRecord] = []
+        for home in self._scripts.homes():
+            found += self._read(lambda home=home: self._records(  # type: ignore[misc]
+                self._client.zrangebyscore(self._expiry(home), f"({now!r}", "+inf"), now,
+                home=home))
         return sorted(found, key=lambda s: (s.project, s.queue, s.id))
 
     def collect(self) -> int:
         """Remove expired subscriptions; how many went."""
         removed = 0
-        while True:
-            count = int(self._run("sub_gc", GC_BATCH))
-            removed += count
-            if count < GC_BATCH:
-                return removed
+        for home in self._scripts.homes():
+            while True:
+                count = int(self._scripts.run_in(home, "sub_gc", self._clock.now(), GC_BATCH))
+                removed += count
+                if count < GC_BATCH:
+                    break
+        return removed

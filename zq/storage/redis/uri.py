@@ -1,4 +1,5 @@
-"""Reading a Redis storage URI: ``redis://``, ``rediss://`` or ``redis+sentinel://``.
+"""Reading a Redis storage URI: ``redis://``, ``rediss://``, ``redis+sentinel://``
+or ``redis+cluster://``.
 
 ``redis+sentinel://[[user]:password@]h1:26379,h2:26380/MASTER[/db][?options]``
 names Redis Sentinel's addresses and the master's name; the client asks
@@ -6,8 +7,14 @@ the sentinels where the master is, and asks again after it lost its
 connection or was answered READONLY by a replica, so it follows a
 failover. The user and password authenticate to the master (the sentinels
 are asked without); the options are those of ``redis://`` and apply to the
-master's connections. ``RedisTarget.client`` makes the redis-py client for
-either form: the one place that does.
+master's connections.
+
+``redis+cluster://[[user]:password@]h1:7000,h2:7001[/][?options]`` names any
+reachable nodes of a Redis Cluster (the client learns the others from
+them); the options are those of ``redis://`` and apply to every node's
+connections; a cluster has only database 0 (zq/storage/redis/cluster.py).
+``RedisTarget.client`` makes the redis-py client for every form: the one
+place that does.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
+from redis.cluster import ClusterNode
 from redis.connection import URL_QUERY_ARGUMENT_PARSERS, SSLConnection, parse_url
 from redis.sentinel import Sentinel
 
@@ -27,6 +35,8 @@ from zq.errors import InvalidRequest
 DEFAULT_PREFIX = "zq"
 SENTINEL_SCHEME = "redis+sentinel"
 SENTINEL_PORT = 26379
+CLUSTER_SCHEME = "redis+cluster"
+CLUSTER_PORT = 6379
 # Seconds a sentinel may take to answer "where is the master" (unless the
 # URI's socket_timeout / socket_connect_timeout say otherwise): a sentinel
 # that hangs must not hold a request past its bound.
@@ -43,9 +53,21 @@ class RedisTarget:
     prefix: str  # key prefix, ending in ':'
     sentinels: tuple[tuple[str, int], ...] = ()  # redis+sentinel: where to ask
     master: str = ""  # redis+sentinel: the name the sentinels know the master by
+    nodes: tuple[tuple[str, int], ...] = ()  # redis+cluster: where to learn the cluster
+
+    @property
+    def cluster(self) -> bool:
+        """Whether this is a Redis Cluster (``redis+cluster://``)."""
+        return bool(self.nodes)
 
     def client(self, **options: Any) -> redis.Redis:
         """A client of the master: ``options`` are redis-py's, added to the URI's."""
+        if self.nodes:
+            settings = {key: value for key, value in parse_url(self.url).items()
+                        if key not in ("host", "port", "db")}
+            return redis.RedisCluster(  # type: ignore[return-value]
+                startup_nodes=[ClusterNode(host, port) for host, port in self.nodes],
+                **{**settings, **options})
         if not self.sentinels:
             return redis.Redis.from_url(self.url, **options)
         settings = {key: value for key, value in parse_url(self.url).items()
@@ -60,7 +82,7 @@ def parse_uri(uri: str) -> RedisTarget:
     """Split zq's ``?prefix=NAME`` option off a Redis URI and check it."""
     parts = urlsplit(uri)
     scheme = parts.scheme.lower()
-    if scheme not in ("redis", "rediss", SENTINEL_SCHEME):
+    if scheme not in ("redis", "rediss", SENTINEL_SCHEME, CLUSTER_SCHEME):
         if scheme.endswith("+sentinel"):
             raise InvalidRequest(
                 f"{scheme!r} is not supported: Redis Sentinel is {SENTINEL_SCHEME}:// "
@@ -85,6 +107,8 @@ def parse_uri(uri: str) -> RedisTarget:
     rest = urlencode([(key, value) for key, value in query if key != "prefix"])
     if scheme == SENTINEL_SCHEME:
         return _sentinel_target(uri, parts.netloc, parts.path, rest, prefix + ":")
+    if scheme == CLUSTER_SCHEME:
+        return _cluster_target(uri, parts.netloc, parts.path, rest, prefix + ":")
     return RedisTarget(url=urlunsplit(parts._replace(query=rest)), prefix=prefix + ":")
 
 
@@ -104,7 +128,19 @@ def _sentinel_target(uri: str, netloc: str, path: str, query: str, prefix: str) 
     return RedisTarget(url=url, prefix=prefix, sentinels=sentinels, master=names[0])
 
 
-def _address(entry: str, uri: str) -> tuple[str, int]:
+def _cluster_target(uri: str, netloc: str, path: str, query: str, prefix: str) -> RedisTarget:
+    userinfo, at, hosts = netloc.rpartition("@")
+    if not hosts or path.strip("/") not in ("", "0"):
+        raise InvalidRequest(
+            f"A Redis Cluster URI is {CLUSTER_SCHEME}://host:port[,host:port...][/][?options] "
+            f"(a cluster has only database 0); {_shown(uri)} is not."
+        )
+    nodes = tuple(_address(entry, uri, CLUSTER_PORT) for entry in hosts.split(","))
+    url = urlunsplit(("redis", f"{userinfo}{at}cluster-node", "/0", query, ""))
+    return RedisTarget(url=url, prefix=prefix, nodes=nodes)
+
+
+def _address(entry: str, uri: str, default_port: int = SENTINEL_PORT) -> tuple[str, int]:
     host, port = entry, ""
     if entry.startswith("["):  # [IPv6]:port
         host, _, rest = entry[1:].partition("]")
@@ -113,9 +149,9 @@ def _address(entry: str, uri: str) -> tuple[str, int]:
         host, _, port = entry.rpartition(":")
     if not host or (port and not port.isdigit()) or (port and not 0 < int(port) < 65536):
         raise InvalidRequest(
-            f"Redis Sentinel address {entry!r} in {_shown(uri)} must be host or host:port."
+            f"Redis address {entry!r} in {_shown(uri)} must be host or host:port."
         )
-    return host, int(port) if port else SENTINEL_PORT
+    return host, int(port) if port else default_port
 
 
 def _shown(uri: str) -> str:

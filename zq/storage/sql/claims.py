@@ -14,9 +14,10 @@ from zq.storage.base import ClaimController
 from zq.storage.delivery_rules import NO_RULES, DeliveryRules
 from zq.storage.records import ClaimRecord, ConsumerEntry
 from zq.storage.sql import postgresql, predicates
+from zq.storage.sql.breakers import BreakerStep
 from zq.storage.sql.consumers import write_record
 from zq.storage.sql.database import Database
-from zq.storage.sql.delivery import take_deliverable
+from zq.storage.sql.delivery import Taken, take_deliverable
 from zq.storage.sql.events import event_row, record
 from zq.storage.sql.messages import new_id
 from zq.storage.sql.records import message_record
@@ -68,7 +69,7 @@ class SqlClaims(ClaimController):
     ) -> ClaimRecord | None:
         claim_id = new_id()
         backoff, consumer = rules.backoff, rules.consumer
-        if self._one_statement and postgresql.one_statement_claims(rules.dead_letter):
+        if self._one_statement and postgresql.one_statement_claims(rules):
             statement = postgresql.ClaimRules.of(rules.dead_letter, backoff, limit)
             if consumer is None:
                 return self._db.write_statement(lambda conn: postgresql.claim(
@@ -88,8 +89,17 @@ class SqlClaims(ClaimController):
 
         def work(conn: sa.Connection) -> ClaimRecord | None:
             now = self._clock.now()
-            taken = take_deliverable(conn, project, queue, limit=limit, now=now,
-                                     client_id=client_id, dead_letter=rules.dead_letter)
+            step = None if rules.breaker is None else BreakerStep(
+                conn, project, queue, rules.breaker, now)
+            # An open breaker lets one probe through at a time, or nothing.
+            allowed = limit if step is None else step.allowance(limit)
+            taken = Taken() if allowed == 0 else take_deliverable(
+                conn, project, queue, limit=allowed, now=now, client_id=client_id,
+                dead_letter=rules.dead_letter, breaker=step, blame_split=rules.blame_split)
+            if step is not None:
+                if taken.rows:
+                    step.delivered(claim_id)
+                taken.events += step.events
             if not taken.rows:
                 record(conn, taken.events)
                 return None

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc
 
 from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
-from zq.storage.sql import dialects
+from zq.storage.sql import dialects, wake
 
 T = TypeVar("T")
 
@@ -34,6 +34,8 @@ class Database:
         # COMMIT: two round trips fewer each.
         self._autocommit = dialects.statements_autocommit(self.dialect)
         self._unwrapped = engine.execution_options(isolation_level="AUTOCOMMIT")
+        # Wake-ups of waiting claims, sent once a change committed (PostgreSQL).
+        self.notifier = wake.Notifier(engine) if wake.applies_to(self.dialect) else None
 
     def read(self, work: Callable[[sa.Connection], T]) -> T:
         """Run ``work``, which only reads (each statement sees committed data)."""
@@ -50,8 +52,16 @@ class Database:
     def _run(self, engine: sa.Engine, work: Callable[[sa.Connection], T]) -> T:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                with engine.begin() as conn:
-                    return work(conn)
+                if self.notifier is None:
+                    with engine.begin() as conn:
+                        return work(conn)
+                # The queues the work wakes (zq.storage.sql.wake): sent only
+                # once it committed, and dropped with a rollback.
+                with wake.pending() as woken, engine.begin() as conn:
+                    result = work(conn)
+                if woken:
+                    self.notifier.send(woken)
+                return result
             except exc.DBAPIError as error:
                 if attempt < MAX_ATTEMPTS and dialects.is_retryable(error):
                     log.debug("retrying transaction after %s", error.orig)
@@ -65,4 +75,6 @@ class Database:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
+        if self.notifier is not None:
+            self.notifier.close()
         self.engine.dispose()

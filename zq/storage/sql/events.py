@@ -10,7 +10,7 @@ from zq.errors import InvalidRequest
 from zq.events import event_fields
 from zq.storage.base import EventLog
 from zq.storage.records import Event
-from zq.storage.sql import commit_order
+from zq.storage.sql import commit_order, wake
 from zq.storage.sql.database import Database
 from zq.storage.sql.records import dump_json, load_json
 from zq.storage.sql.schema import events
@@ -24,9 +24,14 @@ def event_row(kind: str, project: str, queue: str, now: float, **fields: Any) ->
 
 
 def record(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
-    """Append events in the caller's transaction (one statement)."""
+    """Append events in the caller's transaction (one statement).
+
+    And note the queues they may make claimable, whose waiting claims are
+    woken once the transaction committed (PostgreSQL: zq.storage.sql.wake).
+    """
     if rows:
         conn.execute(sa.insert(events), rows)
+        wake.notify_events(conn, rows)
 
 
 EVENT_COLUMNS = ["time", "project", "queue", "kind", "message_id", "claim_id",

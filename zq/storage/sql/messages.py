@@ -13,12 +13,14 @@ from zq import events
 from zq.clock import Clock
 from zq.errors import MessageNotFound
 from zq.poison.backoff import release_delay
-from zq.poison.moves import Move
+from zq.poison.breaker import CLOSED, stored_description
+from zq.poison.moves import REASON_REJECTED, Move
 from zq.storage.base import MessageController
 from zq.storage.checks import check_delete, check_move
 from zq.storage.delivery_rules import NO_RULES, DeliveryRules
 from zq.storage.records import MessageRecord, NewMessage
 from zq.storage.sql import postgresql, predicates
+from zq.storage.sql.breakers import BreakerStep
 from zq.storage.sql.consumers import write_settle
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
@@ -78,6 +80,59 @@ def _by_ids(
     return sorted((row for row in rows
                    if row.project == project and row.queue == queue and row.expires > now),
                   key=lambda row: row.marker)
+
+
+def _retry(
+    conn: sa.Connection, project: str, queue: str, row: sa.Row[Any], now: float, *,
+    claim_id: str, client_id: str | None, description: str | None, retry_after: int | None,
+    step: BreakerStep | None, held: bool = False,
+) -> list[dict[str, Any]]:
+    """A retry reject of the locked ``row`` (with the breaker's failure); its events.
+
+    The message leaves its claim and is claimable again ``retry_after`` from
+    now, or its claim's backoff from now. With a breaker ``step`` it is a
+    failure: forgiven while the breaker is open, and ``last_failure`` is set.
+    """
+    wait = (release_delay(row.delay_until, row.claim_expires)
+            if retry_after is None else retry_after)
+    values: dict[str, Any] = {"claim_id": None, "claim_expires": None,
+                              "delay_until": now + wait}
+    if step is not None:
+        forgiven = step.failure(row.id, description, at=now, claim_id=claim_id)
+        values.update(forgiven_count=m.c.forgiven_count + (1 if forgiven else 0),
+                      last_failure=stored_description(description))
+    conn.execute(sa.update(m).where(m.c.marker == row.marker).values(values))
+    return [event_row(
+        events.REJECTED, project, queue, now, message_id=row.id,
+        claim_id=claim_id, client_id=client_id, claim_count=row.claim_count,
+        detail=events.rejected_detail(description, retry_after, held=held),
+    )] + ([] if step is None else step.events)
+
+
+def _terminal_rejects(
+    conn: sa.Connection, project: str, queue: str, rows: Sequence[sa.Row[Any]], move: Move,
+    now: float, *, claim_id: str, client_id: str | None, step: BreakerStep,
+) -> tuple[list[sa.Row[Any]], list[dict[str, Any]]]:
+    """Terminal rejects on a queue with a breaker: (the rows still to move, events).
+
+    Each is a failure. One forgiven (the breaker is open) is held as a retry
+    reject instead (the ``rejected`` event says ``held``); the others move,
+    with ``last_failure`` set first (move_rows keeps it).
+    """
+    moving: list[sa.Row[Any]] = []
+    recorded: list[dict[str, Any]] = []
+    for row in rows:
+        if step.locked_state() != CLOSED:
+            recorded += _retry(conn, project, queue, row, now, claim_id=claim_id,
+                               client_id=client_id, description=move.description,
+                               retry_after=None, step=step, held=True)
+            step.events.clear()
+            continue
+        step.failure(row.id, move.description, at=now, claim_id=claim_id)
+        conn.execute(sa.update(m).where(m.c.marker == row.marker).values(
+            last_failure=stored_description(move.description)))
+        moving.append(row)
+    return moving, recorded + step.events
 
 
 class SqlMessages(MessageController):
@@ -193,7 +248,13 @@ class SqlMessages(MessageController):
             check_delete(message_id, claim_id,
                          live_claim_id(row, now))
             _delete_rows(conn, [row])
-            record(conn, _deleted_events(project, queue, [row], now, client_id))
+            recorded = _deleted_events(project, queue, [row], now, client_id)
+            if rules.breaker is not None and claim_id is not None:
+                # A delete by the claim's holder: a success, in the same step.
+                step = BreakerStep(conn, project, queue, rules.breaker, now)
+                step.successes([claim_id])
+                recorded += step.events
+            record(conn, recorded)
 
         self._db.write(work)
 
@@ -210,7 +271,8 @@ class SqlMessages(MessageController):
         if not message_ids or (claim_ids is not None and not claim_ids):
             return []
 
-        one_statement = self._one_statement
+        # The breaker counts each delete by a claim's holder: the general path.
+        one_statement = self._one_statement and (rules.breaker is None or claim_ids is None)
 
         def work(conn: sa.Connection) -> list[str]:
             now = self._clock.now()
@@ -224,7 +286,12 @@ class SqlMessages(MessageController):
             if claim_ids is not None:
                 rows = [row for row in rows if live_claim_id(row, now) in claim_ids]
             _delete_rows(conn, rows)
-            record(conn, _deleted_events(project, queue, rows, now, client_id))
+            recorded = _deleted_events(project, queue, rows, now, client_id)
+            if rules.breaker is not None and claim_ids is not None and rows:
+                step = BreakerStep(conn, project, queue, rules.breaker, now)
+                step.successes([row.claim_id for row in rows])
+                recorded += step.events
+            record(conn, recorded)
             return [row.id for row in rows]
 
         return (self._db.write_statement if one_statement else self._db.write)(work)
@@ -253,17 +320,11 @@ class SqlMessages(MessageController):
                 raise MessageNotFound.gone(message_id)
             check_move(message_id, claim_id,
                        live_claim_id(row, now))
-            wait = (release_delay(row.delay_until, row.claim_expires)
-                    if retry_after is None else retry_after)
-            conn.execute(
-                sa.update(m).where(m.c.marker == row.marker)
-                .values(claim_id=None, claim_expires=None, delay_until=now + wait)
-            )
-            record(conn, [event_row(
-                events.REJECTED, project, queue, now, message_id=message_id,
-                claim_id=claim_id, client_id=client_id, claim_count=row.claim_count,
-                detail=events.rejected_detail(description, retry_after),
-            )])
+            step = None if rules.breaker is None else BreakerStep(
+                conn, project, queue, rules.breaker, now)
+            record(conn, _retry(conn, project, queue, row, now, claim_id=claim_id,
+                                client_id=client_id, description=description,
+                                retry_after=retry_after, step=step))
 
         self._db.write(work)
 
@@ -288,8 +349,16 @@ class SqlMessages(MessageController):
                 if check_move(row.id, claim_id,
                               live_claim_id(row, now))
             ]
-            record(conn, move_rows(conn, project, queue, chosen, move, now,
-                                   claim_id=claim_id, client_id=client_id))
+            recorded: list[dict[str, Any]] = []
+            moving = chosen
+            if (rules.breaker is not None and claim_id is not None
+                    and move.reason == REASON_REJECTED):
+                moving, recorded = _terminal_rejects(
+                    conn, project, queue, chosen, move, now, claim_id=claim_id,
+                    client_id=client_id, step=BreakerStep(conn, project, queue,
+                                                          rules.breaker, now))
+            record(conn, recorded + move_rows(conn, project, queue, moving, move, now,
+                                              claim_id=claim_id, client_id=client_id))
             return [row.id for row in chosen]
 
         return self._db.write(work)
@@ -305,8 +374,13 @@ class SqlMessages(MessageController):
     ) -> list[MessageRecord]:
         def work(conn: sa.Connection) -> list[MessageRecord]:
             now = self._clock.now()
+            step = None if rules.breaker is None else BreakerStep(
+                conn, project, queue, rules.breaker, now)
+            if step is not None and step.state != CLOSED:
+                return []  # an open breaker lets only a claim's probe through
             taken = take_deliverable(conn, project, queue, limit=limit, now=now,
-                                     client_id=client_id, dead_letter=rules.dead_letter)
+                                     client_id=client_id, dead_letter=rules.dead_letter,
+                                     breaker=step, blame_split=rules.blame_split)
             _delete_rows(conn, taken.rows)
             popped = [
                 replace(message_record(row, now), claim_count=row.claim_count + 1)
@@ -317,7 +391,7 @@ class SqlMessages(MessageController):
                           client_id=client_id, claim_count=msg.claim_count,
                           detail=events.popped_detail())
                 for msg in popped
-            ])
+            ] + ([] if step is None else step.events))
             return popped
 
         return self._db.write(work)

@@ -49,6 +49,10 @@ def move_rows(
             "b_expires": values.expires,
             "b_history": dump_json(history),
             "b_claim_count": 0 if move.reset_claim_count else row.claim_count,
+            # Forgiven deliveries and lapse consumers go with the claims they
+            # were part of (zq.poison.moves); last_failure stays.
+            "b_forgiven_count": 0 if move.reset_claim_count else row.forgiven_count,
+            "b_lapsed_with": None if move.reset_claim_count else row.lapsed_with,
             "b_redrive_count": row.redrive_count + (1 if move.count_redrive else 0),
         })
         recorded.append(event_row(
@@ -69,6 +73,8 @@ def move_rows(
             claim_id=None,
             claim_expires=None,
             claim_count=sa.bindparam("b_claim_count"),
+            forgiven_count=sa.bindparam("b_forgiven_count"),
+            lapsed_with=sa.bindparam("b_lapsed_with"),
             redrive_count=sa.bindparam("b_redrive_count"),
             history=sa.bindparam("b_history"),
         ),

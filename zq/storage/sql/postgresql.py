@@ -29,8 +29,9 @@ from zq import events
 from zq.poison.backoff import BackoffPolicy
 from zq.poison.dead_letter import DeadLetterPolicy
 from zq.poison.moves import Move
+from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import ClaimRecord
-from zq.storage.sql import dialects, predicates
+from zq.storage.sql import dialects, predicates, wake
 from zq.storage.sql.events import EVENT_COLUMNS, event_select, events_from
 from zq.storage.sql.queues import queue_row
 from zq.storage.sql.records import dump_json, message_record
@@ -38,6 +39,7 @@ from zq.storage.sql.schema import claims as c
 from zq.storage.sql.schema import events as event_table
 from zq.storage.sql.schema import messages as m
 from zq.storage.sql.schema import queues
+from zq.storage.wake_events import wake_name
 
 
 def applies_to(dialect: str) -> bool:
@@ -50,6 +52,8 @@ _MESSAGE_COLUMNS = ("id", "project", "queue", "body", "fingerprint", "ttl", "cre
 _EVENT_COLUMNS = ("time", "project", "queue", "kind", "message_id", "claim_id",
                   "client_id", "claim_count", "detail")
 _QUEUE_COLUMNS = ("project", "name", "metadata", "created", "metadata_version")
+# Written into the statements' text (a constant of ours, no parameter).
+_WAKE_CHANNEL = sa.literal_column(f"'{wake.CHANNEL}'")
 
 
 # Most messages a PostgreSQL post writes as one WITH query; larger posts
@@ -100,9 +104,14 @@ def _post_parameters(
 
 def post(conn: sa.Connection, queue_row: dict[str, Any], rows: list[dict[str, Any]],
          recorded: list[dict[str, Any]]) -> None:
-    """Insert the queue unless it exists, the messages and their events."""
+    """Insert the queue unless it exists, the messages and their events.
+
+    And wake the queue's waiting claims once the statement committed
+    (zq.storage.sql.wake).
+    """
     conn.exec_driver_sql(_post_sql(conn.dialect, len(rows)),
                          _post_parameters(queue_row, rows, recorded))
+    wake.after_commit(conn, [(queue_row["project"], queue_row["name"])])
 
 
 def delete_many(
@@ -198,13 +207,16 @@ class ClaimRules:
                    [backoff.jitter_factor() for _ in range(limit)])
 
 
-def one_statement_claims(dead_letter: DeadLetterPolicy | None) -> bool:
-    """Whether ``claim`` carries out a claim under this dead letter policy.
+def one_statement_claims(rules: DeliveryRules) -> bool:
+    """Whether ``claim`` carries out a claim under these rules.
 
-    Not with ``_dead_letter_expired``: moving a queue's expired messages
-    first stays on the general path (zq.storage.sql.delivery).
+    Not with ``_dead_letter_expired`` (moving a queue's expired messages
+    first), a breaker or blame split (judging lapses, probes): those stay
+    on the general path (zq.storage.sql.delivery, zq.storage.sql.breakers).
     """
-    return dead_letter is None or dead_letter.expiry_move is None
+    dead_letter = rules.dead_letter
+    return ((dead_letter is None or dead_letter.expiry_move is None)
+            and rules.breaker is None and not rules.blame_split)
 
 
 def _candidates(project: Any, queue: Any, now: Any, limit: Any,
@@ -222,7 +234,9 @@ def _candidates(project: Any, queue: Any, now: Any, limit: Any,
     """
     common = [predicates.in_queue(project, queue), predicates.alive(now)]
     if exhausted_at is not None:
-        common.append(m.c.claim_count < exhausted_at)
+        # Forgiven deliveries do not count (DeadLetterPolicy.is_exhausted): a
+        # queue whose breaker was turned off keeps its messages' counts.
+        common.append(m.c.claim_count - m.c.forgiven_count < exhausted_at)
     never_held = (
         sa.select(m.c.marker)
         .where(*common, m.c.delay_until <= now, m.c.claim_expires.is_(None))
@@ -268,7 +282,7 @@ def _exhausted(project: Any, queue: Any, now: Any, picked: sa.CTE, expired: sa.C
         sa.case((full(expired), sa.select(last.c.marker).scalar_subquery()), else_=_NO_BOUND),
     )
     common = (predicates.in_queue(project, queue), predicates.alive(now),
-              m.c.claim_count >= exhausted_at)
+              m.c.claim_count - m.c.forgiven_count >= exhausted_at)
     never_held = (
         sa.select(m.c.marker)
         .where(*common, m.c.delay_until <= now, m.c.claim_expires.is_(None),
@@ -318,9 +332,16 @@ def _moved(queue: Any, now: Any, exhausted: sa.CTE) -> sa.CTE:
 
 
 def _dead_letter_queue(moved: sa.CTE) -> sa.CTE:
-    """Create the dead letter queue if absent, only when something moved to it."""
+    """Create the dead letter queue if absent, only when something moved to it.
+
+    And only then wake its waiting claims: the statement tells nobody what
+    it moved, so this NOTIFY is sent inside it (the one place that does,
+    zq.storage.sql.wake), counted once per moved row (PostgreSQL delivers
+    one); a data-modifying WITH part runs whatever the query reads.
+    """
+    notified = sa.func.count(sa.func.pg_notify(_WAKE_CHANNEL, _param("dlq_wake", sa.Text())))
     values = sa.select(*[_param(f"dlq_{c}", queues.c[c].type) for c in _QUEUE_COLUMNS]
-                       ).where(sa.exists(sa.select(moved.c.marker)))
+                       ).where(sa.select(notified).select_from(moved).scalar_subquery() > 0)
     return (postgresql.insert(queues).from_select(list(_QUEUE_COLUMNS), values)
             .on_conflict_do_nothing().cte("dead_letter_queue"))
 
@@ -435,7 +456,7 @@ def _claim_parameters(project: str, queue: str, claim_id: str, now: float, ttl: 
         values.update(
             exhausted_at=rules.exhausted_at, move_to=move.to, move_ttl=move.ttl,
             move_history=dump_json([move.history_entry(queue, now)]),
-            move_detail=dump_json(move.detail),
+            move_detail=dump_json(move.detail), dlq_wake=wake_name(project, move.to),
             **{f"dlq_{k}": v for k, v in queue_row(project, move.to, now).items()},
         )
     if rules.schedule is not None:

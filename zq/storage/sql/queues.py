@@ -22,7 +22,7 @@ from zq.storage.sql import dialects, predicates
 from zq.storage.sql.database import Database
 from zq.storage.sql.events import event_row, record
 from zq.storage.sql.records import dump_json, load_json
-from zq.storage.sql.schema import claims, links, messages, queues
+from zq.storage.sql.schema import breaker_outcomes, breakers, claims, links, messages, queues
 
 
 def queue_row(
@@ -48,6 +48,9 @@ def _remove_messages(
     conn.execute(
         sa.delete(claims).where(claims.c.project == project, claims.c.queue == queue)
     )
+    # The breaker starts over with the queue's messages (zq.storage.breakers).
+    for table in (breakers, breaker_outcomes):
+        conn.execute(sa.delete(table).where(table.c.project == project, table.c.queue == queue))
     if removed:
         record(conn, [event_row(events.PURGED, project, queue, now,
                                 detail=events.purged_detail(removed, queue_deleted=queue_deleted))])

@@ -38,4 +38,7 @@ def message_record(row: sa.Row[Any], now: float) -> MessageRecord:
         history=load_json(row.history) or [],
         marker=row.marker,
         redrive_count=row.redrive_count,
+        forgiven_count=row.forgiven_count,
+        last_failure=row.last_failure,
+        lapsed_with=tuple(load_json(row.lapsed_with) or ()),
     )

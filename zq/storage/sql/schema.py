@@ -88,6 +88,12 @@ messages = sa.Table(
     sa.Column("claim_count", sa.Integer(), nullable=False, server_default="0"),
     sa.Column("history", long_text(), nullable=False),
     sa.Column("redrive_count", sa.Integer(), nullable=False, server_default="0"),
+    # The breaker and blame split (migration 0011): deliveries not charged
+    # to the message, its last failure's description, and the JSON list of
+    # the distinct Client-IDs its claims lapsed with (NULL: none).
+    sa.Column("forgiven_count", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("last_failure", sa.String(200), nullable=True),
+    sa.Column("lapsed_with", sa.String(1024), nullable=True),
     sa.Index("ix_messages_queue_marker", "project", "queue", "marker"),
     sa.Index("ix_messages_expires", "expires"),
     sa.Index("ix_messages_claim_id", "claim_id"),
@@ -123,6 +129,38 @@ consumer_claims = sa.Table(
     sa.Column("expires", sa.Double(), nullable=False),
     sa.Column("settled", sa.Double(), nullable=True),
     sa.Index("ix_consumer_claims_queue_expires", "project", "queue", "expires"),
+)
+
+# Each queue's breaker (zq.storage.breakers; migration 0011): its state and
+# the probe in flight. A missing row is a closed breaker that saw nothing.
+breakers = sa.Table(
+    "breakers",
+    metadata,
+    sa.Column("project", name_type(PROJECT), primary_key=True),
+    sa.Column("queue", name_type(QUEUE), primary_key=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("since", sa.Double(), nullable=False),
+    sa.Column("description", sa.String(200), nullable=True),
+    sa.Column("tripped_at", sa.Double(), nullable=True),
+    sa.Column("closed_at", sa.Double(), nullable=True),
+    sa.Column("redrive_due", sa.Boolean(), nullable=False),
+    sa.Column("next_probe", sa.Double(), nullable=True),
+    sa.Column("probe_claim_id", name_type(ID), nullable=True),
+    sa.Column("probe_successes", sa.Integer(), nullable=False),
+)
+
+# The outcomes of each breaker's window: a failure has its message id (and
+# description), a success none. Trimmed by the steps that write them.
+breaker_outcomes = sa.Table(
+    "breaker_outcomes",
+    metadata,
+    sa.Column("seq", big_id, primary_key=True, autoincrement=True),
+    sa.Column("project", name_type(PROJECT), nullable=False),
+    sa.Column("queue", name_type(QUEUE), nullable=False),
+    sa.Column("time", sa.Double(), nullable=False),
+    sa.Column("message_id", name_type(ID), nullable=True),
+    sa.Column("description", sa.String(200), nullable=True),
+    sa.Index("ix_breaker_outcomes_queue_time", "project", "queue", "time"),
 )
 
 events = sa.Table(

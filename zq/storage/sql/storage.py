@@ -10,6 +10,7 @@ from zq.errors import StorageUnavailable
 from zq.storage.base import Storage
 from zq.storage.records import Collected
 from zq.storage.sql import dialects, gc, migrate, postgresql, subscriptions
+from zq.storage.sql.breakers import SqlBreakers
 from zq.storage.sql.claims import SqlClaims
 from zq.storage.sql.consumers import SqlConsumers
 from zq.storage.sql.cursors import SqlNotificationCursors
@@ -23,6 +24,8 @@ from zq.storage.uri import redact
 
 class SqlStorage(Storage):
     """SQLite, PostgreSQL or MariaDB/MySQL through SQLAlchemy Core."""
+
+    has_breaker = True  # zq.storage.sql.breakers
 
     def __init__(self, engine: sa.Engine, clock: Clock, *,
                  one_statement: bool | None = None) -> None:
@@ -38,6 +41,7 @@ class SqlStorage(Storage):
         self.notification_cursors = SqlNotificationCursors(self._db, clock)
         self.subscriptions = subscriptions.SqlSubscriptions(self._db, clock)
         self.consumers = SqlConsumers(self._db)
+        self.breakers = SqlBreakers(self._db, clock)
         self.wakeups = SqlWakeups(self._db, clock)
 
     @property

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 import sqlalchemy as sa
 
 from zq.clock import Clock
-from zq.storage.sql import predicates
+from zq.storage.sql import predicates, wake
 from zq.storage.sql.database import Database
 from zq.storage.sql.schema import messages as m
-from zq.storage.wakeups import QueueKey, Wakeups
+from zq.storage.sql.wake import PostgresWakeListener
+from zq.storage.wakeups import QueueKey, WakeCallback, WakeListener, Wakeups
 
 # Queues per statement: a long IN list of (project, queue) pairs is split so
 # that no dialect meets its bound on parameters.
@@ -52,3 +53,11 @@ class SqlWakeups(Wakeups):
             return found
 
         return self._db.read(read)
+
+    def listen(
+        self, wake_one: WakeCallback, wake_all: Callable[[], None] | None = None
+    ) -> WakeListener | None:
+        """PostgreSQL: LISTEN on a connection of its own; None on SQLite and MariaDB/MySQL."""
+        if not wake.applies_to(self._db.dialect):
+            return None
+        return PostgresWakeListener(self._db.engine, wake_one, wake_all).start()

@@ -153,14 +153,25 @@ function breaker_lib()  -- declared in _lib.lua
     breaker_event(r, BREAKER.CLOSED, b.st, b.desc, fails, oks, forced)
   end
 
+  -- Whether the breaker was open (or half-open) at ``at``: from its last
+  -- trip on, until it closed if it has since.
+  local function outage_at(b, at)
+    if b.tripped == '' or at < tonumber(b.tripped) then
+      return false
+    end
+    return b.st ~= BREAKER.CLOSED or (b.closed ~= '' and at < tonumber(b.closed))
+  end
+
   -- A failure of message ``mid`` (``desc``: its stored description, nil for
   -- a lapse) at time ``at`` (a lapse: its claim's expiry), by claim ``cid``.
   -- Recorded; a closed breaker may trip on it (the failure that trips it is
   -- charged); a failed probe opens it again. Returns whether the failure is
-  -- forgiven: the breaker was open or half-open (a lapse: its claim expired
-  -- at or after the trip).
-  local function breaker_failure(r, mid, desc, at, cid, is_lapse)
+  -- forgiven: the breaker was open or half-open at ``at`` (outage_at; a
+  -- lapse seen after the close whose claim expired during the outage too).
+  local function breaker_failure(r, mid, desc, at, cid)
     local b = load_breaker(r.qid)
+    -- Decided before the failure may trip it: the tripping one is charged.
+    local forgiven = outage_at(b, at)
     if at >= NOW - r.window then
       local seq = redis.call('HINCRBY', K.breaker(r.qid), 'seq', 1)
       local member = seq .. ':' .. enc(mid) .. (desc and ('+' .. desc) or '-')
@@ -175,7 +186,7 @@ function breaker_lib()  -- declared in _lib.lua
       if total > 0 and fails >= r.ratio * total and msgs >= r.min_failures then
         open_breaker(r, b, false)
       end
-      return false
+      return forgiven
     end
     if cid ~= '' and cid == b.pc and mid == b.pm then
       redis.call('HSET', K.breaker(r.qid), 'st', BREAKER.OPEN, 'ps', 0, 'pc', '', 'pm', '',
@@ -186,7 +197,7 @@ function breaker_lib()  -- declared in _lib.lua
         breaker_event(r, BREAKER.OPEN, b.st, b.desc, fails, oks, false)
       end
     end
-    return not is_lapse or at >= tonumber(b.tripped ~= '' and b.tripped or '0')
+    return forgiven
   end
 
   -- A delete of message ``mid`` by the holder of live claim ``cid``: a
@@ -223,31 +234,80 @@ function breaker_lib()  -- declared in _lib.lua
     return redis.call('HGET', K.claim(cid), 'client') or ''
   end
 
-  -- zq.poison.blame.suspects for ``client``'s lapsed claim ``cid`` (expired
-  -- at ``at``), from the queue's consumer log (read once per script).
-  local function suspected(r, client, cid, at)
-    if not r.log then
-      r.log = {}
-      local flat = redis.call('HGETALL', K.consumers(r.project, r.queue))
-      for i = 1, #flat, 2 do
-        local _, claimed, expires, settled, who =
-          string.match(flat[i + 1], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
-        local mine = r.log[who] or {}
-        mine[#mine + 1] = {flat[i], tonumber(claimed), tonumber(expires), settled}
-        r.log[who] = mine
+  -- The blame split's index of the consumer log, per queue name like the
+  -- log itself (it outlives a purge; ConsumerLog.forget drops it): for each
+  -- Client-ID, its claims made while the split was on (``ub``, by claim
+  -- time, forgotten with the log) and its last claim time (``ul``). Claims
+  -- of the index found settled or forgotten are dropped by the reader, so
+  -- reading costs the client's live and lapsed claims, not the whole log.
+  function K.blame_claims(project, queue, client)
+    return P .. 'ub:' .. enc(project) .. enc(queue) .. client
+  end
+  function K.blame_last(project, queue) return P .. 'ul:' .. enc(project) .. queue end
+
+  -- A claim ``cid`` by ``client`` at ``claimed`` (strings as given), in the
+  -- claim's script; records claimed before ``forget_before`` are forgotten
+  -- as the log forgets them.
+  local function index_claim(r, cid, client, claimed, forget_before)
+    local key = K.blame_claims(r.project, r.queue, client)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. forget_before)
+    redis.call('ZADD', key, claimed, cid)
+    redis.call('HSET', K.blame_last(r.project, r.queue), client, claimed)
+  end
+
+  -- ConsumerLog.forget's part: the index of the queue's consumer log.
+  local function forget_index(project, queue)
+    local last = K.blame_last(project, queue)
+    for _, client in ipairs(redis.call('HKEYS', last)) do
+      redis.call('DEL', K.blame_claims(project, queue, client))
+    end
+    redis.call('DEL', last)
+  end
+
+  -- ``client``'s claims that expired unsettled (lapsed), as a set, read
+  -- once per script from the index (dropping what is settled or forgotten).
+  local function lapsed_claims(r, client)
+    r.lapsed = r.lapsed or {}
+    if r.lapsed[client] then
+      return r.lapsed[client]
+    end
+    local found, gone = {}, {}
+    local key, log = K.blame_claims(r.project, r.queue, client), K.consumers(r.project, r.queue)
+    for _, id in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+      local rec = redis.call('HGET', log, id)
+      local expires, settled
+      if rec then
+        expires, settled = string.match(rec, '^[^|]*|[^|]*|([^|]*)|([^|]*)|')
+      end
+      if not rec or settled ~= '' then
+        gone[#gone + 1] = id
+      elseif tonumber(expires) <= NOW then
+        found[id] = true
       end
     end
-    -- The claim being made now by the same Client-ID counts as a claim since.
-    local since = (r.claiming and r.client == client) and 1 or 0
-    for _, c in ipairs(r.log[client] or {}) do
-      if c[1] ~= cid and c[3] <= NOW and c[4] == '' then
+    if #gone > 0 then
+      for i = 1, #gone, 1000 do
+        redis.call('ZREM', key, unpack(gone, i, math.min(i + 999, #gone)))
+      end
+    end
+    r.lapsed[client] = found
+    return found
+  end
+
+  -- zq.poison.blame.suspects for ``client``'s lapsed claim ``cid`` (expired
+  -- at ``at``): another of its claims lapsed, or it made no claim since
+  -- (the claim being made now by the same Client-ID counts).
+  local function suspected(r, client, cid, at)
+    for id in pairs(lapsed_claims(r, client)) do
+      if id ~= cid then
         return true
       end
-      if c[2] >= at then
-        since = since + 1
-      end
     end
-    return since == 0
+    if r.claiming and r.client == client then
+      return false
+    end
+    local last = redis.call('HGET', K.blame_last(r.project, r.queue), client)
+    return not (last and tonumber(last) >= at)
   end
 
   -- The history entry of a lapse (zq.poison.blame.lapse_entry) whose claim
@@ -315,7 +375,7 @@ function breaker_lib()  -- declared in _lib.lua
     local client = lapse_client(r, cid)
     local outage = false
     if r.ratio then
-      outage = breaker_failure(r, m.id, nil, at, cid, true)
+      outage = breaker_failure(r, m.id, nil, at, cid)
       -- A lapse has no description (zq.storage.breakers: last_failure None).
       redis.call('HDEL', K.msg(m.id), 'lf')
       m.lf = nil
@@ -397,7 +457,7 @@ function breaker_lib()  -- declared in _lib.lua
     else
       redis.call('HDEL', K.msg(mid), 'lf')
     end
-    local forgiven = breaker_failure(r, mid, desc, NOW, cid, false)
+    local forgiven = breaker_failure(r, mid, desc, NOW, cid)
     if forgiven then
       redis.call('HINCRBY', K.msg(mid), 'fc', 1)
     end
@@ -434,6 +494,8 @@ function breaker_lib()  -- declared in _lib.lua
   lib.breaker_closed = breaker_closed
   lib.breaker_reject = breaker_reject
   lib.breaker_state = breaker_state
+  lib.index_claim = index_claim
+  lib.forget_index = forget_index
   built = lib
   return lib
 end

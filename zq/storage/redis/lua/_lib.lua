@@ -238,7 +238,25 @@ local function remove_msg(m)
   end
 end
 
--- Append one event to the backend's stream (fields decoded by events.py).
+-- Waiting claims (zq.storage.wake_events, zq/storage/redis/wake.py): a
+-- script whose events may make a message of a queue claimable publishes the
+-- queue's name on the prefix's wake channel, once per script and queue
+-- whatever the number of messages. Published by the script itself, so a
+-- subscriber hears it once the change is made, and only if it is.
+-- The channel is the deployment's one, also on a cluster, whose scripts
+-- run with a home ``prefix:{b}:`` as P (zq/storage/redis/cluster.py).
+local WOKEN = {}
+local WAKE_CHANNEL = (P:match('^(.*){[^{}]*}:$') or P) .. 'wake'
+local function wake(project, queue)
+  local name = enc(project) .. queue
+  if not WOKEN[name] then
+    WOKEN[name] = true
+    redis.call('PUBLISH', WAKE_CHANNEL, name)
+  end
+end
+
+-- Append one event to the backend's stream (fields decoded by events.py),
+-- and wake the queue it may make claimable.
 local function event(project, queue, kind, msg_id, claim_id, client, count, detail)
   local f = {'t', NOW_S, 'p', project, 'q', queue, 'k', kind}
   local function put(name, value)
@@ -255,6 +273,12 @@ local function event(project, queue, kind, msg_id, claim_id, client, count, deta
     put('d', cjson.encode(detail))
   end
   redis.call('XADD', K.events(), '*', unpack(f))
+  if WAKING[kind] then
+    wake(project, queue)
+  end
+  if detail and type(detail[DETAIL.TO]) == 'string' then
+    wake(project, detail[DETAIL.TO])
+  end
 end
 
 -- The first ``n`` UTF-8 characters of ``text``.

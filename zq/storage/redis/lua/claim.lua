@@ -73,5 +73,8 @@ redis.call('ZADD', K.claim_expiry(), fmt(cexp), cid)
 redis.call('SADD', K.qclaims(qid), cid)
 if ARGV[23] == '1' then
   consumer_record(project, queue, cid, ARGV[6], ARGV[25], ARGV[26], '', ARGV[24], ARGV[27])
+  if rules and rules.blame then
+    rules.lib.index_claim(rules, cid, ARGV[24], ARGV[25], ARGV[27])
+  end
 end
 return taken
