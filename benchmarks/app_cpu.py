@@ -4,7 +4,8 @@
     (from the repository root)
 
 Builds zq's app (zq.api.create_app, default configuration) over Redis db 11
-under a fresh key prefix, and calls it directly as WSGI with the load
+under a fresh key prefix (or, with ``--uri sqlite``, a fresh SQLite file in a
+temporary directory), and calls it directly as WSGI with the load
 generator's post of 10 messages of 1 KB (``--workload post``) or a claim of
 10 and the bulk delete of what it claimed (``claim-delete``), one request at
 a time, and prints the process CPU time per request (microseconds; it
@@ -26,6 +27,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -45,8 +47,13 @@ def _environ(method: str, path: str, query: str = "", body: bytes = b"") -> dict
     }
 
 
-def _measure(workload: str, requests: int) -> float:
+def _measure(workload: str, requests: int, backend: str = "redis") -> float:
     """CPU microseconds per request of ``workload`` on this process's zq."""
+    with tempfile.TemporaryDirectory(prefix="zq-app-cpu-") as directory:
+        return _measure_in(workload, requests, backend, directory)
+
+
+def _measure_in(workload: str, requests: int, backend: str, directory: str) -> float:
     import redis
 
     from zq.api import create_app
@@ -54,7 +61,9 @@ def _measure(workload: str, requests: int) -> float:
     from zq.storage import open_storage
 
     prefix = f"appcpu{uuid.uuid4().hex[:8]}"
-    storage = open_storage(f"{REDIS}?prefix={prefix}")
+    uri = (f"sqlite:///{directory}/zq.sqlite3" if backend == "sqlite"
+           else f"{REDIS}?prefix={prefix}")
+    storage = open_storage(uri)
     app = create_app(Config(), storage=storage)
     answers: list[str] = []
 
@@ -86,19 +95,25 @@ def _measure(workload: str, requests: int) -> float:
             call(_environ("DELETE", path, f"ids={ids}&claim_ids={claim}"))
         spent = time.process_time() - started
     finally:
-        client = redis.Redis.from_url(REDIS)
-        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
-        for i in range(0, len(keys), 500):
-            client.delete(*keys[i:i + 500])
+        storage.close()
+        if backend == "redis":
+            client = redis.Redis.from_url(REDIS)
+            keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+            for i in range(0, len(keys), 500):
+                client.delete(*keys[i:i + 500])
     per = 2 if workload == "claim-delete" else 1
     return spent / (requests * per) * 1e6
 
 
-def _run(tree: Path, workload: str, requests: int, hiredis: bool = True) -> float:
+def _run(tree: Path, workload: str, requests: int, hiredis: bool = True,
+         backend: str = "redis") -> float:
     env = {**os.environ, "PYTHONPATH": str(tree), "ZQ_LOG_LEVEL": "WARNING"}
     hide = [] if hiredis else ["--without-hiredis"]
-    out = subprocess.run([sys.executable, "-m", "benchmarks.app_cpu", "--one", workload,
-                          "--requests", str(requests), *hide], cwd=ROOT, env=env,
+    # Run by path, not with -m from ROOT: -m puts the working directory first
+    # on sys.path, and this tree's zq would shadow the baseline's.
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--one", workload,
+                          "--requests", str(requests), "--uri", backend, *hide],
+                         cwd=tempfile.gettempdir(), env=env,
                          capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -110,13 +125,15 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--baseline-without-hiredis", action="store_true")
+    parser.add_argument("--uri", choices=("redis", "sqlite"), default="redis",
+                        help="the backend: Redis db 11 (default) or a fresh SQLite file")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--without-hiredis", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         if args.without_hiredis:
             sys.modules["hiredis"] = None  # type: ignore[assignment]  # redis-py: not installed
-        print(f"{_measure(args.one, args.requests):.1f}")
+        print(f"{_measure(args.one, args.requests, args.uri):.1f}")
         return 0
     trees = {"this": ROOT, **({"baseline": args.baseline} if args.baseline else {})}
     print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
@@ -126,7 +143,8 @@ def main() -> int:
             order = list(trees) if round_ % 2 == 0 else list(trees)[::-1]
             for name in order:
                 hiredis = name == "this" or not args.baseline_without_hiredis
-                figures[name].append(_run(trees[name], workload, args.requests, hiredis))
+                figures[name].append(_run(trees[name], workload, args.requests, hiredis,
+                                          args.uri))
         cells = ", ".join(f"{name} {statistics.median(v):.0f} us ({min(v):.0f}-{max(v):.0f})"
                           for name, v in figures.items())
         ratio = ""

@@ -5,13 +5,16 @@
     python -m benchmarks.wake_latency sqlite --servers [--rounds 20]
     (from the repository root; a scratch backend: benchmarks/scratch_storage.py)
 
-Through the storage contract, no HTTP (Redis and PostgreSQL), two figures:
+Through the storage contract, no HTTP (Redis and PostgreSQL), three figures:
 
 - ``delivery``: a listener (``Storage.wakeups.listen``, one connection of
   its own, as each worker has) on one storage, posts of one message through
   another storage (other connections, as another worker or server would);
   the time from the post's return (its change committed) to the listener's
   report, p50 and p99 over ``--posts`` posts, one every 20 ms;
+- ``listener_cpu``: the CPU time one worker's listener spends per wake-up
+  it hears (3,000 posts to distinct queues from another process): every
+  worker hears every queue's wake-ups, those its claims wait on or not;
 - ``cost``: posts per second from 8 threads for ``--seconds``, with the
   wake-up as built and with it taken out of the post (Redis: the script's
   PUBLISH removed; PostgreSQL: the notifier's NOTIFY not sent), while
@@ -141,6 +144,46 @@ def posts_per_second(uri: str, seconds: float, threads: int = 8) -> float:
         storage.close()
 
 
+def _post_in_child(uri: str, posts: int) -> None:
+    storage = open_storage(uri, clock=SystemClock())
+    try:
+        for n in range(posts):
+            storage.messages.post("bench", f"cpu{n}", [new_message({"n": n})], client_id="c")
+    finally:
+        storage.close()  # sends what the notifier still holds
+
+
+def listener_cpu(uri: str, posts: int) -> dict[str, Any]:
+    """CPU a worker spends hearing wake-ups: posts to distinct queues from another process."""
+    import multiprocessing
+    import resource
+
+    storage = open_storage(uri, clock=SystemClock())
+    heard = [0]
+    listener = storage.wakeups.listen(lambda project, queue: heard.__setitem__(0, heard[0] + 1))
+    assert isinstance(listener, ThreadedListener)
+    try:
+        listener.wait_connected(10)
+        child = multiprocessing.get_context("spawn").Process(target=_post_in_child,
+                                                              args=(uri, posts))
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        started = time.monotonic()
+        child.start()
+        child.join()
+        deadline = time.monotonic() + 10
+        while heard[0] < posts and time.monotonic() < deadline:
+            time.sleep(0.01)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        elapsed = time.monotonic() - started
+    finally:
+        listener.close()
+        storage.close()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"figure": "listener_cpu", "posts": posts, "heard": heard[0],
+            "cpu_ms_per_wakeup": round(cpu / max(heard[0], 1) * 1000, 3),
+            "posts_per_s": round(posts / elapsed)}
+
+
 def _listen_in_child(uri: str, listeners: int, ready: Any, stop: Any) -> None:
     """The workers' listeners, in a process of their own (as workers are)."""
     subscribed = [open_storage(uri, clock=SystemClock()) for _ in range(listeners)]
@@ -250,6 +293,7 @@ def main(argv: list[str] | None = None) -> None:
             report(across_servers(args.backend, uri, args.rounds))
             return
         report(delivery(uri, args.posts))
+        report(listener_cpu(uri, 3000))
         report(cost(args.backend, uri, args.seconds, args.listeners, args.rounds))
 
 

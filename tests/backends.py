@@ -34,6 +34,7 @@ from contextlib import AbstractContextManager, contextmanager
 import pytest
 
 from zq.clock import Clock, ManualClock
+from zq.config import SqlConfig
 from zq.storage.base import Storage
 
 StorageFactory = Callable[[Clock], Storage]
@@ -81,6 +82,11 @@ class BackendUnreachable(RuntimeError):
 # --- SQL backends ----------------------------------------------------------
 
 
+def sql_settings() -> SqlConfig:
+    """The SQL driver's settings: ZQ_TEST_GROUP_COMMIT=1 runs a suite with group commit on."""
+    return SqlConfig(group_commit=os.environ.get("ZQ_TEST_GROUP_COMMIT", "") == "1")
+
+
 @backend("sqlite")
 @contextmanager
 def sqlite_session() -> Iterator[StorageFactory]:
@@ -88,7 +94,7 @@ def sqlite_session() -> Iterator[StorageFactory]:
 
     with tempfile.TemporaryDirectory(prefix="zq-test-") as directory:
         uri = f"sqlite:///{directory}/zq.sqlite3"
-        yield lambda clock: open_sql(uri, clock=clock)
+        yield lambda clock: open_sql(uri, clock=clock, settings=sql_settings())
 
 
 SERVERS = {
@@ -135,7 +141,8 @@ def _server_session(kind: str, *, one_statement: bool | None = None) -> Iterator
 
     with empty_database(kind) as uri:
         migrate.upgrade(uri)
-        yield lambda clock: open_sql(uri, clock=clock, one_statement=one_statement)
+        yield lambda clock: open_sql(uri, clock=clock, one_statement=one_statement,
+                                     settings=sql_settings())
 
 
 @backend("postgresql")

@@ -49,6 +49,13 @@ DESCRIPTIONS = {
                            "write was made and may or may not survive a failover); 0: off. "
                            "See docs/high-availability.md",
     "redis.wait_timeout": "seconds `wait_replicas` waits for the replicas (above 0)",
+    "sql.group_commit": "a SQL storage: writes that arrive in one worker while its previous "
+                        "commit runs share one transaction and one WAL flush (each in its own "
+                        "savepoint, each answered only after the shared commit); off by "
+                        "default (see docs/storage-sql.md, \"Group commit\")",
+    "sql.group_commit_window": "seconds a group's first write waits for more before it starts "
+                               "(0 to 0.1; 0: only those that queued while the previous "
+                               "commit ran)",
     "limits.max_queues_per_page": "most queues one `GET /v2/queues` page returns",
     "limits.max_messages_per_page": "most messages one `GET .../messages` page returns",
     "limits.max_messages_per_claim_or_pop": "most messages one claim or pop takes",

@@ -164,6 +164,23 @@ class RedisConfig:
 
 
 @dataclass(frozen=True)
+class SqlConfig:
+    """Settings of the SQL storage driver; see docs/storage-sql.md, "Group commit"."""
+
+    # Concurrent writes of one worker process share one transaction and one
+    # WAL flush, each in its own savepoint, answered after the shared commit.
+    group_commit: bool = False
+    # Seconds a group's leader waits for more writes before it starts (0:
+    # only the writes that queued while the previous commit ran).
+    group_commit_window: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.group_commit_window <= 0.1:
+            raise ConfigError("sql.group_commit_window: must be 0 to 0.1 seconds, got "
+                              f"{self.group_commit_window!r}.")
+
+
+@dataclass(frozen=True)
 class GcConfig:
     interval: float = 30.0  # seconds between collections inside the server; 0 disables
 
@@ -383,6 +400,7 @@ class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     redis: RedisConfig = field(default_factory=RedisConfig)
+    sql: SqlConfig = field(default_factory=SqlConfig)
     limits: Limits = field(default_factory=Limits)
     gc: GcConfig = field(default_factory=GcConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)

@@ -20,13 +20,14 @@ SECRET = "relation secret_table_x on host db-7.internal"
 @pytest.fixture
 def failing_backend(backend_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every call to the backend fails with an error naming SECRET."""
-    if backend_name == "redis":
+    if backend_name in ("redis", "redis-cluster"):
         import redis
 
         def fail(*args: object, **kwargs: object) -> None:
             raise redis.ResponseError(SECRET)
 
         monkeypatch.setattr(redis.Redis, "execute_command", fail)
+        monkeypatch.setattr(redis.RedisCluster, "execute_command", fail)
     elif backend_name == "mongo":
         import mongomock
         import pymongo.errors

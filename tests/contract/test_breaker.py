@@ -361,3 +361,76 @@ def test_projects_and_queues_have_their_own_breaker(storage, project, clock):
     assert state(storage, project, clock, "other").state == CLOSED
     post(storage, project, "other", 1, ttl=TTL)
     assert take(storage, project, queue="other") is not None
+
+
+def test_forgiveness_outlives_the_breaker(storage, project, clock):
+    # The breaker turned off later (claims without it: on PostgreSQL the
+    # one-statement claim), what was forgiven still does not count.
+    rules = DeliveryRules(breaker=POLICY, dead_letter=DLQ)
+    posted, held = trip(storage, project, clock, extra=1)
+    fail(storage, project, posted[3], held.id, rules=rules)  # forgiven: open
+    plain = DeliveryRules(dead_letter=DLQ)
+    counts = []
+    while (again := take(storage, project, 10, rules=plain)) is not None:
+        counts += [m.claim_count for m in again.messages if m.id == posted[3]]
+        storage.claims.release(project, "q", again.id, client_id="c")
+    # Claimed once before, forgiven once: two more deliveries, then moved.
+    assert counts == [2, 3]
+    assert posted[3] in ids(storage.messages.list(project, "dlq"))
+
+
+def test_a_poison_message_at_the_head_does_not_keep_it_open(storage, project, clock):
+    # The outage is over, but the message at the head is poison: it fails
+    # every delivery. Its failed probe holds it back, so the next probes go
+    # to the healthy messages behind it and close the breaker.
+    posted, _ = trip(storage, project, clock)
+    poison = posted[0]
+    healthy = post(storage, project, "q", 3, ttl=TTL)
+    clock.advance(5)
+    probe = take(storage, project)
+    assert ids(probe.messages) == [poison]
+    fail(storage, project, poison, probe.id, "poison")
+    probes = []
+    for _ in range(POLICY.close_after):
+        clock.advance(POLICY.probe_interval)
+        probe = take(storage, project)
+        assert probe is not None and len(probe.messages) == 1
+        probes += ids(probe.messages)
+        # Whoever takes the poison message fails; every other one is fine.
+        if probe.messages[0].id == poison:
+            fail(storage, project, poison, probe.id, "poison")
+        else:
+            succeed(storage, project, probe.messages[0].id, probe.id)
+    assert poison not in probes
+    read = state(storage, project, clock)
+    assert read.state == CLOSED
+    # Not lost: claimable again once its hold is over, its failure forgiven.
+    kept = storage.messages.get(project, "q", poison)
+    assert kept.forgiven_count == 1
+    clock.advance(POLICY.probe_interval * (POLICY.close_after + 1))
+    assert poison in ids(take(storage, project, 10).messages)
+    assert set(healthy) - set(probes)  # and the rest of the backlog is still there
+
+
+def test_a_probe_that_lapses_is_held_back_too(storage, project, clock):
+    posted, _ = trip(storage, project, clock)
+    healthy = post(storage, project, "q", 2, ttl=TTL)
+    clock.advance(5)
+    probe = take(storage, project, ttl=60)
+    assert ids(probe.messages) == [posted[0]]
+    clock.advance(60)  # it crashed its consumer: the probe's claim lapses
+    assert take(storage, project) is None  # the lapse is seen: the next probe an interval on
+    assert state(storage, project, clock).state == OPEN
+    lapsed = storage.messages.get(project, "q", posted[0])
+    assert lapsed.forgiven_count == 1
+    for _ in range(POLICY.close_after):
+        clock.advance(POLICY.probe_interval)
+        probe = take(storage, project)
+        assert ids(probe.messages) != [posted[0]]
+        succeed(storage, project, probe.messages[0].id, probe.id)
+    assert state(storage, project, clock).state == CLOSED
+    clock.advance(POLICY.probe_interval * (POLICY.close_after + 1))
+    every = ids(take(storage, project, 10).messages)
+    assert posted[0] in every and len(every) == len(posted) + len(healthy) - POLICY.close_after
+    # Its lapse was judged once, when the probe gate saw it.
+    assert storage.messages.get(project, "q", posted[0]).forgiven_count == 1

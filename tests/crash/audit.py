@@ -12,6 +12,7 @@ each server just after it was seen moving messages.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -112,8 +113,15 @@ class Listed:
 
 
 def crash_environment(env: dict[str, str]) -> dict[str, str]:
-    """``env`` for a crash test's servers: pages of ``LISTING_PAGE`` messages."""
-    return {**env, "ZQ_LIMITS_MAX_MESSAGES_PER_PAGE": str(LISTING_PAGE)}
+    """``env`` for a crash test's servers: pages of ``LISTING_PAGE`` messages.
+
+    ZQ_TEST_GROUP_COMMIT=1 (as for the in-process suites, tests/backends.py)
+    runs the servers with the SQL driver's group commit on.
+    """
+    env = {**env, "ZQ_LIMITS_MAX_MESSAGES_PER_PAGE": str(LISTING_PAGE)}
+    if os.environ.get("ZQ_TEST_GROUP_COMMIT", "") == "1":
+        env["ZQ_SQL_GROUP_COMMIT"] = "true"
+    return env
 
 
 def listed_messages(url: str, project: str, queues: tuple[str, ...],

@@ -39,10 +39,12 @@ class OutageConsumer(threading.Thread):
     """Claims, then fails (during ``outage``) or deletes each message, until stopped."""
 
     def __init__(self, target: Target, project: str, queue: str, outage: threading.Event,
-                 ledger: Deliveries, *, terminal: bool, batch: int = 5) -> None:
+                 ledger: Deliveries, *, terminal: bool, batch: int = 5,
+                 claim_ttl: int = 60) -> None:
         super().__init__(name=f"outage-consumer-{queue}", daemon=True)
         self.target, self.project, self.queue = target, project, queue
         self.outage, self.ledger, self.terminal, self.batch = outage, ledger, terminal, batch
+        self.claim_ttl = claim_ttl
         self.stopping = threading.Event()
         self.errors: list[str] = []
         self._held: str | None = None  # the claim a killed server left this consumer
@@ -73,7 +75,7 @@ class OutageConsumer(threading.Thread):
             # Its messages would otherwise wait for the claim's ttl (a lapse).
             client.release(self.queue, self._held)
             self._held = None
-        claim = client.claim(self.queue, limit=self.batch, ttl=60, grace=60)
+        claim = client.claim(self.queue, limit=self.batch, ttl=self.claim_ttl, grace=60)
         if claim is None:
             time.sleep(0.02)
             return

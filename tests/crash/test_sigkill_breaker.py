@@ -45,6 +45,7 @@ pytestmark = pytest.mark.slow
 
 MESSAGES = 100
 CONSUMERS = 4
+CLAIM_TTL = 5
 METADATA = {"_max_claim_count": 2, "_dead_letter_queue": "dlq",
             "_breaker_failure_ratio": 0.5, "_breaker_min_failures": 10,
             "_breaker_probe_interval": 1, "_breaker_close_after": 2, "_auto_redrive_max": 1}
@@ -54,7 +55,10 @@ def test_sigkill_while_the_breaker_is_open_dead_letters_and_loses_nothing(
         storage_uri: str, tmp_path: Path) -> None:
     skip_without_breaker(storage_uri)
     project = f"crash-breaker-{uuid.uuid4().hex}"
-    env = crash_environment(clean_environment(tmp_path / "data"))
+    # A claim the kill cut off (made, its answer lost) lapses after its ttl:
+    # 5 s rather than a minute (ZQ_LIMITS_MIN_CLAIM_TTL lowers the floor).
+    env = {**crash_environment(clean_environment(tmp_path / "data")),
+           "ZQ_LIMITS_MIN_CLAIM_TTL": "5"}
 
     def start(generation: int) -> ServerProcess:
         return ServerProcess(tmp_path / f"server-{generation}.log", env, "--workers", "2",
@@ -69,8 +73,8 @@ def test_sigkill_while_the_breaker_is_open_dead_letters_and_loses_nothing(
     outage = threading.Event()
     outage.set()
     ledger = Deliveries()
-    consumers = [OutageConsumer(target, project, "work", outage, ledger, terminal=n == 0)
-                 for n in range(CONSUMERS)]
+    consumers = [OutageConsumer(target, project, "work", outage, ledger, terminal=n == 0,
+                                claim_ttl=CLAIM_TTL) for n in range(CONSUMERS)]
     try:
         with Client(server.url, project=project) as client:
             client.create_queue("work", METADATA)

@@ -17,6 +17,7 @@ restarts it. At the end:
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
 from pathlib import Path
@@ -83,6 +84,8 @@ def test_sigkill_during_a_redrive_loses_and_doubles_nothing(
     total = MESSAGES[scheme_of(storage_uri)]
     posted = _dead_letters(storage_uri, project, total)
     env = clean_environment(tmp_path / "data")  # Zaqar's pages: they size a redrive's reads
+    if os.environ.get("ZQ_TEST_GROUP_COMMIT", "") == "1":
+        env["ZQ_SQL_GROUP_COMMIT"] = "true"  # as crash_environment does
 
     def start(generation: int) -> ServerProcess:
         return ServerProcess(tmp_path / f"server-{generation}.log", env,

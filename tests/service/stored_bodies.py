@@ -22,7 +22,10 @@ def overwrite_body(storage: Storage, message_id: str, body: str) -> None:
         storage._db.write(lambda conn: conn.execute(
             sa.update(messages).where(messages.c.id == message_id).values(body=body)))
     elif isinstance(storage, RedisStorage):
-        storage.client.hset(f"{storage.prefix}m:{message_id}", "body", body)
+        # On a cluster the message is under its project's home (any of them).
+        for home in storage._scripts.homes():
+            if storage.client.exists(f"{home}m:{message_id}"):
+                storage.client.hset(f"{home}m:{message_id}", "body", body)
     elif isinstance(storage, MongoStorage):
         storage._ctx.messages.update_one({"_id": ObjectId(message_id)}, {"$set": {"body": body}})
     else:

@@ -85,3 +85,17 @@ def test_the_cache_does_not_grow_without_bound() -> None:
     for i in range(MAX_ENTRIES + 5):
         cache.get(storage, "p", f"q{i}")
     assert len(cache._entries) <= MAX_ENTRIES
+
+
+def test_an_unversioned_cache_keeps_a_versioned_read_only_its_seconds() -> None:
+    # The breaker setting a delete reads (QueueService._outage_metadata): a
+    # delete checks no version, so a read must not be kept for ever.
+    now = [0.0]
+    cache = MetadataCache(2.0, clock=lambda: now[0], versioned=False)
+    storage = FakeStorage(version="7.1")
+    cache.get(storage, "p", "q")  # type: ignore[arg-type]
+    now[0] = 1.9
+    assert cache.get(storage, "p", "q").hit  # type: ignore[arg-type]
+    now[0] = 2.0
+    assert not cache.get(storage, "p", "q").hit  # type: ignore[arg-type]
+    assert storage.calls == 2

@@ -81,6 +81,18 @@ class BreakerPolicy:
         """Outcomes at or after this time count (older ones are trimmed)."""
         return now - self.window
 
+    def probe_hold(self, now: float) -> float:
+        """Until when a message whose probe failed at ``now`` is held back.
+
+        Without it the message at the head of an open queue is the probe
+        every time: one poison message there fails every probe and the
+        breaker never closes. Held for the close_after probes a close needs
+        plus the one the failure delays (next probe one interval on), the
+        next probes go to other messages, and a close, if the outage is
+        over, comes before the poison message is claimable again.
+        """
+        return now + self.probe_interval * (self.close_after + 1)
+
 
 def policy_from_metadata(metadata: Mapping[str, Any]) -> BreakerPolicy | None:
     """The queue's breaker, or None when ``_breaker_failure_ratio`` is unset.

@@ -33,12 +33,12 @@ def open_pools(
     """
     if not config.pooling.enabled:
         backend = storage or open_storage(config.storage.resolved_uri(), clock=clock,
-                                          redis=config.redis)
+                                          redis=config.redis, sql=config.sql)
         return SingleBackend(backend), None
     store = open_management(config.pooling.resolved_management(), rng=rng)
     admin = PoolAdmin(store.registry, config.limits, probe or ping_probe(clock),
                       processes=processes)
     def opener(uri: str, clock: Clock) -> Storage:
-        return open_storage(uri, clock=clock, redis=config.redis)
+        return open_storage(uri, clock=clock, redis=config.redis, sql=config.sql)
 
     return CatalogPools(store, clock=clock, opener=opener), admin

@@ -39,9 +39,13 @@ class CachedRead:
 class MetadataCache:
     """Stored metadata by (project, queue), with the storage it was read from."""
 
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic, *,
+                 versioned: bool = True) -> None:
+        """``versioned`` False: every read is kept ``seconds``, also from a driver
+        that checks versions (for a reader whose step checks none)."""
         self.seconds = seconds
         self._clock = clock
+        self._versioned = versioned
         self._entries: dict[tuple[str, str], tuple[float, Storage, MetadataRead]] = {}
 
     def get(self, storage: Storage, project: str, queue: str) -> CachedRead:
@@ -52,7 +56,7 @@ class MetadataCache:
         if found is not None and found[0] > now and found[1] is storage:
             return CachedRead(found[2], hit=True)
         read = storage.queues.read_metadata(project, queue)
-        if storage.checks_metadata_version:
+        if storage.checks_metadata_version and self._versioned:
             until = math.inf
         elif self.seconds > 0:
             until = now + self.seconds

@@ -39,6 +39,9 @@ from zq.storage.breakers import BreakerState
 from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.records import ClaimRecord, MessageRecord, QueueRecord, QueueStats
 
+# Seconds a process keeps a queue's breaker setting for its deletes (_outage_metadata).
+OUTAGE_RULES_SECONDS = 2.0
+
 
 @dataclass(frozen=True, slots=True)
 class QueuePage:
@@ -73,6 +76,11 @@ class QueueService:
         self.clock = clock or SystemClock()
         self._consumers = consumers.ConsumerRule(limits.max_claim_ttl)
         self._metadata_cache = metadata_cache or MetadataCache(0)
+        # What a delete by a claim's holder reads to know whether it is a
+        # breaker's success: kept OUTAGE_RULES_SECONDS at least, so that the
+        # deletes of a queue without a breaker cost no metadata read each.
+        self._outage_cache = MetadataCache(
+            max(OUTAGE_RULES_SECONDS, self._metadata_cache.seconds), versioned=False)
         self._bodies = Bodies(cipher)  # cipher None: no [encryption] keys configured
         self._redrive = Redrive(limits, pools, self._bodies, self._stored_metadata)
         self._auto_redrive = AutoRedrive(limits, self.clock)
@@ -97,6 +105,7 @@ class QueueService:
         # against the links version when written.
         writes.check_chain(queue, target, self._metadata_of(project))
         self._metadata_cache.forget(project, queue)
+        self._outage_cache.forget(project, queue)
         storage = self.pools.place(project, queue, flavor=flavor, dead_letter_queue=target)
 
         def create() -> bool:
@@ -150,6 +159,7 @@ class QueueService:
 
         checked, target = writes.write_metadata(queue, patch)
         self._metadata_cache.forget(project, queue)
+        self._outage_cache.forget(project, queue)
         writes.create_dead_letter_queue(storage, project, target)
         return meta.with_defaults(checked, self.limits)
 
@@ -163,6 +173,7 @@ class QueueService:
         storage.consumers.forget(project, queue)
         self.pools.forget(project, queue)
         self._metadata_cache.forget(project, queue)
+        self._outage_cache.forget(project, queue)
 
     def list_queues(
         self,
@@ -635,10 +646,16 @@ class QueueService:
         return self.pools.storage_for(project, queue)
 
     def _outage_metadata(self, storage: Storage, project: str, queue: str) -> dict[str, Any]:
-        """The metadata a delete reads for the breaker (cached where safe); {} without one."""
+        """The metadata a delete reads for the breaker; {} on a driver without one.
+
+        Read through a cache of OUTAGE_RULES_SECONDS: a breaker just turned
+        on (or off) counts deletes as successes from at most that much later
+        in this process; successes only weigh against failures, which are
+        counted on fresh metadata (rejects, and the claims that find lapses).
+        """
         if not storage.has_breaker:
             return {}
-        return self._metadata_cache.get(storage, project, queue).read.metadata
+        return self._outage_cache.get(storage, project, queue).read.metadata
 
     def _stored_metadata(self, project: str, queue: str) -> dict[str, Any]:
         # Queues are lazy: one never created behaves as one with no metadata.

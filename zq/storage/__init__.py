@@ -7,7 +7,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from zq.clock import Clock, SystemClock
-from zq.config import RedisConfig
+from zq.config import RedisConfig, SqlConfig
 from zq.errors import InvalidRequest
 from zq.storage.base import Storage
 from zq.storage.uri import redact
@@ -116,14 +116,19 @@ def _in_process_memory(uri: str) -> bool:
 
 
 def open_storage(uri: str, *, clock: Clock | None = None,
-                 redis: RedisConfig | None = None) -> Storage:
+                 redis: RedisConfig | None = None, sql: SqlConfig | None = None) -> Storage:
     """Connect to the backend named by ``uri`` (checked by ``check_uri`` first).
 
-    ``redis``: the ``[redis]`` settings, which a Redis backend follows.
+    ``redis``: the ``[redis]`` settings, which a Redis backend follows;
+    ``sql``: the ``[sql]`` settings, which a SQL backend follows.
     """
     check_uri(uri)
     scheme = scheme_of(uri)
     module_name, factory = DRIVERS[scheme].split(":")
     module = importlib.import_module(module_name)
-    options = {"settings": redis} if redis is not None and scheme in REDIS_SCHEMES else {}
+    options: dict[str, object] = {}
+    if redis is not None and scheme in REDIS_SCHEMES:
+        options["settings"] = redis
+    elif sql is not None and module_name == "zq.storage.sql":
+        options["settings"] = sql
     return getattr(module, factory)(uri, clock=clock or SystemClock(), **options)

@@ -176,3 +176,36 @@ def test_a_server_that_stops_answering_is_dropped_and_connected_again(own_redis,
     finally:
         listener.close()
         storage.close()
+
+
+@pytest.mark.slow
+def test_the_listener_follows_a_sentinel_failover_and_wakes_everyone():
+    """The master dies; Sentinel promotes the replica; the listener subscribes there."""
+    from tests.failover.servers import redis_sentinel_set, sentinel_command
+
+    require("redis-server")
+    sentinel_command()
+    with redis_sentinel_set() as servers:
+        uri = f"{servers.uri}?prefix=wake"
+        storage = open_redis(uri, clock=ManualClock())
+        heard = Heard()
+        listener = storage.wakeups.listen(heard.wake, heard.wake_all)
+        try:
+            assert listener.wait_connected(HEAR_SECONDS), "never connected"
+            post(storage, "p", "before")
+            heard.wait_for(lambda: ("p", "before") in heard.keys, "the first post unheard")
+
+            servers.master.kill()
+            servers.wait_promoted()
+            heard.wait_for(lambda: heard.connections == 1,
+                           "no wake-up of everyone after the failover", timeout=30.0)
+            assert listener.reconnects == 1
+            after = open_redis(uri, clock=ManualClock())
+            try:
+                post(after, "p", "after")
+            finally:
+                after.close()
+            heard.wait_for(lambda: ("p", "after") in heard.keys, "a post on the new master unheard")
+        finally:
+            listener.close()
+            storage.close()

@@ -27,8 +27,10 @@ from zq.storage.delivery_rules import DeliveryRules
 from zq.storage.redis import RedisStorage, open_redis
 from zq.storage.redis import cluster as cluster_book
 from zq.storage.redis.cluster import BUCKETS, bucket, home_of
+from zq.storage.redis.layout import LAYOUT, upgrade_uri
 from zq.storage.redis.scripts import NOT_CONFIRMED
 from zq.storage.redis.uri import parse_uri
+from zq.storage.wake_listener import ThreadedListener
 
 
 def test_the_uri_names_any_nodes_and_takes_the_options_of_redis() -> None:
@@ -278,3 +280,68 @@ def test_wait_replicas_waits_for_the_replica_of_the_slots_master(
     finally:
         confirmed.close()
         unconfirmable.close()
+
+
+def test_the_layout_is_marked_once_and_db_upgrade_has_nothing_to_convert(
+    cluster_uri: str, clock: ManualClock
+) -> None:
+    assert upgrade_uri(cluster_uri, clock) == (None, LAYOUT)  # an empty prefix: marked
+    store = open_redis(cluster_uri, clock=clock)
+    try:
+        store.messages.post("tenant", "q", [new_message()], client_id="c")
+    finally:
+        store.close()
+    assert upgrade_uri(cluster_uri, clock) == (LAYOUT, LAYOUT)
+
+
+def test_a_home_lost_from_the_list_is_listed_again_by_a_process_that_wrote_there(
+    storage: RedisStorage, cluster: LocalCluster, project: str
+) -> None:
+    storage.messages.post(project, "q", [new_message()], client_id="c")
+    home = storage._scripts.home(project)
+    client = cluster.cluster_client()
+    try:
+        client.delete(storage.prefix + "homes")  # as a failover of its master may
+        assert storage._scripts.homes() == [home]
+        assert client.smembers(storage.prefix + "homes") == {str(bucket(project))}
+    finally:
+        client.close()
+    assert storage.queues.volume().free == 1
+
+
+def test_one_subscription_hears_the_wake_ups_of_every_master(
+    storage: RedisStorage, cluster: LocalCluster
+) -> None:
+    """Scripts PUBLISH (broadcast over the cluster bus), not SPUBLISH: the worker's
+    one subscription, on whichever node, hears every home's changes."""
+    heard: set[tuple[str, str]] = set()
+    changed = threading.Condition()
+
+    def wake(project: str, queue: str) -> None:
+        with changed:
+            heard.add((project, queue))
+            changed.notify_all()
+
+    client = cluster.cluster_client()
+    by_master: dict[int, str] = {}
+    try:
+        for n in range(200):
+            project = f"wake-{n}"
+            slot = key_slot(storage._scripts.home(project).encode())
+            by_master.setdefault(client.nodes_manager.get_node_from_slot(slot).port, project)
+    finally:
+        client.close()
+    assert len(by_master) == 3
+    listener = storage.wakeups.listen(wake)
+    assert isinstance(listener, ThreadedListener)
+    try:
+        assert listener.wait_connected(10)
+        for project in by_master.values():
+            storage.messages.post(project, "q", [new_message()], client_id="c")
+        deadline = time.monotonic() + 10
+        with changed:
+            while not {(p, "q") for p in by_master.values()} <= heard:
+                assert time.monotonic() < deadline, heard
+                changed.wait(0.1)
+    finally:
+        listener.close()

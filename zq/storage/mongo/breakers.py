@@ -113,8 +113,16 @@ def record(ctx: MongoContext, project: str, queue: str, policy: BreakerPolicy,
     if is_open(doc) and doc is not None and doc.get("probe_claim") is not None:
         for outcome in outcomes:
             if outcome.claim_id == doc["probe_claim"]:
-                change = _probe_succeeded if not outcome.failed else _probe_failed
-                recorded += change(ctx, project, queue, policy, doc, now, session=session)
+                if outcome.failed:
+                    recorded += _probe_failed(ctx, project, queue, policy, doc, now,
+                                              session=session)
+                    # A reject of the probe (after the message's own update):
+                    # held back, so that the next probe is another message.
+                    hold(ctx, project, queue, policy.probe_hold(now),
+                         {"_id": object_id(outcome.message_id or "")}, session=session)
+                else:
+                    recorded += _probe_succeeded(ctx, project, queue, policy, doc, now,
+                                                 session=session)
                 break
     elif not is_open(doc) and any(o.failed for o in kept):
         recorded += _trip(ctx, project, queue, policy, doc, now, session=session)
@@ -125,12 +133,21 @@ def record(ctx: MongoContext, project: str, queue: str, policy: BreakerPolicy,
     return recorded
 
 
+@dataclass(slots=True)
+class Gate:
+    """What an open breaker's gate decided for one claim."""
+
+    reserved: dict[str, Any] | None = None  # the breaker document before this claim's probe
+    recorded: list[dict[str, Any]] | None = None  # events of a lapsed probe it found
+    lapsed_probe: str | None = None  # that probe's claim id: its message is to be held back
+
+
 def probe_gate(ctx: MongoContext, project: str, queue: str, policy: BreakerPolicy,
                doc: dict[str, Any], claim_id: str, claim_expires: float, now: float, *,
-               session: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """An open breaker's gate for one claim: the reserved breaker document
-    (before the reservation) when this claim may take the probe, else None;
-    and the events of a lapsed probe it found."""
+               session: Any) -> Gate:
+    """An open breaker's gate for one claim: the reservation when this claim may
+    take the probe; a lapsed probe it found (the claim's step judges its
+    lapse and holds its message back: policy.probe_hold)."""
     recorded: list[dict[str, Any]] = []
     probe = doc.get("probe_claim")
     if probe is not None:
@@ -138,7 +155,7 @@ def probe_gate(ctx: MongoContext, project: str, queue: str, policy: BreakerPolic
         live = oid is not None and ctx.claims.find_one(
             {"_id": oid, "expires": {"$gt": now}}, {"_id": 1}, session=session) is not None
         if live:
-            return None, []  # one probe outstanding at a time, however long it takes
+            return Gate(recorded=[])  # one probe outstanding at a time, however long it takes
         if doc.get("probe_expires", 0.0) > now:
             # Released before its expiry: the probe ended with no outcome.
             ctx.breakers.update_one({"_id": doc["_id"], "probe_claim": probe},
@@ -147,14 +164,21 @@ def probe_gate(ctx: MongoContext, project: str, queue: str, policy: BreakerPolic
             # Its claim lapsed: a failed probe (the message's lapse itself is
             # counted by the walk that meets it).
             recorded += _probe_failed(ctx, project, queue, policy, doc, now, session=session)
-            return None, recorded
+            return Gate(recorded=recorded, lapsed_probe=probe)
     reserved = ctx.breakers.find_one_and_update(
         {"_id": doc["_id"], "state": {"$in": NOT_CLOSED}, "probe_claim": None,
          "next_probe": {"$lte": now}},
         {"$set": {"probe_claim": claim_id, "probe_expires": claim_expires,
                   "next_probe": now + policy.probe_interval}},
         session=session)
-    return reserved, recorded
+    return Gate(reserved=reserved, recorded=recorded)
+
+
+def hold(ctx: MongoContext, project: str, queue: str, until: float,
+         match: dict[str, Any], *, session: Any) -> None:
+    """Hold back the message of a failed probe: not claimable before ``until``."""
+    ctx.messages.update_many({"project": project, "queue": queue, **match},
+                             {"$max": {"delay_until": until}}, session=session)
 
 
 def unreserve(ctx: MongoContext, reserved: dict[str, Any], claim_id: str, *,

@@ -58,9 +58,14 @@ class MongoClaims(ClaimController):
                     # Open: one probe per interval, reserved on the breaker
                     # document before anything is delivered.
                     assert breaker_doc is not None
-                    reserved, recorded = breakers.probe_gate(
+                    gate = breakers.probe_gate(
                         self._ctx, project, queue, rules.breaker, breaker_doc, claim_id,
                         claim_expires, now, session=session)
+                    reserved, recorded = gate.reserved, list(gate.recorded or [])
+                    if gate.lapsed_probe is not None:
+                        recorded += self._hold_lapsed_probe(project, queue, rules,
+                                                            gate.lapsed_probe, client_id, now,
+                                                            session=session)
                     if reserved is None:
                         return None, recorded
                     batch = 1
@@ -126,6 +131,33 @@ class MongoClaims(ClaimController):
             return record, recorded
 
         return self._ctx.units.run(change)
+
+    def _hold_lapsed_probe(self, project: str, queue: str, rules: DeliveryRules,
+                           probe: str, client_id: str | None, now: float, *,
+                           session: Any) -> list[dict[str, Any]]:
+        """The lapse of the probe the gate found: judged now, its message held back.
+
+        Held back (BreakerPolicy.probe_hold), the walk would not meet the
+        message for a while: its lapse is judged here as the walk would, and
+        the same update clears the lapsed claim so that no walk judges it again.
+        """
+        assert rules.breaker is not None
+        breaker_doc = breakers.read_doc(self._ctx, project, queue, session=session)
+        held_until = rules.breaker.probe_hold(now)
+        outcomes = []
+        for doc in list(self._ctx.messages.find(
+                {"project": project, "queue": queue, "claim_id": probe,
+                 "claim_expires": {"$lte": now}}, session=session)):
+            lapse = lapses.discover(self._ctx, project, queue, doc, rules, breaker_doc,
+                                    client_id, now, session=session)
+            done = self._ctx.messages.update_one(
+                {"_id": doc["_id"], "claim_id": probe},
+                merged({"$set": {"claim_id": None, "claim_expires": 0.0},
+                        "$max": {"delay_until": held_until}}, lapse), session=session)
+            if done.modified_count and lapse is not None and lapse.outcome is not None:
+                outcomes.append(lapse.outcome)
+        return breakers.record(self._ctx, project, queue, rules.breaker, outcomes, now,
+                               session=session)
 
     def get(self, project: str, queue: str, claim_id: str) -> ClaimRecord:
         now = self._ctx.clock.now()

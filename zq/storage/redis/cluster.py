@@ -28,7 +28,8 @@ is left, with backoff, for ``REDIRECT_PATIENCE`` seconds, then answers
 
 The homes in use are listed in the set ``P homes`` (its own slot), added
 to before a home's first write by each process, so a walk over the homes
-never misses data.
+never misses data; a process that finds one of its homes missing from the
+set (lost in a failover of the set's master) adds it again.
 """
 
 from __future__ import annotations
@@ -105,10 +106,15 @@ class ClusterScriptBook(ScriptBook):
 
     def homes(self) -> list[str]:
         try:
-            found = self._client.smembers(self._registry)
+            found = {int(n) for n in self._client.smembers(self._registry)}
+            # The set's master failed over before it had our addition (its
+            # replication is asynchronous): add again what this process wrote.
+            lost = self._registered - found
+            if lost:
+                self._client.sadd(self._registry, *lost)
         except redis.RedisError as exc:
             raise StorageUnavailable(BACKEND_UNREACHABLE, detail=f"Redis: {exc}") from exc
-        return [home_of(self._prefix, n) for n in sorted(int(n) for n in found)]
+        return [home_of(self._prefix, n) for n in sorted(found | lost)]
 
     def run(self, name: str, now: float, *args: Any) -> Any:
         if name in BACKEND_WIDE:

@@ -82,6 +82,10 @@ class BreakerStep:
         self._row: _Row | None = None  # read
         self._locked = False
         self._trimmed = False
+        # A failed probe's message is held back until then (probe_hold);
+        # the reject applies it to the delay it gives the message.
+        self.held_until: float | None = None
+        self.lapsed_probe: str | None = None  # the lapsed probe claim allowance found
 
     # -- reading and writing the row ---------------------------------------
 
@@ -181,6 +185,7 @@ class BreakerStep:
 
     def _probe_failed(self) -> None:
         row = self._lock()
+        self.held_until = self.policy.probe_hold(self.now)
         row.probe_claim_id, row.probe_successes = None, 0
         row.next_probe = self.now + self.policy.probe_interval
         if row.state == rules.HALF_OPEN:
@@ -243,7 +248,10 @@ class BreakerStep:
             if any(h.claim_expires is not None and h.claim_expires > self.now for h in holders):
                 return 0  # the probe is out
             if holders:
-                self._probe_failed()  # its claim lapsed
+                # Its claim lapsed: a failed probe. The claim's step judges
+                # the message's lapse and holds it back (lapsed_probe).
+                self.lapsed_probe = row.probe_claim_id
+                self._probe_failed()
             else:
                 row.probe_claim_id = None  # released, or its message is gone: no verdict
             self._save()

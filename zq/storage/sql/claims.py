@@ -17,7 +17,7 @@ from zq.storage.sql import postgresql, predicates
 from zq.storage.sql.breakers import BreakerStep
 from zq.storage.sql.consumers import write_record
 from zq.storage.sql.database import Database
-from zq.storage.sql.delivery import Taken, take_deliverable
+from zq.storage.sql.delivery import Taken, hold_lapsed_probe, take_deliverable
 from zq.storage.sql.events import event_row, record
 from zq.storage.sql.messages import new_id
 from zq.storage.sql.records import message_record
@@ -93,6 +93,9 @@ class SqlClaims(ClaimController):
                 conn, project, queue, rules.breaker, now)
             # An open breaker lets one probe through at a time, or nothing.
             allowed = limit if step is None else step.allowance(limit)
+            if step is not None:
+                hold_lapsed_probe(conn, project, queue, step, now, claimer=client_id,
+                                  blame_split=rules.blame_split)
             taken = Taken() if allowed == 0 else take_deliverable(
                 conn, project, queue, limit=allowed, now=now, client_id=client_id,
                 dead_letter=rules.dead_letter, breaker=step, blame_split=rules.blame_split)

@@ -12,6 +12,7 @@ from sqlalchemy import exc
 
 from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
 from zq.storage.sql import dialects, wake
+from zq.storage.sql.group_commit import GroupCommit
 
 T = TypeVar("T")
 
@@ -25,7 +26,9 @@ MAX_ATTEMPTS = 5
 class Database:
     """An engine plus the two ways the driver uses it: read and write."""
 
-    def __init__(self, engine: sa.Engine) -> None:
+    def __init__(self, engine: sa.Engine, *, group_commit: bool = False,
+                 group_window: float = 0.0) -> None:
+        """``group_commit``: concurrent writes share transactions (zq.storage.sql.group_commit)."""
         self.engine = engine
         self.dialect = engine.dialect.name
         self._writer = engine.execution_options(**{dialects.WRITE_OPTION: True})
@@ -36,6 +39,10 @@ class Database:
         self._unwrapped = engine.execution_options(isolation_level="AUTOCOMMIT")
         # Wake-ups of waiting claims, sent once a change committed (PostgreSQL).
         self.notifier = wake.Notifier(engine) if wake.applies_to(self.dialect) else None
+        self.group: GroupCommit | None = None
+        if group_commit:
+            self.group = GroupCommit(self._writer, self._write_alone, window=group_window,
+                                     notifier=self.notifier)
 
     def read(self, work: Callable[[sa.Connection], T]) -> T:
         """Run ``work``, which only reads (each statement sees committed data)."""
@@ -43,11 +50,21 @@ class Database:
 
     def write(self, work: Callable[[sa.Connection], T]) -> T:
         """Run ``work`` in one write transaction, committed when it returns."""
-        return self._run(self._writer, work)
+        if self.group is not None:
+            return self.group.run(work)  # type: ignore[no-any-return]
+        return self._write_alone(work, False)
 
     def write_statement(self, work: Callable[[sa.Connection], T]) -> T:
         """Run ``work``, which issues exactly one (atomic) write statement."""
-        return self._run(self._unwrapped if self._autocommit else self._writer, work)
+        if self.group is not None:
+            return self.group.run(work, statement=True)  # type: ignore[no-any-return]
+        return self._write_alone(work, True)
+
+    def _write_alone(self, work: Callable[[sa.Connection], T], statement: bool) -> T:
+        """A write in a transaction of its own (one statement: in autocommit where it may)."""
+        if statement and self._autocommit:
+            return self._run(self._unwrapped, work)
+        return self._run(self._writer, work)
 
     def _run(self, engine: sa.Engine, work: Callable[[sa.Connection], T]) -> T:
         for attempt in range(1, MAX_ATTEMPTS + 1):

@@ -105,6 +105,29 @@ def take_deliverable(
     return taken
 
 
+def hold_lapsed_probe(conn: sa.Connection, project: str, queue: str, breaker: BreakerStep,
+                      now: float, *, claimer: str | None, blame_split: bool) -> None:
+    """The lapse of the probe ``breaker.allowance`` found: judged now, and held back.
+
+    Its message is not claimable until ``breaker.held_until``, so the walk
+    would not meet it for a while: its lapse is judged here (as the walk
+    would) and its claim is cleared, so that the walk does not judge it again.
+    """
+    probe, held = breaker.lapsed_probe, breaker.held_until
+    breaker.lapsed_probe = breaker.held_until = None
+    if probe is None or held is None:
+        return
+    rows = conn.execute(sa.select(m).where(
+        predicates.in_queue(project, queue), m.c.claim_id == probe,
+        predicates.unheld(now)).with_for_update()).all()
+    rows, _ = _judge_lapses(conn, project, queue, list(rows), now, claimer=claimer,
+                            breaker=breaker, blame_split=blame_split)
+    if rows:
+        conn.execute(sa.update(m).where(m.c.marker.in_([row.marker for row in rows])).values(
+            delay_until=sa.case((m.c.delay_until > held, m.c.delay_until), else_=held),
+            claim_id=None, claim_expires=None))
+
+
 def lapsed_with(row: sa.Row[Any]) -> tuple[str, ...]:
     """The row's ``lapsed_with`` column (JSON text, NULL: none) as a tuple."""
     return tuple(load_json(row.lapsed_with) or ())

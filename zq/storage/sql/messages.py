@@ -101,6 +101,10 @@ def _retry(
         forgiven = step.failure(row.id, description, at=now, claim_id=claim_id)
         values.update(forgiven_count=m.c.forgiven_count + (1 if forgiven else 0),
                       last_failure=stored_description(description))
+        if step.held_until is not None:
+            # A failed probe: held back, so that the next probe is another message.
+            values["delay_until"] = max(now + wait, step.held_until)
+            step.held_until = None
     conn.execute(sa.update(m).where(m.c.marker == row.marker).values(values))
     return [event_row(
         events.REJECTED, project, queue, now, message_id=row.id,

@@ -6,6 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc
 
 from zq.clock import Clock
+from zq.config import SqlConfig
 from zq.errors import StorageUnavailable
 from zq.storage.base import Storage
 from zq.storage.records import Collected
@@ -28,9 +29,14 @@ class SqlStorage(Storage):
     has_breaker = True  # zq.storage.sql.breakers
 
     def __init__(self, engine: sa.Engine, clock: Clock, *,
-                 one_statement: bool | None = None) -> None:
-        """``one_statement``: use zq.storage.sql.postgresql's writes (default: on PostgreSQL)."""
-        self._db = Database(engine)
+                 one_statement: bool | None = None, settings: SqlConfig | None = None) -> None:
+        """``one_statement``: use zq.storage.sql.postgresql's writes (default: on PostgreSQL).
+
+        ``settings``: the ``[sql]`` settings (group commit).
+        """
+        settings = settings or SqlConfig()
+        self._db = Database(engine, group_commit=settings.group_commit,
+                            group_window=settings.group_commit_window)
         self._clock = clock
         if one_statement is None:
             one_statement = postgresql.applies_to(self._db.dialect)
@@ -63,7 +69,8 @@ class SqlStorage(Storage):
         self._db.close()
 
 
-def open_sql(uri: str, *, clock: Clock, one_statement: bool | None = None) -> Storage:
+def open_sql(uri: str, *, clock: Clock, one_statement: bool | None = None,
+             settings: SqlConfig | None = None) -> Storage:
     """Connect to a SQL backend and check (SQLite: bring up to date) its schema."""
     engine = dialects.create_engine(uri)
     try:
@@ -80,5 +87,5 @@ def open_sql(uri: str, *, clock: Clock, one_statement: bool | None = None) -> St
     except BaseException:
         engine.dispose()
         raise
-    return SqlStorage(engine, clock, one_statement=one_statement)
+    return SqlStorage(engine, clock, one_statement=one_statement, settings=settings)
 

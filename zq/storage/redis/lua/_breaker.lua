@@ -189,6 +189,9 @@ function breaker_lib()  -- declared in _lib.lua
       return forgiven
     end
     if cid ~= '' and cid == b.pc and mid == b.pm then
+      -- A failed probe: its message is held back (hold_probe, applied by the
+      -- caller once it has given the message its own delay).
+      r.held_id, r.held_until = mid, NOW + r.probe_interval * (r.close_after + 1)
       redis.call('HSET', K.breaker(r.qid), 'st', BREAKER.OPEN, 'ps', 0, 'pc', '', 'pm', '',
                  'np', fmt(NOW + r.probe_interval))
       if b.st ~= BREAKER.OPEN then
@@ -414,6 +417,27 @@ function breaker_lib()  -- declared in _lib.lua
     return charged_message
   end
 
+  -- Hold back the message of a failed probe (zq.poison.breaker.BreakerPolicy.
+  -- probe_hold): not claimable before r.held_until, so that the next probe is
+  -- another message and a poison message at the head cannot keep it open.
+  -- Called once the message is free (its claim left, its own delay set).
+  local function hold_probe(r, mid)
+    if not r or r.held_id ~= mid then
+      return
+    end
+    r.held_id = nil
+    local m = load_msg(mid, {'q', 'delay', 'marker', 'claim', 'cexp', 'expires'})
+    if not m or tonumber(m.delay) >= r.held_until then
+      return
+    end
+    m.delay = fmt(r.held_until)
+    redis.call('HSET', K.msg(mid), 'delay', m.delay)
+    redis.call('ZREM', K.ready(m.q), mid)
+    redis.call('ZREM', K.held(m.q), mid)
+    redis.call('ZREM', K.backoff(m.q), mid)
+    redis.call('ZADD', K.waiting(m.q), m.delay, mid)
+  end
+
   -- The breaker gate of a claim: whether it may deliver now, and whether what
   -- it delivers is the probe (one message). An outstanding probe whose claim
   -- lapsed is its failure, seen here.
@@ -431,6 +455,7 @@ function breaker_lib()  -- declared in _lib.lua
         lapse(r, m)
         -- Seen: the walk must not count this lapse again.
         redis.call('HSET', K.msg(m.id), 'claim', '', 'cexp', '0')
+        hold_probe(r, m.id)
         b = load_breaker(r.qid)
       end
     end
@@ -491,6 +516,7 @@ function breaker_lib()  -- declared in _lib.lua
   lib.lapsed_move = lapsed_move
   lib.probe_gate = probe_gate
   lib.probe_taken = probe_taken
+  lib.hold_probe = hold_probe
   lib.breaker_closed = breaker_closed
   lib.breaker_reject = breaker_reject
   lib.breaker_state = breaker_state

@@ -49,6 +49,7 @@ for _, m in ipairs(chosen) do
       redis.call('SREM', K.claim_msgs(cid), m.id)
       redis.call('HSET', K.msg(m.id), 'claim', '', 'cexp', '0', 'delay', m.delay)
       unhold(m)
+      rules.lib.hold_probe(rules, m.id)
       event(project, queue, KIND.REJECTED, m.id, cid, client, m.count, cjson.decode(ARGV[24]))
     else
       move_msg(m, project, queue, mv, cid, client)

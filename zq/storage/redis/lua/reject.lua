@@ -26,5 +26,6 @@ event(project, queue, KIND.REJECTED, m.id, cid, client, m.count, cjson.decode(de
 if ARGV[12] ~= '' then
   local rules = read_rules(12, project, queue, qid, client)
   rules.lib.breaker_reject(rules, m.id, cid, ARGV[10] == '1' and ARGV[11] or nil)
+  rules.lib.hold_probe(rules, m.id)
 end
 return 0

@@ -1,0 +1,147 @@
+"""Group commit off and on, side by side: zq on PostgreSQL, the same workloads, one run.
+
+    python -m benchmarks.group_commit_ab [--repeat 3] [--duration 8]
+
+Starts two ``zq serve`` (``[sql] group_commit`` false and true, the same
+worker and thread counts) on one fresh PostgreSQL database (fsync and
+synchronous_commit as the server has them, on by default), runs every
+case against each in turn (the order alternates between repeats), and
+prints one JSON line per run and a table of medians: throughput and
+**server CPU per 1,000 messages**: the CPU time (user + system) of the
+server's process tree plus that of the PostgreSQL processes serving its
+database and the WAL writer, over the measured window, divided by the
+messages moved. CPU per message is the figure the load of a shared machine
+distorts least; the load average is printed with every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from benchmarks.zaqar_side_by_side import (
+    POSTGRES_URL,
+    ROOT,
+    Target,
+    free_port,
+    loadgen,
+    machine,
+    postgres_database,
+    running,
+)
+
+CASES = [("post", 1), ("post", 10), ("claim-delete", 10), ("cycle", 10)]
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def group_pids(pgid: int) -> list[int]:
+    """Every process of the server's process group (master and workers)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                    pids.append(int(entry.name))
+    return pids
+
+
+def postgres_pids(database: str) -> list[int]:
+    """The backends of ``database`` and the WAL writer (which flushes for everyone)."""
+    import psycopg
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid() "
+            "OR backend_type = 'walwriter'", (database,)).fetchall()
+    return [row[0] for row in rows]
+
+
+def measure(target: Target, database: str, workload: str, batch: int,
+            args: argparse.Namespace) -> dict:
+    assert target.process is not None
+    pids = group_pids(target.process.pid) + postgres_pids(database)
+    before = {pid: cpu_seconds(pid) for pid in pids}
+    with contextlib.redirect_stdout(io.StringIO()):  # printed below, with the CPU
+        result = loadgen(target, workload, batch, args)
+    # Backends opened during the run started at 0 CPU.
+    pids = set(pids) | set(postgres_pids(database)) | set(group_pids(target.process.pid))
+    used = sum(cpu_seconds(pid) - before.get(pid, 0.0) for pid in pids)
+    result["server_cpu_s"] = round(used, 2)
+    result["cpu_ms_per_1000_msgs"] = round(1e6 * used / max(result["messages"], 1), 1)
+    result["load_average"] = os.getloadavg()[0]
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=8.0)
+    parser.add_argument("--requests", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cases", type=lambda text: set(text.split(",")), default=None,
+                        help="comma list of workload:batch, e.g. post:10,claim-delete:10")
+    args = parser.parse_args(argv)
+    cases = [c for c in CASES if args.cases is None or f"{c[0]}:{c[1]}" in args.cases]
+    scratch = Path(tempfile.mkdtemp(prefix="zq-group-commit-"))
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %z')}\nmachine: {machine()}\n"
+          f"command: python -m benchmarks.group_commit_ab {' '.join(argv or sys.argv[1:])}",
+          flush=True)
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("ZQ_")}
+    results: dict[tuple[str, str], list[dict]] = {}
+    with postgres_database() as uri:
+        database = urlsplit(uri).path.lstrip("/")
+        targets = []
+        for name, flag in (("off", "false"), ("on", "true")):
+            port = free_port()
+            targets.append(Target(
+                f"group-commit-{name}", f"http://127.0.0.1:{port}",
+                [sys.executable, "-m", "zq", "serve", "--workers", str(args.workers),
+                 "--port", str(port), "--storage", uri],
+                {**base_env, "ZQ_SERVER_THREADS": str(args.threads),
+                 "ZQ_SQL_GROUP_COMMIT": flag}, cwd=ROOT))
+        with contextlib.ExitStack() as stack:
+            for target in targets:
+                stack.enter_context(running(target, scratch))
+            for repeat in range(args.repeat):
+                for workload, batch in cases:
+                    order = targets if repeat % 2 == 0 else targets[::-1]
+                    for target in order:
+                        key = (target.name, f"{workload} b{batch}")
+                        results.setdefault(key, []).append(
+                            measure(target, database, workload, batch, args))
+    print("\n| case | off msg/s | on msg/s | on/off | off CPU ms/1k msgs | "
+          "on CPU ms/1k msgs | on/off |\n|---|---|---|---|---|---|---|")
+    for workload, batch in cases:
+        case = f"{workload} b{batch}"
+        row = []
+        for metric in ("msgs_per_s", "cpu_ms_per_1000_msgs"):
+            off, on = (statistics.median(r[metric] for r in results[(f"group-commit-{n}", case)])
+                       for n in ("off", "on"))
+            row += [f"{off:,.0f}", f"{on:,.0f}", f"{on / off:.2f}" if off else "-"]
+        print(f"| {case} | " + " | ".join(row) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
