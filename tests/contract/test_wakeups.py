@@ -9,6 +9,7 @@ later one; the cases below are exact on every driver.
 from __future__ import annotations
 
 from zq.poison.backoff import EXPONENTIAL, BackoffPolicy
+from zq.poison.breaker import BreakerPolicy
 from zq.storage.delivery_rules import DeliveryRules
 
 from .helpers import CLAIM_TTL, GRACE, claim, post
@@ -83,3 +84,31 @@ def test_many_queues_and_projects_in_one_call(storage, project, clock):
     assert moments[(project, "a")] <= clock.now()
     assert moments[(project, "b")] == clock.now() + 40
     assert moments[(project + "-other", "a")] == clock.now() + 10
+
+
+def test_an_open_breaker_queue_not_before_its_next_probe(storage, project, clock):
+    policy = BreakerPolicy(failure_ratio=0.5, min_failures=2, window=60, probe_interval=5,
+                           close_after=1, auto_redrive_max=0)
+    rules = DeliveryRules(breaker=policy)
+    posted = post(storage, project, "q", 3)
+    post(storage, project, "closed", 1)
+    held = storage.claims.create(project, "q", ttl=CLAIM_TTL, grace=GRACE, limit=2,
+                                 client_id="c", rules=rules)
+    for message_id in posted[:2]:
+        storage.messages.reject(project, "q", message_id, claim_id=held.id, client_id="c",
+                                description="down", retry_after=0, rules=rules)
+    assert storage.breakers.read(project, "q", policy, clock.now()).state == "open"
+    # Three free messages, but no claim delivers before the first probe.
+    moments = earliest(storage, project, "q", "closed")
+    assert moments[(project, "q")] == clock.now() + 5
+    assert moments[(project, "closed")] <= clock.now()
+    clock.advance(5)
+    probe = storage.claims.create(project, "q", ttl=CLAIM_TTL, grace=GRACE, limit=5,
+                                  client_id="c", rules=rules)
+    assert len(probe.messages) == 1
+    assert earliest(storage, project, "q")[(project, "q")] == clock.now() + 5
+    # Closed by its probe: claimable at once again.
+    storage.messages.delete(project, "q", probe.messages[0].id, claim_id=probe.id,
+                            client_id="c", rules=rules)
+    assert storage.breakers.read(project, "q", policy, clock.now()).state == "closed"
+    assert earliest(storage, project, "q")[(project, "q")] <= clock.now()

@@ -54,7 +54,9 @@ class Wakeups(ABC):
 
         A message counts from the later of its ``delay_until`` and the
         expiry of the claim holding it, if that comes before its own
-        expiry. A queue with no such message is left out. The moment may be
+        expiry; on a queue whose stored breaker is open or half-open, not
+        before its next probe (zq.storage.breakers: a claim gets nothing
+        sooner). A queue with no such message is left out. The moment may be
         earlier than the truth (a waiter then tries once for nothing),
         never later. One round trip for all ``keys``; reads only.
         """

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
+from zq.poison.breaker import CLOSED
+from zq.storage.mongo.breakers import key
 from zq.storage.mongo.context import MongoContext
 from zq.storage.mongo.documents import alive
 from zq.storage.mongo.wake import MongoWakeListener
@@ -34,6 +36,14 @@ class MongoWakeups(Wakeups):
             ])
             found.update({(row["_id"]["project"], row["_id"]["queue"]): float(row["moment"])
                           for row in rows})
+            # An open (or half-open) breaker delivers nothing before its next
+            # probe: a waiter woken sooner would get nothing.
+            for doc in self._ctx.breakers.find(
+                    {"_id": {"$in": [key(p, q) for p, q in batch]}, "state": {"$ne": CLOSED}},
+                    {"next_probe": 1}):
+                queue_key = (doc["_id"]["project"], doc["_id"]["queue"])
+                if queue_key in found:
+                    found[queue_key] = max(found[queue_key], float(doc.get("next_probe", 0.0)))
         return found
 
     def listen(

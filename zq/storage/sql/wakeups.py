@@ -7,8 +7,10 @@ from collections.abc import Callable, Collection
 import sqlalchemy as sa
 
 from zq.clock import Clock
+from zq.poison.breaker import CLOSED
 from zq.storage.sql import predicates, wake
 from zq.storage.sql.database import Database
+from zq.storage.sql.schema import breakers as b
 from zq.storage.sql.schema import messages as m
 from zq.storage.sql.wake import PostgresWakeListener
 from zq.storage.wakeups import QueueKey, WakeCallback, WakeListener, Wakeups
@@ -50,6 +52,15 @@ class SqlWakeups(Wakeups):
                            predicates.alive(now), moment < m.c.expires)
                     .group_by(m.c.project, m.c.queue))
                 found.update({(project, queue): when for project, queue, when in rows})
+                # An open (or half-open) breaker delivers nothing before its
+                # next probe: a waiter woken sooner would get nothing.
+                held_back = conn.execute(
+                    sa.select(b.c.project, b.c.queue, b.c.next_probe)
+                    .where(sa.tuple_(b.c.project, b.c.queue).in_(batch),
+                           b.c.state != CLOSED, b.c.next_probe.is_not(None)))
+                for project, queue, next_probe in held_back:
+                    if (project, queue) in found:
+                        found[project, queue] = max(found[project, queue], next_probe)
             return found
 
         return self._db.read(read)

@@ -5,7 +5,8 @@
 -- waiting set (delays and backoffs) and of its held set (claim expiries,
 -- a lower bound where the claim gave a backoff, whose own set is read too).
 -- Expired messages not removed yet count: the moment is never later than
--- the truth, and the claim the waiter then tries settles the queue.
+-- the truth, and the claim the waiter then tries settles the queue. A
+-- queue whose breaker is open or half-open: not before its next probe.
 local answer = {}
 for i = 3, #ARGV, 2 do
   local qid = queue_id(ARGV[i], ARGV[i + 1])
@@ -23,6 +24,16 @@ for i = 3, #ARGV, 2 do
       end
       if first then
         moment = fmt(first)
+      end
+    end
+    -- An open (or half-open) breaker delivers nothing before its next probe:
+    -- a waiter woken sooner would get nothing, every re-check interval.
+    -- (breaker_lib is built once per call, and defines K.breaker.)
+    local lib = moment ~= '' and breaker_lib()
+    if lib and redis.call('EXISTS', K.breaker(qid)) == 1 then
+      local b = lib.load_breaker(qid)
+      if b.st ~= lib.BREAKER.CLOSED and b.np > tonumber(moment) then
+        moment = fmt(b.np)
       end
     end
   end
