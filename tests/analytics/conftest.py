@@ -23,9 +23,16 @@ from zq.storage.records import Event
 def spark():
     from zq.analytics.spark import spark_session
 
-    # Two cores on this machine: two local threads, few shuffle partitions.
+    # Two cores on this machine: two local threads. The test datasets are a
+    # few thousand events, so a job's cost is planning and scheduling, not
+    # data: one shuffle partition, no adaptive re-planning and no
+    # whole-stage code generation (nothing to compile per query) take about
+    # a tenth off each job's CPU and print the same figures, byte for byte
+    # (test_cluster compares them with a cluster on Spark's defaults).
     session = spark_session("local[2]", app_name="zq-tests",
-                            conf={"spark.sql.shuffle.partitions": "2"})
+                            conf={"spark.sql.shuffle.partitions": "1",
+                                  "spark.sql.adaptive.enabled": "false",
+                                  "spark.sql.codegen.wholeStage": "false"})
     yield session
     session.stop()
 
@@ -103,12 +110,36 @@ def dataset(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def spark_figures(spark, dataset) -> tuple[int, str, list[str]]:
-    """``stats(spark, "--events", <dataset>, "--format", "json")``, run once.
+def spark_run(spark):
+    """``stats(spark, *argv)``, each distinct ``argv`` run once per session.
 
-    Several tests compare other engines (the recount, plain Python, a
-    standalone cluster) with this one unfiltered run; each Spark job on the
-    whole dataset takes seconds, so they share it.
+    A Spark job costs seconds even on a few thousand events (query planning
+    and scheduling, not data), so tests that need the same selection of the
+    same dataset share one run: the recount, the plain engine, the
+    constructed answers and a standalone cluster are compared with it.
+    Callers must not mutate what they get back (strings and a list).
     """
+    done: dict[tuple[str, ...], tuple[int, str, list[str]]] = {}
+
+    def run(*argv: str) -> tuple[int, str, list[str]]:
+        if argv not in done:
+            done[argv] = stats(spark, *argv)
+        return done[argv]
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def spark_figures(spark_run, dataset) -> tuple[int, str, list[str]]:
+    """``stats(spark, "--events", <dataset>, "--format", "json")``, run once."""
     root, _ = dataset
-    return stats(spark, "--events", root, "--format", "json")
+    return spark_run("--events", root, "--format", "json")
+
+
+# Selections of ``dataset`` that several tests run through Spark (spark_run
+# shares them): a project and a time window cutting lifecycles, one queue
+# with the top lists cut, the poison workflow's project.
+PROJECT_WINDOW = ("--project", "project-1", "--since", "1700060000",
+                  "--until", "2023-11-17T05:20:00Z")
+PROJECT_WINDOW_SECONDS = (1_700_060_000.0, 1_700_198_400.0)
+ONE_QUEUE_TOP = ("--queue", "queue-0", "--top", "3")

@@ -14,8 +14,9 @@ from dataclasses import replace
 
 import pytest
 
+from tests.analytics.conftest import ONE_QUEUE_TOP
 from tests.analytics.recount import recount
-from tests.analytics.test_stats import assert_same, stats
+from tests.analytics.test_stats import assert_same
 from zq import events as ev
 from zq.analytics.schema import event_row
 from zq.analytics.synthetic import ADVISOR_WORKER, WORKFLOW_PROJECT, poison_workflow_events
@@ -60,9 +61,10 @@ def test_the_recount_knows_the_constructed_answers():
 
 
 @pytest.mark.slow
-def test_spark_finds_the_constructed_answers(spark, dataset):
+def test_spark_finds_the_constructed_answers(spark_run, dataset):
     root, events = dataset
-    code, out, _ = stats(spark, "--events", root, "--format", "json", "--project", W)
+    # The same run as test_plain_engine's comparison of this project (shared).
+    code, out, _ = spark_run("--events", root, "--format", "json", "--project", W)
     assert code == 0
     printed = json.loads(out)
     check_known_answers(printed)
@@ -70,17 +72,22 @@ def test_spark_finds_the_constructed_answers(spark, dataset):
 
 
 @pytest.mark.slow
-def test_rejections_are_ranked_within_each_queue_and_cut_at_top(spark, dataset):
+def test_rejections_are_ranked_within_each_queue_and_cut_at_top(spark_run, dataset):
     root, events = dataset
-    _, out, _ = stats(spark, "--events", root, "--format", "json", "--top", "2")
+    # One queue (in two projects) with the top lists cut at 3: the run that
+    # test_filters_match_a_recount_of_the_filtered_events also checks (shared).
+    _, out, _ = spark_run("--events", root, "--format", "json", *ONE_QUEUE_TOP)
     printed = json.loads(out)
-    assert_same(printed, recount(events, top=2))
+    assert_same(printed, recount([e for e in events if e.queue == "queue-0"], top=3))
     ranks = {}
     for row in printed["rejections"]:
         ranks.setdefault((row["project"], row["queue"]), []).append(row["rank"])
-    assert ranks and all(r == list(range(1, len(r) + 1)) and len(r) <= 2
-                         for r in ranks.values())
-    assert any(len(r) == 2 for r in ranks.values())
+    assert len(ranks) == 2 and all(r == list(range(1, len(r) + 1)) and len(r) <= 3
+                                   for r in ranks.values())
+    assert any(len(r) == 3 for r in ranks.values())
+    # Cut, not short: the recount of all their rejections has more descriptions.
+    uncut = recount([e for e in events if e.queue == "queue-0"], top=1000)["rejections"]
+    assert len(uncut) > len(printed["rejections"])
 
 
 def test_export_lifts_what_a_reject_carries():

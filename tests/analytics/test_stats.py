@@ -9,7 +9,7 @@ import re
 import pyarrow.parquet as pq
 import pytest
 
-from tests.analytics.conftest import T0, stats
+from tests.analytics.conftest import ONE_QUEUE_TOP, PROJECT_WINDOW, PROJECT_WINDOW_SECONDS, stats
 from tests.analytics.recount import recount
 
 pytestmark = pytest.mark.slow
@@ -60,18 +60,16 @@ def test_edge_cases_are_classified_as_documented(spark, dataset):
     assert latency["post_to_dead_letter"]["p50"] == pytest.approx(395.0)
 
 
-def test_filters_match_a_recount_of_the_filtered_events(spark, dataset):
+def test_filters_match_a_recount_of_the_filtered_events(spark_run, dataset):
     root, events = dataset
-    since, until = 1_700_060_000.0, 1_700_200_000.0
-    _, out, _ = stats(spark, "--events", root, "--format", "json", "--project", "project-1",
-                      "--since", str(since), "--until", "2023-11-17T05:20:00Z")
-    until = 1_700_198_400.0
+    # --until names 05:20Z; the window is [since, until) in seconds.
+    since, until = PROJECT_WINDOW_SECONDS
+    _, out, _ = spark_run("--events", root, "--format", "json", *PROJECT_WINDOW)
     chosen = [e for e in events
               if e.project == "project-1" and since <= e.time < until]
     assert_same(json.loads(out), recount(chosen))
 
-    _, out, _ = stats(spark, "--events", root, "--format", "json", "--queue", "queue-0",
-                      "--top", "3")
+    _, out, _ = spark_run("--events", root, "--format", "json", *ONE_QUEUE_TOP)
     chosen = [e for e in events if e.queue == "queue-0"]
     assert_same(json.loads(out), recount(chosen, top=3))
 
@@ -94,9 +92,18 @@ def test_sql_queries_the_registered_views(spark, dataset):
     assert code == 2
 
 
-def test_out_writes_tables_charts_and_one_html_report(spark, dataset, tmp_path):
-    root, events = dataset
-    code, out, _ = stats(spark, "--events", root, "--out", str(tmp_path), "--top", "5")
+@pytest.fixture(scope="module")
+def report_run(spark, dataset, tmp_path_factory):
+    """One ``--out`` run in the table format: (exit code, what it printed, the directory)."""
+    root, _ = dataset
+    where = tmp_path_factory.mktemp("report")
+    code, out, _ = stats(spark, "--events", root, "--out", str(where), "--top", "5")
+    return code, out, where
+
+
+def test_out_writes_tables_charts_and_one_html_report(report_run, dataset):
+    _, events = dataset
+    code, out, tmp_path = report_run
     assert code == 0 and "== queue_totals" in out
     for name in ("queue_totals", "queue_trend", "claims_distribution", "latency",
                  "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate"):
@@ -118,9 +125,9 @@ def test_out_writes_tables_charts_and_one_html_report(spark, dataset, tmp_path):
     assert sum(totals) == posted
 
 
-def test_table_format_prints_every_table(spark, dataset):
-    root, _ = dataset
-    _, out, _ = stats(spark, "--events", root, "--since", str(T0), "--until", str(T0 + 1000))
+def test_table_format_prints_every_table(report_run):
+    # The --out run prints in the default format, the table format.
+    _, out, _ = report_run
     assert re.findall(r"^== (\w+)", out, re.M) == [
         "queue_totals", "queue_trend", "claims_distribution", "latency",
         "failing_fingerprints", "poison_signatures", "consumers", "dead_letter_rate",

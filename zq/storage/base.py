@@ -34,7 +34,6 @@ Conventions every driver follows:
 
 from __future__ import annotations
 
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -55,6 +54,7 @@ from zq.storage.records import (
     NewMessage,
     QueueRecord,
     QueueStats,
+    random_id,
 )
 from zq.storage.subscriptions import SubscriptionController
 from zq.storage.wakeups import Wakeups
@@ -209,7 +209,7 @@ class MessageController(ABC):
 
     def new_id(self) -> str:
         """A message id no message of this backend has, in the driver's form."""
-        return uuid.uuid4().hex
+        return random_id()
 
     @abstractmethod
     def post(

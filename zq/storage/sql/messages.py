@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -18,7 +17,7 @@ from zq.poison.moves import REASON_REJECTED, Move
 from zq.storage.base import MessageController
 from zq.storage.checks import check_delete, check_move
 from zq.storage.delivery_rules import NO_RULES, DeliveryRules
-from zq.storage.records import MessageRecord, NewMessage
+from zq.storage.records import MessageRecord, NewMessage, random_id
 from zq.storage.sql import postgresql, predicates
 from zq.storage.sql.breakers import BreakerStep
 from zq.storage.sql.consumers import write_settle
@@ -33,7 +32,7 @@ from zq.storage.sql.schema import messages as m
 
 def new_id() -> str:
     """A message or claim id, unique across the backend."""
-    return uuid.uuid4().hex
+    return random_id()
 
 
 def _deleted_events(
