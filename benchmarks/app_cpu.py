@@ -1,21 +1,28 @@
 """CPU per request of zq's WSGI app alone, in process: no HTTP server, no load generator.
 
-    python -m benchmarks.app_cpu [--baseline TREE] [--requests 3000] [--repeat 3]
+    python -m benchmarks.app_cpu [--backend redis|sqlite] [--workload post|claim-delete|poison]
+                                 [--baseline TREE] [--requests 3000] [--repeat 3]
     (from the repository root)
 
-Builds zq's app (zq.api.create_app, default configuration) over Redis db 11
-under a fresh key prefix (or, with ``--uri sqlite``, a fresh SQLite file in a
-temporary directory), and calls it directly as WSGI with the load
-generator's post of 10 messages of 1 KB (``--workload post``) or a claim of
-10 and the bulk delete of what it claimed (``claim-delete``), one request at
-a time, and prints the process CPU time per request (microseconds; it
-includes redis-py's side of each round trip, not Redis's). With
-``--baseline TREE`` the same runs in a fresh process with an older zq
-source tree on PYTHONPATH, alternating with this tree, and the ratio is
-printed; ``--baseline-without-hiredis`` hides the hiredis package from the
+Builds zq's app as a ``zq serve`` worker does (zq.api.create_app, default
+configuration, the worker's waiting-claims census and wake-up hook) over
+Redis db 11 under a fresh key prefix (``--backend redis``) or a fresh
+SQLite file (``--backend sqlite``), and calls it directly as WSGI, one
+request at a time, with the load generator's workloads: a post of 10
+messages of 1 KB (``post``), a claim of 10 and the bulk delete of what it
+claimed (``claim-delete``), or ``poison``: on a queue with
+``_max_claim_count`` 3 and a dead letter queue, a post of 10 of which one is
+poison, a claim of 10, the bulk delete of the good ones and the release of
+the claim when poison was left (so each poison message is dead lettered by
+its fourth claim). Prints the process CPU time per request (microseconds;
+it includes the client's side of each backend round trip, and SQLite's
+whole work, which runs in process). With ``--baseline TREE`` the same runs
+in a fresh process with an older zq source tree first on sys.path,
+alternating with this tree round by round, and the ratio is printed;
+``--baseline-without-hiredis`` hides the hiredis package from the
 baseline's process (redis-py then packs and parses in Python, as before zq
-required hiredis). On a machine shared with other work, CPU time is steadier than
-wall time. Removes its Redis keys at the end.
+required hiredis). On a machine shared with other work, CPU time is
+steadier than wall time. Removes its Redis keys and SQLite file at the end.
 """
 
 from __future__ import annotations
@@ -31,9 +38,12 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 REDIS = "redis://127.0.0.1:6379/11"
+WORKLOADS = ("post", "claim-delete", "poison")
+BACKENDS = ("redis", "sqlite")
 
 
 def _environ(method: str, path: str, query: str = "", body: bytes = b"") -> dict:
@@ -47,24 +57,61 @@ def _environ(method: str, path: str, query: str = "", body: bytes = b"") -> dict
     }
 
 
-def _measure(workload: str, requests: int, backend: str = "redis") -> float:
-    """CPU microseconds per request of ``workload`` on this process's zq."""
-    with tempfile.TemporaryDirectory(prefix="zq-app-cpu-") as directory:
-        return _measure_in(workload, requests, backend, directory)
+def _storage_uri(backend: str, scratch: str) -> str:
+    """A fresh store for one run: a Redis key prefix or a migrated SQLite file."""
+    if backend == "redis":
+        return f"{REDIS}?prefix=appcpu{uuid.uuid4().hex[:8]}"
+    from zq.storage.sql import migrate
+
+    uri = f"sqlite:///{scratch}/app_cpu.sqlite3"
+    migrate.upgrade(uri)
+    return uri
 
 
-def _measure_in(workload: str, requests: int, backend: str, directory: str) -> float:
-    import redis
-
+def _app(uri: str) -> tuple[Any, Any]:
+    """zq's app over ``uri``, wired as zq.server.open_worker wires a worker's, and
+    the pools to close afterwards."""
     from zq.api import create_app
+    from zq.clock import SystemClock
     from zq.config import Config
+    from zq.metrics.waiting import WaitingCensus
+    from zq.pooling.setup import open_pools
+    from zq.server import open_waiting
     from zq.storage import open_storage
 
-    prefix = f"appcpu{uuid.uuid4().hex[:8]}"
-    uri = (f"sqlite:///{directory}/zq.sqlite3" if backend == "sqlite"
-           else f"{REDIS}?prefix={prefix}")
-    storage = open_storage(uri)
-    app = create_app(Config(), storage=storage)
+    config, clock = Config(), SystemClock()
+    pools, admin = open_pools(config, clock=clock, storage=open_storage(uri, clock=clock))
+    census = WaitingCensus()
+    waiting = open_waiting(config, pools, clock, census)
+    app = create_app(config, clock=clock, pools=pools, admin=admin,
+                     on_claimable=waiting.wake_threadsafe, waiting=census)
+    return app, pools
+
+
+def _measure(workload: str, requests: int, backend: str = "redis",
+             profile: Any = None) -> float:
+    """CPU microseconds per request of ``workload`` on this process's zq.
+
+    ``profile``: a cProfile.Profile enabled for the timed requests only.
+    """
+    with tempfile.TemporaryDirectory(prefix="zq-app-cpu-") as scratch:
+        uri = _storage_uri(backend, scratch)
+        app, pools = _app(uri)
+        try:
+            return _measure_on(app, workload, requests, profile)
+        finally:
+            pools.close()
+            if backend == "redis":
+                import redis
+
+                client = redis.Redis.from_url(REDIS)
+                prefix = uri.rsplit("prefix=", 1)[1]
+                keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+                for i in range(0, len(keys), 500):
+                    client.delete(*keys[i:i + 500])
+
+
+def _measure_on(app: Any, workload: str, requests: int, profile: Any = None) -> float:
     answers: list[str] = []
 
     def call(environ: dict) -> bytes:
@@ -74,84 +121,128 @@ def _measure_in(workload: str, requests: int, backend: str, directory: str) -> f
                              f"{answers[-1]} {body[:200]!r}")
         return body
 
-    messages = [{"ttl": 300, "body": {"data": "x" * 980, "t": time.time(), "p": i}}
-                for i in range(10)]
-    post = json.dumps({"messages": messages}).encode()
-    path = "/v2/queues/bench/messages"
-    try:
-        if workload == "claim-delete":
-            for _ in range(requests):
-                call(_environ("POST", path, body=post))
-        started = time.process_time()
+    def post(poison: bool = False) -> bytes:
+        messages = [{"ttl": 300, "body": {"data": "x" * 980, "t": time.time(),
+                                          "p": int(poison and i == 0)}}
+                    for i in range(10)]
+        return json.dumps({"messages": messages}).encode()
+
+    queue = "/v2/queues/bench"
+    posted = post()
+    if workload == "poison":
+        call(_environ("PUT", "/v2/queues/bench-dlq", body=b"{}"))
+        call(_environ("PUT", queue, body=json.dumps(
+            {"_max_claim_count": 3, "_dead_letter_queue": "bench-dlq"}).encode()))
+        posted = post(poison=True)
+    if workload == "claim-delete":
         for _ in range(requests):
-            if workload == "post":
-                call(_environ("POST", path, body=post))
-                continue
-            claimed = json.loads(call(_environ("POST", "/v2/queues/bench/claims", "limit=10",
-                                               b'{"ttl": 60, "grace": 60}')))
-            ids = ",".join(m["href"].rsplit("/", 1)[1].split("?")[0]
-                           for m in claimed["messages"])
-            claim = claimed["messages"][0]["href"].split("claim_id=")[1]
-            call(_environ("DELETE", path, f"ids={ids}&claim_ids={claim}"))
-        spent = time.process_time() - started
-    finally:
-        storage.close()
-        if backend == "redis":
-            client = redis.Redis.from_url(REDIS)
-            keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
-            for i in range(0, len(keys), 500):
-                client.delete(*keys[i:i + 500])
-    per = 2 if workload == "claim-delete" else 1
-    return spent / (requests * per) * 1e6
+            call(_environ("POST", f"{queue}/messages", body=posted))
+    done = 0
+    if profile is not None:
+        profile.enable()
+    started = time.process_time()
+    while done < requests:
+        if workload == "post":
+            call(_environ("POST", f"{queue}/messages", body=posted))
+            done += 1
+            continue
+        if workload == "poison":
+            call(_environ("POST", f"{queue}/messages", body=posted))
+            done += 1
+        claimed = call(_environ("POST", f"{queue}/claims", "limit=10",
+                                b'{"ttl": 60, "grace": 60}'))
+        done += 1
+        if not claimed:
+            continue
+        messages = json.loads(claimed)["messages"]
+        claim = messages[0]["href"].split("claim_id=")[1]
+        good = [m["id"] for m in messages if not m["body"]["p"]]
+        if good:
+            call(_environ("DELETE", f"{queue}/messages",
+                          f"ids={','.join(good)}&claim_ids={claim}"))
+            done += 1
+        if len(good) < len(messages):  # a failing consumer gives the rest back
+            call(_environ("DELETE", f"{queue}/claims/{claim}"))
+            done += 1
+    spent = time.process_time() - started
+    if profile is not None:
+        profile.disable()
+    return spent / done * 1e6
 
 
-def _run(tree: Path, workload: str, requests: int, hiredis: bool = True,
-         backend: str = "redis") -> float:
+def _run(tree: Path, workload: str, backend: str, requests: int,
+         hiredis: bool = True) -> float:
+    """One measurement in a fresh process whose ``zq`` is the one of ``tree``."""
     env = {**os.environ, "PYTHONPATH": str(tree), "ZQ_LOG_LEVEL": "WARNING"}
     hide = [] if hiredis else ["--without-hiredis"]
-    # Run by path, not with -m from ROOT: -m puts the working directory first
-    # on sys.path, and this tree's zq would shadow the baseline's.
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--one", workload,
-                          "--requests", str(requests), "--uri", backend, *hide],
-                         cwd=tempfile.gettempdir(), env=env,
-                         capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    # Run as a file, not with -m from ROOT: -m would put ROOT first on
+    # sys.path, and the baseline's process would import this tree's zq.
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "app_cpu.py"),
+                          "--one", workload, "--backend", backend,
+                          "--requests", str(requests), *hide], cwd=tree, env=env,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{tree} {workload} on {backend} failed:\n{out.stderr[-3000:]}")
+    *_, imported, figure = out.stdout.strip().splitlines()
+    if not Path(imported).resolve().is_relative_to(tree.resolve()):
+        raise SystemExit(f"the run meant for {tree} imported zq from {imported}")
+    return float(figure)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="an older zq source tree")
-    parser.add_argument("--workload", choices=("post", "claim-delete"), action="append")
+    parser.add_argument("--workload", choices=WORKLOADS, action="append",
+                        help="repeatable (default: all)")
+    parser.add_argument("--backend", choices=BACKENDS, action="append",
+                        help="repeatable (default: redis)")
+    parser.add_argument("--uri", choices=BACKENDS, help=argparse.SUPPRESS)  # older spelling
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--baseline-without-hiredis", action="store_true")
-    parser.add_argument("--uri", choices=("redis", "sqlite"), default="redis",
-                        help="the backend: Redis db 11 (default) or a fresh SQLite file")
+    parser.add_argument("--profile", type=Path, metavar="FILE",
+                        help="with one --workload and --backend and no --baseline: run once "
+                             "under cProfile and write its stats to FILE (pstats)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--without-hiredis", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    backends = args.backend or [args.uri or "redis"]
     if args.one:
         if args.without_hiredis:
             sys.modules["hiredis"] = None  # type: ignore[assignment]  # redis-py: not installed
-        print(f"{_measure(args.one, args.requests, args.uri):.1f}")
+        import zq
+
+        figure = _measure(args.one, args.requests, backends[0])
+        print(zq.__file__)
+        print(f"{figure:.1f}")
+        return 0
+    if args.profile:
+        import cProfile
+
+        profile = cProfile.Profile(time.process_time)  # CPU time, as the figures
+        _measure((args.workload or ["post"])[0], args.requests, backends[0], profile)
+        profile.dump_stats(args.profile)
         return 0
     trees = {"this": ROOT, **({"baseline": args.baseline} if args.baseline else {})}
     print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
-    for workload in args.workload or ["post", "claim-delete"]:
-        figures: dict[str, list[float]] = {name: [] for name in trees}
-        for round_ in range(args.repeat):
-            order = list(trees) if round_ % 2 == 0 else list(trees)[::-1]
-            for name in order:
-                hiredis = name == "this" or not args.baseline_without_hiredis
-                figures[name].append(_run(trees[name], workload, args.requests, hiredis,
-                                          args.uri))
-        cells = ", ".join(f"{name} {statistics.median(v):.0f} us ({min(v):.0f}-{max(v):.0f})"
-                          for name, v in figures.items())
-        ratio = ""
-        if "baseline" in figures:
-            times = statistics.median(figures["baseline"]) / statistics.median(figures["this"])
-            ratio = f"; baseline / this {times:.2f}x"
-        print(f"{workload:12} CPU per request: {cells}{ratio}", flush=True)
+    for backend in backends:
+        for workload in args.workload or list(WORKLOADS):
+            figures: dict[str, list[float]] = {name: [] for name in trees}
+            for round_ in range(args.repeat):
+                order = list(trees) if round_ % 2 == 0 else list(trees)[::-1]
+                for name in order:
+                    hiredis = name == "this" or not args.baseline_without_hiredis
+                    figures[name].append(_run(trees[name], workload, backend, args.requests,
+                                              hiredis))
+            cells = ", ".join(
+                f"{name} {statistics.median(v):.0f} us ({min(v):.0f}-{max(v):.0f})"
+                for name, v in figures.items())
+            ratio = ""
+            if "baseline" in figures:
+                times = statistics.median(figures["baseline"]) / statistics.median(
+                    figures["this"])
+                ratio = f"; baseline / this {times:.2f}x"
+            print(f"{backend:6} {workload:12} CPU per request: {cells}{ratio}", flush=True)
     print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
     return 0
 

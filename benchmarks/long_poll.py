@@ -31,7 +31,8 @@ Markdown summary:
    with nobody waiting (what gc, the notifier and the metrics cost anyway).
 3. **claim-delete throughput**: the side-by-side benchmark's ``claim-delete``
    workload (benchmarks/loadgen) with every claim asking ``wait`` and
-   without, alternating, ``--rounds`` times each; medians and their ratio.
+   without, alternating, ``--throughput-rounds`` times each; medians, their
+   ratio, and the ratio within each round (its two runs follow each other).
 
 The machine's load average is printed before and after each part: on a
 shared machine read the figures with it.
@@ -414,15 +415,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3,
                         help="latency runs per mode, throughput runs per side")
     parser.add_argument("--concurrency", type=int, default=8, help="claim-delete consumers")
-    parser.add_argument("--throughput-seconds", type=float, default=10.0)
+    parser.add_argument("--throughput-seconds", type=float, default=6.0)
+    parser.add_argument("--throughput-rounds", type=int, default=6,
+                        help="claim-delete runs per side, alternating (default: %(default)s)")
     parser.add_argument("--skip", action="append", default=[],
                         choices=("latency", "idle", "throughput"))
     parser.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
                         help="extra environment of zq serve (e.g. ZQ_LIMITS_MAX_CLAIM_WAIT=20)")
     args = parser.parse_args(argv)
-    if min(args.workers, args.threads, args.waiters, args.idle, args.rounds,
-           args.concurrency) < 1 or min(args.rate, args.seconds, args.idle_seconds,
-                                        args.throughput_seconds, args.wait) <= 0:
+    counts = (args.workers, args.threads, args.waiters, args.idle, args.rounds,
+              args.concurrency, args.throughput_rounds)
+    spans = (args.rate, args.seconds, args.idle_seconds, args.throughput_seconds, args.wait)
+    if min(counts) < 1 or min(spans) <= 0:
         parser.error("counts, rates, seconds and --wait must be positive")
     return args
 
@@ -454,8 +458,16 @@ def summary(runs: list[Run], idle: dict | None, sides: dict[str, list[dict]]) ->
     if sides.get("without") and sides.get("with"):
         without = statistics.median(r["msgs_per_s"] for r in sides["without"])
         waiting = statistics.median(r["msgs_per_s"] for r in sides["with"])
+        # Each round's two runs follow each other: their ratio cancels the
+        # machine's slower drifts, which the medians of each side do not.
+        pairs = [w["msgs_per_s"] / o["msgs_per_s"]
+                 for w, o in zip(sides["with"], sides["without"], strict=False)
+                 if o["msgs_per_s"]]
         lines += ["", f"claim-delete msgs/s, median of {len(sides['with'])}: with wait "
-                  f"{waiting:g}, without {without:g}, ratio {waiting / without:.3f}"]
+                  f"{waiting:g}, without {without:g}, ratio of the medians "
+                  f"{waiting / without:.3f}; per round with/without "
+                  f"{', '.join(f'{p:.2f}' for p in pairs)}, median "
+                  f"{statistics.median(pairs):.3f}"]
     return "\n".join(lines)
 
 
@@ -493,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
             if "idle" not in args.skip:
                 idle = asyncio.run(idle_run(target.url, target.process.pid, store, args))
             if "throughput" not in args.skip:
-                for n in range(args.rounds):
+                for n in range(args.throughput_rounds):
                     order = ("without", "with") if n % 2 == 0 else ("with", "without")
                     for side in order:
                         sides[side].append(throughput(target.url, args.wait if side == "with"

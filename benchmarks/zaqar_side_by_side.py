@@ -27,6 +27,17 @@ What it does, all on this machine and on loopback addresses only:
    spreads and zq/Zaqar ratios, and the scaling table (also written to
    ``--out``).
 
+Every run also reports the server's CPU per 1,000 messages
+(``server_cpu_ms_per_1k_msgs``): the CPU time (user + system, from
+/proc) spent during the run's window by the target's whole process tree
+(the server and its workers) plus its backend's processes (redis-server for
+zq on Redis and for Zaqar; for zq on PostgreSQL the backends connected to
+its database and PostgreSQL's WAL writer, checkpointer and background
+writer), divided by the messages the run counted; the parts are in
+``server_cpu_s`` and ``backend_cpu_s``. The load generator is in neither.
+Redis and PostgreSQL are shared with whatever else runs on the machine: on
+a busy machine the backend's part includes others' work.
+
 Everything it creates is removed at the end: the servers (by their pids),
 zq's Redis keys (by their prefix), Zaqar's keys for the run's project, and
 the PostgreSQL database.
@@ -47,12 +58,13 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from benchmarks import scaling_http
+from benchmarks.loadgen.stats import WINDOW_MARK
 
 ROOT = Path(__file__).resolve().parents[1]
 REDIS = "127.0.0.1:6379"
@@ -93,6 +105,78 @@ class Target:
     log: Path | None = None
     cwd: Path = ROOT  # where the server starts (python -m finds its code there first)
     results: dict[str, list[dict]] = field(default_factory=dict)
+    # The backend's processes whose CPU counts as this target's (pids, read per run).
+    backend: Callable[[], list[int]] = list
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name; None once it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()
+
+
+def process_tree(root: int) -> list[int]:
+    """``root`` and every process descending from it (a server and its workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo += children.get(pid, [])
+    return tree
+
+
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU seconds of each live process of ``pids`` (its threads included)."""
+    spent = {}
+    for pid in pids:
+        fields = _stat(pid)
+        if fields is not None:  # utime and stime are fields 14 and 15 of stat
+            spent[pid] = (int(fields[11]) + int(fields[12])) / TICK
+    return spent
+
+
+def spent_since(before: dict[int, float], pids: list[int]) -> float:
+    """CPU seconds ``pids`` spent since ``before`` (a process new since: all of its)."""
+    return sum(now - before.get(pid, 0.0) for pid, now in cpu_seconds(pids).items())
+
+
+def redis_server_pids() -> list[int]:
+    """The redis-server serving REDIS (the one every Redis target uses)."""
+    import redis
+
+    client = redis.Redis.from_url(f"redis://{REDIS}")
+    try:
+        return [int(client.info("server")["process_id"])]
+    finally:
+        client.close()
+
+
+def postgres_pids(uri: str) -> Callable[[], list[int]]:
+    """The PostgreSQL processes of a run on ``uri``: its database's backends, and
+    the WAL writer, checkpointer and background writer that every commit uses."""
+    database = urlsplit(uri).path.lstrip("/")
+
+    def pids() -> list[int]:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=10) as admin:
+            rows = admin.execute(
+                "SELECT pid FROM pg_stat_activity WHERE (datname = %s AND pid <> "
+                "pg_backend_pid()) OR backend_type IN ('walwriter', 'checkpointer', "
+                "'background writer')", (database,)).fetchall()
+        return [int(row[0]) for row in rows]
+
+    return pids
 
 
 def sh(*args: str, **kwargs) -> subprocess.CompletedProcess:
@@ -163,11 +247,34 @@ def loadgen(target: Target, workload: str, batch: int, args: argparse.Namespace,
                "--concurrency", str(args.concurrency)]
     if rate:
         command += ["--rate", f"{rate:.1f}"]
-    done = subprocess.run(command, cwd=ROOT, text=True, capture_output=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"loadgen against {target.name} failed: {done.stderr}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    command.append("--mark-window")
+    assert target.process is not None
+    generator = subprocess.Popen(command, cwd=ROOT, text=True, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+    assert generator.stderr is not None and generator.stdout is not None
+    before: dict[int, float] = {}
+    server = backend = 0.0
+    problems = []
+    # The window the generator times (after a claim-delete's backlog is posted):
+    # the CPU of the server's tree and of its backend from its start to its end.
+    for line in generator.stderr:
+        if line.strip() == f"{WINDOW_MARK} start":
+            servers, backends = process_tree(target.process.pid), target.backend()
+            before = cpu_seconds(servers + backends)
+        elif line.strip() == f"{WINDOW_MARK} end":
+            server = spent_since(before, process_tree(target.process.pid))
+            backend = spent_since(before, target.backend())
+        else:
+            problems.append(line)
+    output = generator.stdout.read()
+    if generator.wait() != 0:
+        raise RuntimeError(f"loadgen against {target.name} failed: {''.join(problems)}")
+    result = json.loads(output.strip().splitlines()[-1])
     result["target"] = target.name
+    result.update(server_cpu_s=round(server, 2), backend_cpu_s=round(backend, 2))
+    messages = int(result.get("messages") or 0) or int(result.get("requests") or 0)
+    result["server_cpu_ms_per_1k_msgs"] = (
+        round((server + backend) / messages * 1e6, 1) if messages else None)
     print(json.dumps(result), flush=True)
     return result
 
@@ -203,37 +310,52 @@ def scaling(target: Target, uri: str, backend: str, args: argparse.Namespace) ->
     return rows
 
 
+CPU_KEY = "server_cpu_ms_per_1k_msgs"
+
+
 def median(results: list[dict], metric: str) -> float:
     return statistics.median(float(r[metric]) for r in results)
 
 
+def cpu_median(results: list[dict]) -> float | None:
+    """The median server CPU per 1,000 messages; None when no run counted one."""
+    values = [float(r[CPU_KEY]) for r in results if r.get(CPU_KEY) is not None]
+    return statistics.median(values) if values else None
+
+
 def spread(results: list[dict], metric: str) -> str:
-    values = [float(r[metric]) for r in results]
-    return f"{min(values):g}-{max(values):g}"
+    values = [float(r[metric]) for r in results if r.get(metric) is not None]
+    return f"{min(values):g}-{max(values):g}" if values else "n/a"
 
 
 def table(targets: dict[str, Target]) -> str:
-    """Markdown: per case, each target's median msgs/s (spread), p50/p99, ratio."""
+    """Markdown: per case, each target's median msgs/s (spread), p50/p99, server CPU
+    per 1,000 messages, and zq's ratios to Zaqar (throughput, and Zaqar's CPU / zq's)."""
     zq, zaqar = targets.get("zq"), targets.get("zaqar")
     lines = ["| case | target | msgs/s median (min-max) | req/s | p50 ms | p99 ms | errors "
-             "| zq/Zaqar msgs/s |", "|---|---|---|---|---|---|---|---|"]
+             "| server CPU ms / 1k msgs (min-max) | zq/Zaqar msgs/s | Zaqar/zq CPU |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     cases = dict.fromkeys(key for t in targets.values() for key in t.results)
     for key in cases:
         for name, target in targets.items():
             runs = target.results.get(key)
             if not runs:
                 continue
-            ratio = ""
+            ratio = cpu_ratio = ""
             if name == "zq" and zaqar and zaqar.results.get(key):
                 theirs = median(zaqar.results[key], "msgs_per_s")
                 ours = median(runs, "msgs_per_s")
                 ratio = f"{ours / theirs:.2f}x" if theirs else "n/a"
+                theirs, ours = cpu_median(zaqar.results[key]), cpu_median(runs)
+                cpu_ratio = f"{theirs / ours:.2f}x" if theirs and ours else "n/a"
             metric = "msgs_per_s" if key != "ping b10" else "req_per_s"
+            cpu = (f"{cpu_median(runs):g} ({spread(runs, CPU_KEY)})"
+                   if cpu_median(runs) is not None else "")
             lines.append(
                 f"| {key} | {name} | {median(runs, metric):g} ({spread(runs, metric)}) "
                 f"| {median(runs, 'req_per_s'):g} | {median(runs, 'p50_ms'):g} "
                 f"| {median(runs, 'p99_ms'):g} | {sum(int(r['errors']) for r in runs)} "
-                f"| {ratio} |")
+                f"| {cpu} | {ratio} | {cpu_ratio} |")
         extras = []
         for name, target in targets.items():
             runs = target.results.get(key, [])
@@ -244,7 +366,7 @@ def table(targets: dict[str, Target]) -> str:
                 extras.append(f"{name}: post->claim p50 {median(runs, 'e2e_p50_ms'):g} ms, "
                               f"p99 {median(runs, 'e2e_p99_ms'):g} ms")
         if extras:
-            lines.append(f"| {key} | | {'; '.join(extras)} | | | | | |")
+            lines.append(f"| {key} | | {'; '.join(extras)} | | | | | | | |")
     if zq:
         cycle, poison = zq.results.get("cycle b10"), zq.results.get("poison b10")
         if cycle and poison:
@@ -262,6 +384,10 @@ def table(targets: dict[str, Target]) -> str:
                 ratio = median(zq.results[key], "msgs_per_s") / median(pg.results[key],
                                                                        "msgs_per_s")
                 lines.append(f"zq Redis / PostgreSQL msgs/s on {key}: {ratio:.2f}")
+                ours, theirs = cpu_median(zq.results[key]), cpu_median(pg.results[key])
+                if ours and theirs:
+                    lines.append(f"zq PostgreSQL / Redis server CPU per message on {key}: "
+                                 f"{theirs / ours:.2f}")
     return "\n".join(lines)
 
 
@@ -381,11 +507,14 @@ def main(argv: list[str] | None = None) -> int:
     zq_uri = f"redis://{REDIS}/{args.zq_db}?prefix={zq_prefix}"
     zaqar_keys_before = redis_keys(args.zaqar_db)
 
-    def add(name: str, command: list[str], env: dict[str, str], port: int) -> None:
-        targets[name] = Target(name, f"http://127.0.0.1:{port}", command, env)
+    def add(name: str, command: list[str], env: dict[str, str], port: int,
+            backend: Callable[[], list[int]] = list) -> None:
+        targets[name] = Target(name, f"http://127.0.0.1:{port}", command, env,
+                               backend=backend)
 
     port = free_port()
-    add("zq", [*zq_server, "--port", str(port), "--storage", zq_uri], zq_env, port)
+    add("zq", [*zq_server, "--port", str(port), "--storage", zq_uri], zq_env, port,
+        redis_server_pids)
     if not args.skip_zaqar:
         version = ensure_zaqar(args.venv)
         home = scratch / "zaqar-home"
@@ -396,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
         add("zaqar", [str(args.venv / "bin" / "gunicorn"), "-w", str(args.workers),
                       "-k", "gthread", "--threads", str(args.threads), "--log-level", "warning",
                       "-b", f"127.0.0.1:{port}", "zaqar.transport.wsgi.app:app"],
-            {**base_env, "HOME": str(home)}, port)
+            {**base_env, "HOME": str(home)}, port, redis_server_pids)
         header.append(f"Zaqar {version} under gunicorn gthread, Redis db {args.zaqar_db}")
     import granian
 
@@ -438,7 +567,8 @@ def main(argv: list[str] | None = None) -> int:
                 for name, env in variants:
                     port = free_port()
                     pgs.append(Target(name, f"http://127.0.0.1:{port}",
-                                      [*zq_server, "--port", str(port), "--storage", uri], env))
+                                      [*zq_server, "--port", str(port), "--storage", uri], env,
+                                      backend=postgres_pids(uri)))
                     targets[name] = pgs[-1]
                 with contextlib.ExitStack() as stack:
                     for pg in pgs:

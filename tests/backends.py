@@ -14,8 +14,10 @@ Adding a backend is one decorated function:
         ...
         yield lambda clock: open_redis(url, clock=clock)
 
-``ZQ_TEST_BACKENDS`` (comma separated) selects backends; default all. A
-selected backend that cannot be reached makes its tests error, never skip.
+``ZQ_TEST_BACKENDS`` (comma separated) selects backends; default all, except
+that a backend registered with ``suites`` (``redis-cluster``: a local
+cluster, costly) runs by default only in those suites. A selected backend
+that cannot be reached makes its tests error, never skip.
 
 Suites use the fixtures at the bottom: import them into the suite's
 conftest.py (``from tests.backends import backend_name, clock, project,

@@ -41,7 +41,8 @@ DESCRIPTIONS = {
                    "`mysql://user@host/db`, `redis://host:6379`, `mongodb://host/db`; "
                    "several PostgreSQL hosts `postgresql://u@h1,h2/db?"
                    "target_session_attrs=read-write`, Redis Sentinel "
-                   "`redis+sentinel://s1,s2,s3/MASTER/0`); "
+                   "`redis+sentinel://s1,s2,s3/MASTER/0`, Redis Cluster "
+                   "`redis+cluster://h1:7000,h2:7001/`); "
                    "empty: SQLite file `zq.sqlite3` in the data directory; "
                    "also `ZQ_STORAGE`",
     "redis.wait_replicas": "a Redis storage: after each write script, WAIT until this many "

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from benchmarks.loadgen import stats
 from benchmarks.loadgen.client import Client
 from benchmarks.loadgen.workloads import WORKLOADS, Settings
 
@@ -76,7 +77,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, list[str]]:
                              "?wait=S); 0: claims answer at once (default: %(default)s)")
     parser.add_argument("--max-in-flight", type=int, default=256,
                         help="open loop: outstanding operations at most (default: %(default)s)")
+    parser.add_argument("--mark-window", action="store_true",
+                        help=f"print '{stats.WINDOW_MARK} start' and '... end' on stderr "
+                             "where each run's measured window starts and ends")
     args = parser.parse_args(argv)
+    stats.MARK_WINDOW = args.mark_window
     host = urlsplit(args.url).hostname
     if host not in LOOPBACK:
         parser.error(f"--url must point at a loopback address ({sorted(LOOPBACK)}), not {host}")

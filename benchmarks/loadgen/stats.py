@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
+
+# Printed on stderr where a run's measured window starts and ends, when
+# ``--mark-window`` asks for it: a caller measuring the server's CPU over the
+# window (benchmarks/zaqar_side_by_side.py) leaves untimed preparation out.
+WINDOW_MARK = "loadgen-window"
+MARK_WINDOW = False
+
+
+def mark_window(edge: str) -> None:
+    if MARK_WINDOW:
+        print(f"{WINDOW_MARK} {edge}", file=sys.stderr, flush=True)
 
 
 def percentile(ordered: list[float], pct: float) -> float:
@@ -32,9 +44,13 @@ class Recorder:
     started: float = field(default_factory=time.perf_counter)
     extra: dict[str, object] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        mark_window("start")
+
     def restart(self) -> None:
         """Start the clock now (after any untimed preparation)."""
         self.started = time.perf_counter()
+        mark_window("start")
 
     @property
     def requests(self) -> int:
@@ -58,6 +74,7 @@ class Recorder:
         return True
 
     def summary(self, workload: str, elapsed: float | None = None) -> dict[str, object]:
+        mark_window("end")
         elapsed = self.elapsed() if elapsed is None else elapsed
         ordered = sorted(self.latencies)
         result: dict[str, object] = {

@@ -434,3 +434,18 @@ def test_a_probe_that_lapses_is_held_back_too(storage, project, clock):
     assert posted[0] in every and len(every) == len(posted) + len(healthy) - POLICY.close_after
     # Its lapse was judged once, when the probe gate saw it.
     assert storage.messages.get(project, "q", posted[0]).forgiven_count == 1
+
+
+def test_a_probe_rejected_for_good_is_held_and_held_back(storage, project, clock):
+    # A terminal reject of the probe while open: held as a retry, and held
+    # back like any failed probe, so the next probe is another message.
+    posted, _ = trip(storage, project, clock)
+    clock.advance(5)
+    probe = take(storage, project)
+    assert ids(probe.messages) == [posted[0]]
+    move = moves.rejected("dlq", None, "malformed")
+    storage.messages.move(project, "q", [posted[0]], move, claim_id=probe.id,
+                          client_id="consumer", rules=RULES)
+    assert storage.messages.list(project, "dlq") == []
+    clock.advance(POLICY.probe_interval)
+    assert ids(take(storage, project).messages) == [posted[1]]

@@ -126,11 +126,11 @@ def test_forget_drops_only_that_queues_records(storage, project, cid):
 # -- a claim's own record (ClaimController.create with ``consumer``) ----------
 
 def claim_with_record(storage, project, queue="q", *, ttl=60, client="c1", keep_for=3600.0,
-                      dead_letter=None, versioned=False):
+                      dead_letter=None, versioned=False, limit=5):
     entry = ConsumerEntry(client_id=client, keep_for=keep_for)
     version = storage.queues.read_metadata(project, queue).version if versioned else None
     rules = DeliveryRules(dead_letter=dead_letter, metadata_version=version, consumer=entry)
-    return storage.claims.create(project, queue, ttl=ttl, grace=30, limit=5,
+    return storage.claims.create(project, queue, ttl=ttl, grace=30, limit=limit,
                                  client_id=client, rules=rules)
 
 
@@ -201,6 +201,35 @@ def test_a_delete_settles_its_claim_in_its_own_step(storage, project, clock):
                             settle_claim=True)
     assert by_id(storage, project)[made.id].settled == pytest.approx(settled)
     assert by_id(storage, project)[made.id].expires == pytest.approx(made.expires)
+
+
+def test_a_batch_delete_settles_the_claims_it_names_in_its_own_step(storage, project, clock):
+    post(storage, project, "q", 4)
+    one = claim_with_record(storage, project, limit=2)
+    other = claim_with_record(storage, project, limit=2)
+    clock.advance(5)
+    deleted = storage.messages.delete_many(
+        project, "q", [m.id for m in one.messages], claim_ids=[one.id, other.id],
+        client_id="c1", settle_claims=True)
+    assert sorted(deleted) == sorted(m.id for m in one.messages)
+    records = by_id(storage, project)
+    # Both named claims are settled, the one whose messages stay held too.
+    assert records[one.id].settled == pytest.approx(clock.now())
+    assert records[other.id].settled == pytest.approx(clock.now())
+    assert records[other.id].expires == pytest.approx(other.expires)  # not ended
+    settled = clock.now()
+    clock.advance(5)
+    storage.messages.delete_many(project, "q", [m.id for m in other.messages],
+                                 claim_ids=[other.id], client_id="c1", settle_claims=True)
+    assert by_id(storage, project)[other.id].settled == pytest.approx(settled)  # kept
+
+
+def test_a_batch_delete_without_settle_claims_leaves_the_records(storage, project):
+    post(storage, project, "q", 2)
+    made = claim_with_record(storage, project)
+    storage.messages.delete_many(project, "q", [m.id for m in made.messages],
+                                 claim_ids=[made.id], client_id="c1")
+    assert by_id(storage, project)[made.id].settled is None
 
 
 def test_a_delete_without_settle_claim_leaves_the_record(storage, project):

@@ -115,3 +115,33 @@ def test_claim_limit_over_the_maximum_is_refused(service: QueueService, project:
     with pytest.raises(InvalidRequest):
         service.claim(project, "work", None,
                       limit=Limits().max_messages_per_claim_or_pop + 1, client_id=None)
+
+
+def test_a_batch_delete_settles_its_claims_in_its_own_step(
+    service: QueueService, storage: Storage, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The consumer log's settle of the claims a batch names goes in the
+    # delete's step: no write of its own (issue 31), once per claim per process.
+    separate: list[str] = []
+    monkeypatch.setattr(storage.consumers, "settle",
+                        lambda project, queue, claim_id, **_: separate.append(claim_id))
+    steps: list[bool] = []
+    delete_many = storage.messages.delete_many
+
+    def counted(*args: object, **kwargs: object) -> list[str]:
+        steps.append(bool(kwargs.get("settle_claims")))
+        return delete_many(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(storage.messages, "delete_many", counted)
+    post(service, project, "q", 1, 2, 3, 4)
+    claimed = service.claim(project, "q", None, limit=4, client_id="c1")
+    assert claimed is not None
+    ids = [m.id for m in claimed.messages]
+    assert service.delete_messages(project, "q", ids[:2], claim_ids=[claimed.id],
+                                   client_id="c1") == ids[:2]
+    assert service.delete_messages(project, "q", ids[2:], claim_ids=[claimed.id],
+                                   client_id="c1") == ids[2:]
+    assert steps == [True, False]  # the second knows this process settled it
+    assert separate == []
+    records = storage.consumers.claims(project, "q", expires_after=0)
+    assert [r.settled is not None for r in records if r.claim_id == claimed.id] == [True]

@@ -66,6 +66,7 @@ class Front:
                  capacity: int = 100, config: Config | None = None) -> None:
         config = config or Config().with_overrides(metrics={"enabled": False})
         self.project = project
+        self.storage = storage
         self.recheck = Recheck(storage_for=lambda p, q: storage, storages=lambda: [storage],
                                interval=RECHECK, clock=clock)
         self.waiting = WaitingClaims(capacity=capacity, recheck=self.recheck)

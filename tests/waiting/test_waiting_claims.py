@@ -302,3 +302,22 @@ def test_a_claim_with_a_large_body_does_not_wait(front):
         assert status == 204
 
     run(scenario)
+
+
+def test_the_listeners_start_with_the_first_waiting_claim(front):
+    # A worker whose claims never wait hears none of its backend's wake-ups:
+    # a listener costs it CPU on every post (docs/benchmarks.md, issue 31).
+    async def scenario():
+        front.rsgi.__rsgi_init__(asyncio.get_running_loop())  # as granian starts a worker
+        await front.post("q", {"n": 1})
+        status, _, _ = await front.claim("q", limit=5)
+        assert status == 201
+        await asyncio.sleep(0.3)  # room for a listener that would start with the worker
+        assert front.recheck.listeners == {}
+        waiting = asyncio.create_task(front.claim("empty", wait=0.5))
+        await front.waiters(1)
+        status, _, _ = await waiting
+        assert status == 204
+        assert list(front.recheck.listeners) == [id(front.storage)]
+
+    run(scenario)

@@ -70,6 +70,11 @@ class RequestMetrics:
 
     def __init__(self, telemetry: Telemetry) -> None:
         self.histogram = telemetry.metrics.http_latency
+        # The labelled series by (method, route, status), looked up once each:
+        # Histogram.labels checks and joins its labels under a lock on every
+        # call. Bounded: methods and route templates are a fixed set, and
+        # statuses are the few the application sets.
+        self._series: dict[tuple[str, str, Any], Any] = {}
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.metrics_started = time.perf_counter()
@@ -82,8 +87,10 @@ class RequestMetrics:
             return
         # The route template, never the path: queue names would make a series each.
         # The status is one the application set, the template one it declared.
-        route = req.uri_template or "unmatched"
-        status = falcon.code_to_http_status(resp.status)[:3]
-        self.histogram.labels(method_label(req.method), route, status).observe(
-            time.perf_counter() - started
-        )
+        # The method label, not the method: any token a client sends is not a key.
+        key = (method_label(req.method), req.uri_template or "unmatched", resp.status)
+        series = self._series.get(key)
+        if series is None:
+            status = falcon.code_to_http_status(resp.status)[:3]
+            series = self._series[key] = self.histogram.labels(key[0], key[1], status)
+        series.observe(time.perf_counter() - started)

@@ -13,10 +13,11 @@ until one claim ttl (the lapsed claim's) has passed since the lapse.
 A claim's record is written inside the claim's own atomic step (the
 driver carries a ConsumerEntry from ``ConsumerRule.entry`` into its
 transaction or script), so recording a claim costs no extra round trip or
-commit. Likewise the first delete of a claim's message in a process
-settles the claim inside the delete's own step (``to_settle``: the driver
-is told ``settle_claim``). The other settles (a refused delete, a batch
-delete, reject, release, late renew) are written just before or after the
+commit. Likewise the first delete (one message, or a batch naming its
+claims) of a claim's messages in a process settles the claim inside the
+delete's own step (``to_settle``: the driver is told ``settle_claim`` or
+``settle_claims``). The other settles (a refused delete, reject, release,
+late renew) are written just before or after the
 operation they describe, once per claim per process: the log is advisory,
 and a crash in between forgets one settle (the consumer is then suspected
 for at most one claim ttl); it never touches a message.

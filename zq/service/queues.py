@@ -407,14 +407,18 @@ class QueueService:
         storage = self._storage(project, queue)
         stored = {} if claims is None else self._outage_metadata(storage, project, queue)
         rules = outage_rules(storage, stored)
+        # Naming its claims shows their holder is alive: the batch settles
+        # them in its own step, unless this process already did
+        # (zq.poison.consumers): no write of its own per batch.
+        settle = any(self._consumers.to_settle(project, queue, c) for c in claims or [])
         deleted = storage.messages.delete_many(
-            project, queue, ids, claim_ids=claims, client_id=client_id, rules=rules
+            project, queue, ids, claim_ids=claims, client_id=client_id,
+            settle_claims=settle, rules=rules,
         )
         if claims and deleted and rules.breaker is not None:
             self._auto_redrive.after_success(storage, project, queue, stored)
-        for claim in claims or []:
-            self._consumers.settled(storage.consumers, project, queue, claim,
-                                    self.clock.now())
+        for claim in claims if settle and claims else []:
+            self._consumers.settled_in_step(project, queue, claim)
         return deleted
 
     def reject_message(

@@ -34,7 +34,6 @@ Conventions every driver follows:
 
 from __future__ import annotations
 
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -55,6 +54,7 @@ from zq.storage.records import (
     NewMessage,
     QueueRecord,
     QueueStats,
+    random_id,
 )
 from zq.storage.subscriptions import SubscriptionController
 from zq.storage.wakeups import Wakeups
@@ -209,7 +209,7 @@ class MessageController(ABC):
 
     def new_id(self) -> str:
         """A message id no message of this backend has, in the driver's form."""
-        return uuid.uuid4().hex
+        return random_id()
 
     @abstractmethod
     def post(
@@ -282,13 +282,11 @@ class MessageController(ABC):
         - held by a live claim and ``claim_id`` is None: MessageIsClaimed;
         - ``claim_id`` given but the message is not held by that live claim
           (free, expired claim, or another claim): ClaimMismatch;
-        - otherwise deleted, with a ``deleted`` event (claim id, client id,
-          claim count).
+        - otherwise deleted, with a ``deleted`` event (claim id, client id, claim count).
 
-        With ``settle_claim`` (and a ``claim_id``), the consumer log's record
-        of ``claim_id`` is settled at the delete's time (ConsumerLog.settle,
-        not ended) in the same atomic step, at least when the delete is not
-        refused (zq.poison.consumers writes the settle of a refused one itself).
+        With ``settle_claim`` (and a ``claim_id``), the consumer log's record of
+        ``claim_id`` is settled at the delete's time (ConsumerLog.settle, not
+        ended) in the same atomic step, at least when the delete is not refused.
         """
 
     @abstractmethod
@@ -300,15 +298,17 @@ class MessageController(ABC):
         *,
         claim_ids: Sequence[str] | None = None,
         client_id: str | None,
+        settle_claims: bool = False,
         rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
         """Delete several messages; returns the ids actually deleted.
 
-        With ``claim_ids``, each deleted message is a success for ``rules.breaker``.
         Without ``claim_ids`` every alive listed message is deleted, claimed
         or not (Zaqar's behaviour). With ``claim_ids``, only listed messages
-        held by one of those live claims are deleted; others stay untouched.
-        A ``deleted`` event per deleted message.
+        held by one of those live claims are deleted (each a success for
+        ``rules.breaker``); others stay untouched. A ``deleted`` event per
+        deleted message. With ``settle_claims`` the consumer log's record of
+        each of ``claim_ids`` is settled as by ``delete``'s ``settle_claim``.
         """
 
     @abstractmethod

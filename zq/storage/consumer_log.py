@@ -17,7 +17,8 @@ class ConsumerLog(ABC):
     An advisory record beside the claims themselves. A new claim's record
     is written by the claim's own atomic step (ClaimController.create with
     ``consumer``), a claim's first delete settles it in the delete's own
-    step (MessageController.delete with ``settle_claim``); the other
+    step (MessageController.delete with ``settle_claim``, delete_many with
+    ``settle_claims``); the other
     settles, renewals and forgets are written by the service just before
     or after the operation they describe (zq.poison.consumers), so a crash in
     between loses one settle, never a message. Every write is idempotent.

@@ -8,7 +8,7 @@ log, ``Storage``), zq.storage.subscriptions and zq.storage.consumer_log.
 
 from __future__ import annotations
 
-import uuid
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,9 +115,21 @@ MISSING_VERSION = ""
 LEGACY_VERSION = "0"
 
 
+def random_id() -> str:
+    """32 hex digits of a random (version 4) UUID: the form of uuid.uuid4().hex.
+
+    Drawn without building a UUID object: a post of 10 draws 10 ids, and
+    uuid.uuid4() costs four times as much CPU as the 16 random bytes.
+    """
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
+    return raw.hex()
+
+
 def random_version() -> str:
     """A metadata version no queue ever had (drivers that draw them at random)."""
-    return uuid.uuid4().hex
+    return random_id()
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,12 @@ passes (at its moment).
 The same thread starts each backend's listener (``Storage.wakeups.listen``)
 once, where the driver has one: its reports go straight to
 ``WaitingClaims.wake_threadsafe``, and the re-check remains as the safety
-net for a report lost on the way.
+net for a report lost on the way. Listening starts at the worker's first
+waiting claim, not with the worker: a listener hears every post, release
+and retry of its backend, which cost a worker that never has a waiting claim
+about 60 us of CPU per post of 10 on Redis (docs/benchmarks.md). Once
+listening, it looks at the waited queues at once, for what was made
+claimable before it was.
 """
 
 from __future__ import annotations
@@ -60,13 +65,26 @@ class Recheck:
         self.timers: dict[QueueKey, asyncio.TimerHandle] = {}
         self.looks = 0  # queries made (tests and metrics)
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="zq-wait-recheck")
+        self._listening: asyncio.Task[None] | None = None  # from the first waiting claim
+
+    def waiting(self, claims: WaitingClaims, loop: asyncio.AbstractEventLoop) -> None:
+        """On ``loop``: a claim waits; the backends' listeners start, the first time."""
+        if self._listening is None and not claims.closing:
+            self._listening = loop.create_task(self._start(claims))
+
+    async def _start(self, claims: WaitingClaims) -> None:
+        """Listen on every backend, then look at once at what the claims wait on
+        (what was made claimable before the listeners heard it)."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._listen, list(self.storages()), claims)
+        keys = list(claims.queues)
+        if keys and not claims.closing:
+            await self.look(claims, keys)
 
     async def run(self, claims: WaitingClaims) -> None:
-        """Until the worker stops: listeners first, then a look every interval."""
+        """Until the worker stops: a look every interval (listeners: ``waiting``)."""
         loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(self._executor, self._listen, list(self.storages()),
-                                       claims)
             while not claims.closing:
                 await asyncio.sleep(self.interval)
                 claims.forget_recent(loop.time())
@@ -74,6 +92,8 @@ class Recheck:
                 if keys:
                     await self.look(claims, keys)
         finally:
+            if self._listening is not None:
+                self._listening.cancel()
             for timer in self.timers.values():
                 timer.cancel()
             self._executor.submit(self._close_listeners)

@@ -155,6 +155,8 @@ class WaitingClaims:
         waiter = Waiter(key, loop.time() + seconds, client_id)
         self.queues.setdefault(key, []).append(waiter)
         self.count += 1
+        if self.recheck is not None:
+            self.recheck.waiting(self, loop)  # the listeners start with the first waiter
         if self.census is not None:
             self.census.started(key[0], key[1], client_id)
         if self.recent.get(key, -math.inf) >= since:

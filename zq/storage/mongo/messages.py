@@ -193,12 +193,17 @@ class MongoMessages(MessageController):
         *,
         claim_ids: Sequence[str] | None = None,
         client_id: str | None,
+        settle_claims: bool = False,
         rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
         ids = _object_ids(message_ids)
 
         def change(session: Any) -> tuple[list[str], list[dict[str, Any]]]:
             now = self._ctx.clock.now()
+            for claim_id in (claim_ids or []) if settle_claims else []:
+                # The consumer log's settles, in the delete's unit.
+                write_settle(self._ctx.database["consumers"], project, queue, claim_id,
+                             now=now, ended=False, session=session)
             deleted: list[str] = []
             recorded: list[dict[str, Any]] = []
             successes: list[Outcome] = []

@@ -1,8 +1,10 @@
 """Redis storage driver: every state change is one Lua script.
 
 URI: ``redis://[[user]:password@]host[:port][/db][?prefix=NAME]``,
-``rediss://`` for TLS, or ``redis+sentinel://h1:26379,h2/MASTER[/db]``
-through Redis Sentinel (zq/storage/redis/uri.py). ``prefix`` (default
+``rediss://`` for TLS, ``redis+sentinel://h1:26379,h2/MASTER[/db]``
+through Redis Sentinel, or ``redis+cluster://h1:7000,h2:7001/`` on a Redis
+Cluster (zq/storage/redis/uri.py; on a cluster the layout below is
+repeated under each project's home, zq/storage/redis/cluster.py). ``prefix`` (default
 ``zq``; letters, digits, ``_``, ``.``, ``-``) starts every key, so several
 deployments or test sessions share one Redis without colliding. Requires Redis 7.0 or later (script
 flags, exclusive XRANGE, XTRIM MINID).

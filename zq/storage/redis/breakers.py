@@ -42,8 +42,7 @@ class RedisBreakers(RedisController, BreakerLog):
 
     def due_redrives(self) -> list[tuple[str, str]]:
         due: list[tuple[str, str]] = []
-        for home in self._scripts.homes():
-            flat = self._scripts.run_in(home, "breaker_due", self._clock.now())
+        for _, flat in self._scripts.run_everywhere("breaker_due", self._clock.now()):
             due += zip(flat[0::2], flat[1::2], strict=True)
         return due
 

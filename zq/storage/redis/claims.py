@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
-
 from zq.errors import ClaimNotFound
 from zq.storage.base import ClaimController
 from zq.storage.delivery_rules import NO_RULES, DeliveryRules
-from zq.storage.records import ClaimRecord, MessageRecord
+from zq.storage.records import ClaimRecord, MessageRecord, random_id
 from zq.storage.redis.consumers import consumer_args
 from zq.storage.redis.controller import RedisController
 from zq.storage.redis.settle import run_until_done
@@ -34,7 +32,7 @@ class RedisClaims(RedisController, ClaimController):
         client_id: str | None,
         rules: DeliveryRules = NO_RULES,
     ) -> ClaimRecord | None:
-        claim_id = uuid.uuid4().hex
+        claim_id = random_id()
         jitter = backoff_args(rules.backoff, limit)
         now, rows = run_until_done(self._scripts, self._clock, "claim", lambda now: [
             project, queue, claim_id, int(ttl), int(grace), limit, optional(client_id),

@@ -123,13 +123,15 @@ class RedisMessages(RedisController, MessageController):
         *,
         claim_ids: Sequence[str] | None = None,
         client_id: str | None,
+        settle_claims: bool = False,
         rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
         if not message_ids:
             return []
         allowed = ["*"] if claim_ids is None else list(claim_ids)
         return self._run("delete_many", project, queue, optional(client_id),
-                         *breaker_args(rules), len(message_ids), *message_ids, *allowed)
+                         *breaker_args(rules), "1" if settle_claims else "",
+                         len(message_ids), *message_ids, *allowed)
 
     def reject(
         self,

@@ -105,9 +105,8 @@ class RedisQueues(RedisController, QueueController):
 
     def volume(self) -> QueueStats:
         free = claimed = 0
-        now = self._clock.now()
-        for home in self._scripts.homes():
-            home_free, home_claimed = self._scripts.run_in(home, "message_volume", now)
+        for _, (home_free, home_claimed) in self._scripts.run_everywhere(
+                "message_volume", self._clock.now()):
             free, claimed = free + int(home_free), claimed + int(home_claimed)
         return QueueStats(free=free, claimed=claimed)
 

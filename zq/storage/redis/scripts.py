@@ -142,6 +142,10 @@ class ScriptBook:
         """Every key prefix holding data: what backend-wide scripts (gc, volume) run over."""
         return [self._prefix]
 
+    def run_everywhere(self, name: str, now: float, *args: Any) -> list[tuple[str, Any]]:
+        """(home, answer) of script ``name`` run in each of ``homes()``."""
+        return [(home, self.run_in(home, name, now, *args)) for home in self.homes()]
+
     def run(self, name: str, now: float, *args: Any) -> Any:
         """Run script ``name`` with ``ARGV = [prefix, now, *args]``."""
         return self.run_in(self._prefix, name, now, *args)

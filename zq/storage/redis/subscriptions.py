@@ -198,10 +198,10 @@ class RedisSubscriptions(RedisController, SubscriptionController):
     def collect(self) -> int:
         """Remove expired subscriptions; how many went."""
         removed = 0
-        for home in self._scripts.homes():
+        for home, count in self._scripts.run_everywhere("sub_gc", self._clock.now(), GC_BATCH):
             while True:
-                count = int(self._scripts.run_in(home, "sub_gc", self._clock.now(), GC_BATCH))
-                removed += count
-                if count < GC_BATCH:
+                removed += int(count)
+                if int(count) < GC_BATCH:
                     break
+                count = self._scripts.run_in(home, "sub_gc", self._clock.now(), GC_BATCH)
         return removed

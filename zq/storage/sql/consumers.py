@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import sqlalchemy as sa
 
 from zq.storage.consumer_log import ConsumerLog
@@ -28,6 +30,15 @@ def write_settle(conn: sa.Connection, project: str, queue: str, claim_id: str, *
     conn.execute(sa.update(t).where(*mine, t.c.settled.is_(None)).values(settled=now))
     if ended:
         conn.execute(sa.update(t).where(*mine, t.c.expires > now).values(expires=now))
+
+
+def settle_many(project: str, queue: str, claim_ids: Sequence[str], now: float) -> sa.Update:
+    """ConsumerLog.settle (not ended) of each of ``claim_ids`` as one statement
+    (a batch delete's own, MessageController.delete_many's ``settle_claims``)."""
+    return (sa.update(t)
+            .where(t.c.claim_id.in_(list(claim_ids)), t.c.project == project,
+                   t.c.queue == queue, t.c.settled.is_(None))
+            .values(settled=now))
 
 
 class SqlConsumers(ConsumerLog):

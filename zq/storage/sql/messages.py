@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -18,10 +17,10 @@ from zq.poison.moves import REASON_REJECTED, Move
 from zq.storage.base import MessageController
 from zq.storage.checks import check_delete, check_move
 from zq.storage.delivery_rules import NO_RULES, DeliveryRules
-from zq.storage.records import MessageRecord, NewMessage
+from zq.storage.records import MessageRecord, NewMessage, random_id
 from zq.storage.sql import postgresql, predicates
 from zq.storage.sql.breakers import BreakerStep
-from zq.storage.sql.consumers import write_settle
+from zq.storage.sql.consumers import settle_many, write_settle
 from zq.storage.sql.database import Database
 from zq.storage.sql.delivery import take_deliverable
 from zq.storage.sql.events import event_row, record
@@ -33,7 +32,7 @@ from zq.storage.sql.schema import messages as m
 
 def new_id() -> str:
     """A message or claim id, unique across the backend."""
-    return uuid.uuid4().hex
+    return random_id()
 
 
 def _deleted_events(
@@ -270,10 +269,12 @@ class SqlMessages(MessageController):
         *,
         claim_ids: Sequence[str] | None = None,
         client_id: str | None,
+        settle_claims: bool = False,
         rules: DeliveryRules = NO_RULES,
     ) -> list[str]:
         if not message_ids or (claim_ids is not None and not claim_ids):
             return []
+        settling = bool(settle_claims and claim_ids)
 
         # The breaker counts each delete by a claim's holder: the general path.
         one_statement = self._one_statement and (rules.breaker is None or claim_ids is None)
@@ -284,8 +285,13 @@ class SqlMessages(MessageController):
                      m.c.id.in_(list(message_ids))]
             if claim_ids is not None:
                 where += [m.c.claim_id.in_(list(claim_ids)), predicates.held(now)]
+            # The consumer log's settle of the claims named, in the delete's step.
+            settle = settle_many(project, queue, claim_ids or [], now) if settling else None
             if one_statement:
-                return postgresql.delete_many(conn, project, queue, where[1:], now, client_id)
+                return postgresql.delete_many(conn, project, queue, where[1:], now, client_id,
+                                              settle=settle)
+            if settle is not None:
+                conn.execute(settle)
             rows = _by_ids(conn, project, queue, message_ids, now, lock=True)
             if claim_ids is not None:
                 rows = [row for row in rows if live_claim_id(row, now) in claim_ids]

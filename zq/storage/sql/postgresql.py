@@ -121,8 +121,11 @@ def delete_many(
     where: list[sa.ColumnElement[bool]],
     now: float,
     client_id: str | None,
+    *,
+    settle: sa.Update | None = None,
 ) -> list[str]:
-    """Delete the matching messages with their events in one WITH query.
+    """Delete the matching messages with their events in one WITH query
+    (and ``settle``, the consumer log's settle of the claims named, in it too).
 
     ``where`` selects by message id (and claim); the rows are locked first,
     in id order, so two overlapping deletes wait for each other instead of
@@ -155,9 +158,11 @@ def delete_many(
     )
     deleted = events_from(gone, events.DELETED, project, queue, now,
                           claim_id=gone.c.holder, client_id=client_id).cte("deleted_events")
-    return list(conn.execute(
-        sa.select(gone.c.id).order_by(gone.c.marker).add_cte(deleted)
-    ).scalars())
+    query = sa.select(gone.c.id).order_by(gone.c.marker).add_cte(deleted)
+    if settle is not None:
+        # A data-modifying WITH runs whether or not the query reads it.
+        query = query.add_cte(settle.returning(settle.table.c.claim_id).cte("settled"))
+    return list(conn.execute(query).scalars())
 
 
 # The free index's key (migration 0009_claim_plans): ordering by this
