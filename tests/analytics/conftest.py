@@ -18,6 +18,10 @@ from zq.analytics.synthetic import (
 )
 from zq.storage.records import Event
 
+# For the short-lived JVMs of the tests: the quick JIT only (C1). Spark's
+# JVM otherwise spends much of a short run compiling with C2.
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+
 
 @pytest.fixture(scope="session")
 def spark():
@@ -28,11 +32,14 @@ def spark():
     # data: one shuffle partition, no adaptive re-planning and no
     # whole-stage code generation (nothing to compile per query) take about
     # a tenth off each job's CPU and print the same figures, byte for byte
-    # (test_cluster compares them with a cluster on Spark's defaults).
+    # (test_cluster compares them with a cluster on Spark's defaults). The
+    # JVM lives for one test run: the quick JIT alone (C1, no C2) halves the
+    # CPU of its start and of every job (docs/benchmarks.md, issue 31).
     session = spark_session("local[2]", app_name="zq-tests",
                             conf={"spark.sql.shuffle.partitions": "1",
                                   "spark.sql.adaptive.enabled": "false",
-                                  "spark.sql.codegen.wholeStage": "false"})
+                                  "spark.sql.codegen.wholeStage": "false",
+                                  "spark.driver.extraJavaOptions": QUICK_JIT})
     yield session
     session.stop()
 

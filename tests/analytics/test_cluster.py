@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.analytics.conftest import QUICK_JIT
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +43,7 @@ def free_port() -> int:
 
 def cluster_env() -> dict[str, str]:
     env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP="127.0.0.1",
+               SPARK_DAEMON_JAVA_OPTS=QUICK_JIT,
                PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                PYTHONPATH=str(ROOT))
     env.pop("PYSPARK_GATEWAY_PORT", None)
@@ -109,6 +112,8 @@ def test_cluster_figures_are_exactly_local_modes(spark_figures, dataset, cluster
         str(spark_home() / "bin" / "spark-submit"), "--master", url,
         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.executor.memory=512m",
         "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.ui.enabled=false",
+        "--conf", f"spark.driver.extraJavaOptions={QUICK_JIT}",
+        "--conf", f"spark.executor.extraJavaOptions={QUICK_JIT}",
         str(ROOT / "zq" / "analytics" / "job.py"), "--events", root, "--format", "json",
     ]
     submitted = subprocess.run(command, env=cluster_env(), capture_output=True, text=True,

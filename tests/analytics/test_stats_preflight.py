@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.analytics.conftest import T0, edge_events, zq_parser
+from tests.analytics.conftest import QUICK_JIT, T0, edge_events, zq_parser
 from tests.analytics.memlog import LogOnlyStorage, MemoryEventLog
 from zq.analytics import job
 from zq.analytics.export import export
@@ -155,7 +155,8 @@ def test_spark_noise_stays_out_of_the_terminal(small_dataset):
         # One table (--sql) is enough: the noise comes with the JVM and each
         # query, not with the number of tables.
         [sys.executable, "-m", "zq", "stats", "--events", small_dataset, "--format", "json",
-         "--master", "local[1]", "--sql", "SELECT * FROM queue_totals"],
+         "--master", "local[1]", "--sql", "SELECT * FROM queue_totals",
+         "--conf", f"spark.driver.extraJavaOptions={QUICK_JIT}"],
         cwd=root, capture_output=True, text=True, timeout=600,
         env={**__import__("os").environ, "PYTHONPATH": str(root)})
     assert done.returncode == 0, done.stderr
