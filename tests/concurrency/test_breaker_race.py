@@ -25,11 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.crash.audit import crash_environment, listed_messages, project_events, replay
+from tests.crash.audit import crash_environment, listed_messages
 from tests.crash.conftest import storage_uri
 from tests.crash.outage_load import (
     Deliveries,
     OutageConsumer,
+    audit_every_message_deleted_once,
     breaker_of,
     skip_without_breaker,
     wait_for,
@@ -100,17 +101,7 @@ def test_eight_consumers_on_two_workers_trip_and_close_one_breaker(
     assert [c.errors for c in consumers] == [[]] * CONSUMERS
     assert listed == []
 
-    from zq.storage import open_storage
-
-    storage = open_storage(storage_uri)
-    try:
-        logged = project_events(storage, project)
-    finally:
-        storage.close()
-    fates = replay(logged)
-    assert set(fates) == set(posted)
-    assert all(not fate.alive and fate.kinds[-1] == events.DELETED for fate in fates.values())
-    assert Counter(e.message_id for e in logged if e.kind == events.DELETED) == Counter(posted)
+    logged = audit_every_message_deleted_once(storage_uri, project, posted)
     assert ledger.deleted == Counter(posted)  # each delete the server acknowledged, once
 
     changes = [e for e in logged if e.kind == events.BREAKER]

@@ -124,3 +124,26 @@ def wait_for(condition: Any, timeout: float, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
+
+
+def audit_every_message_deleted_once(uri: str, project: str, posted: list[str]) -> list[Any]:
+    """The project's event log, checked: each posted message ended deleted, exactly once.
+
+    Returns the events, for the caller's own checks of how they got there.
+    """
+    from collections import Counter
+
+    from tests.crash.audit import project_events, replay
+    from zq import events
+    from zq.storage import open_storage
+
+    storage = open_storage(uri)
+    try:
+        logged = project_events(storage, project)
+    finally:
+        storage.close()
+    fates = replay(logged)
+    assert set(fates) == set(posted)
+    assert all(not fate.alive and fate.kinds[-1] == events.DELETED for fate in fates.values())
+    assert Counter(e.message_id for e in logged if e.kind == events.DELETED) == Counter(posted)
+    return logged

@@ -26,10 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.crash.audit import crash_environment, listed_messages, project_events, replay
+from tests.crash.audit import crash_environment, listed_messages
 from tests.crash.outage_load import (
     Deliveries,
     OutageConsumer,
+    audit_every_message_deleted_once,
     breaker_of,
     skip_without_breaker,
     wait_for,
@@ -39,7 +40,6 @@ from tests.e2e.server import ServerProcess, clean_environment
 from zq import events
 from zq.client import Client
 from zq.poison.breaker import CLOSED, OPEN
-from zq.storage import open_storage
 
 pytestmark = pytest.mark.slow
 
@@ -111,15 +111,7 @@ def test_sigkill_while_the_breaker_is_open_dead_letters_and_loses_nothing(
     assert [c.errors for c in consumers] == [[]] * CONSUMERS
     assert listed == []
 
-    storage = open_storage(storage_uri)
-    try:
-        logged = project_events(storage, project)
-    finally:
-        storage.close()
-    fates = replay(logged)
-    assert set(fates) == set(posted)
-    assert all(not fate.alive and fate.kinds[-1] == events.DELETED for fate in fates.values())
-    assert Counter(e.message_id for e in logged if e.kind == events.DELETED) == Counter(posted)
+    logged = audit_every_message_deleted_once(storage_uri, project, posted)
     dead = {e.message_id for e in logged if e.kind == events.DEAD_LETTERED}
     back = {e.message_id for e in logged if e.kind == events.REDRIVEN
             and e.detail["reason"] == "auto_redriven"}
