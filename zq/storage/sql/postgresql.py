@@ -58,47 +58,55 @@ _WAKE_CHANNEL = sa.literal_column(f"'{wake.CHANNEL}'")
 
 # Most messages a PostgreSQL post writes as one WITH query; larger posts
 # (the default max post size holds up to ~24,000 messages), and every post
-# on SQLite and MariaDB, are executemany inserts in one transaction. One
-# statement of every row passed PostgreSQL's 65,535 parameters (21 a
-# message) and SQLite's 32,766 (12 a message), and SQLAlchemy compiles a
-# multi-row VALUES in time growing faster than its rows: on PostgreSQL it
-# wins up to ~50 messages, executemany from ~100; on SQLite and MariaDB
-# executemany wins from 10 (benchmarks/large_posts.py).
+# on SQLite and MariaDB, are executemany inserts in one transaction
+# (benchmarks/large_posts.py: on SQLite and MariaDB executemany wins from 10).
 ONE_STATEMENT_POST = 100
 
-
-@functools.lru_cache(maxsize=64)
-def _post_sql(dialect: sa.Dialect, count: int) -> str:
-    """A post of ``count`` messages as one WITH query (PostgreSQL).
-
-    Inserts the queue unless it exists, the messages and their events;
-    multi-row VALUES keep markers and cursors in posting order. Compiled
-    once per batch size: SQLAlchemy recompiles a multi-row VALUES statement
-    on every execution (5 ms for 10 messages, more than the round trips it
-    saves), and every value is a plain str, int or float the driver adapts.
-    """
-    return str(_post_statement(count).compile(dialect=dialect))
+# SQL types of the arrays a post passes, by column type (the rest are text).
+_ARRAY_TYPES = {sa.Double: "double precision[]", sa.Integer: "integer[]"}
 
 
-def _post_statement(count: int) -> sa.Insert:
-    new_queue = dialects.insert_if_absent_cte(
-        queues, {c: sa.bindparam(f"q_{c}") for c in _QUEUE_COLUMNS}, "new_queue")
-    posted = sa.insert(m).values([
-        {c: sa.bindparam(f"m{i}_{c}") for c in _MESSAGE_COLUMNS} for i in range(count)
-    ]).cte("posted")
-    return sa.insert(event_table).values([
-        {c: sa.bindparam(f"e{i}_{c}") for c in _EVENT_COLUMNS} for i in range(count)
-    ]).add_cte(new_queue, posted)
+def _array_type(column: sa.Column[Any]) -> str:
+    return next((name for kind, name in _ARRAY_TYPES.items()
+                 if isinstance(column.type, kind)), "text[]")
+
+
+def _unnest(table: sa.Table, prefix: str, columns: tuple[str, ...]) -> str:
+    """``SELECT columns`` from one array parameter a column, in array order."""
+    # Binary parameters (%b): psycopg escapes every element of a text-format
+    # array with a regular expression (5x the CPU of the binary dump).
+    arrays = ", ".join(f"%({prefix}{c})b::{_array_type(table.c[c])}" for c in columns)
+    names = ", ".join(columns)
+    return (f"INSERT INTO {table.name} ({names}) SELECT {names} FROM unnest({arrays}) "
+            f"WITH ORDINALITY AS rows_({names}, ord_) ORDER BY ord_")
+
+
+# A post of any number of messages as one WITH query (PostgreSQL): inserts
+# the queue unless it exists, the messages and their events. Each column's
+# values go as one array parameter, unnested in posting order (so markers
+# and cursors follow it): one statement text whatever the batch size, a
+# few dozen parameters. A multi-row VALUES with a parameter per value
+# (215 for 10 messages) passed psycopg's limits for caching a query's
+# parsing (4,096 bytes, 50 parameters): it parsed the 20 KB text again on
+# every post, half of a post's CPU in the worker (docs/benchmarks.md,
+# "PostgreSQL against Redis (issue 31)"); and a text that changes with the
+# batch size is never prepared by the server either.
+_POST_SQL = (
+    "WITH new_queue AS (INSERT INTO queues (project, name, metadata, created, "
+    "metadata_version) VALUES (%(q_project)s, %(q_name)s, %(q_metadata)s, %(q_created)s, "
+    "%(q_metadata_version)s) ON CONFLICT DO NOTHING), "
+    f"posted AS ({_unnest(m, 'm_', _MESSAGE_COLUMNS)}) "
+    f"{_unnest(event_table, 'e_', _EVENT_COLUMNS)}"
+)
 
 
 def _post_parameters(
     queue: dict[str, Any], rows: list[dict[str, Any]], recorded: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """The values of ``_post_statement(len(rows))``."""
+    """The values of ``_POST_SQL``: the queue's, then one list a column."""
     values = {f"q_{c}": queue[c] for c in _QUEUE_COLUMNS}
-    for i, (row, event) in enumerate(zip(rows, recorded, strict=True)):
-        values.update({f"m{i}_{c}": row[c] for c in _MESSAGE_COLUMNS})
-        values.update({f"e{i}_{c}": event[c] for c in _EVENT_COLUMNS})
+    values.update({f"m_{c}": [row[c] for row in rows] for c in _MESSAGE_COLUMNS})
+    values.update({f"e_{c}": [event[c] for event in recorded] for c in _EVENT_COLUMNS})
     return values
 
 
@@ -109,8 +117,7 @@ def post(conn: sa.Connection, queue_row: dict[str, Any], rows: list[dict[str, An
     And wake the queue's waiting claims once the statement committed
     (zq.storage.sql.wake).
     """
-    conn.exec_driver_sql(_post_sql(conn.dialect, len(rows)),
-                         _post_parameters(queue_row, rows, recorded))
+    conn.exec_driver_sql(_POST_SQL, _post_parameters(queue_row, rows, recorded))
     wake.after_commit(conn, [(queue_row["project"], queue_row["name"])])
 
 
