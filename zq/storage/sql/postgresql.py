@@ -30,15 +30,15 @@ from zq.poison.backoff import BackoffPolicy
 from zq.poison.dead_letter import DeadLetterPolicy
 from zq.poison.moves import Move
 from zq.storage.delivery_rules import DeliveryRules
-from zq.storage.records import ClaimRecord
-from zq.storage.sql import dialects, predicates, wake
+from zq.storage.records import ClaimRecord, ConsumerEntry
+from zq.storage.sql import predicates, wake
 from zq.storage.sql.events import EVENT_COLUMNS, event_select, events_from
 from zq.storage.sql.queues import queue_row
 from zq.storage.sql.records import dump_json, message_record
 from zq.storage.sql.schema import claims as c
+from zq.storage.sql.schema import consumer_claims, queues
 from zq.storage.sql.schema import events as event_table
 from zq.storage.sql.schema import messages as m
-from zq.storage.sql.schema import queues
 from zq.storage.wake_events import wake_name
 
 
@@ -373,7 +373,7 @@ def _param(name: str, type_: Any) -> sa.BindParameter[Any]:
 
 
 @functools.lru_cache(maxsize=16)
-def _claim_sql(dialect: sa.Dialect, dead_letter: bool, backoff: bool
+def _claim_sql(dialect: sa.Dialect, dead_letter: bool, backoff: bool, consumer: bool = False
                ) -> tuple[str, dict[str, Any]]:
     """The claim statement's text and its constant parameters, built once per shape.
 
@@ -383,12 +383,13 @@ def _claim_sql(dialect: sa.Dialect, dead_letter: bool, backoff: bool
     parameter (``_param``), and SQLAlchemy's own constants keep the values
     it gave them.
     """
-    compiled = _claim_statement(dead_letter, backoff).compile(dialect=dialect)
+    compiled = _claim_statement(dead_letter, backoff, consumer).compile(dialect=dialect)
     constants = {k: v for k, v in compiled.params.items() if not k.startswith("c_")}
     return str(compiled), constants
 
 
-def _claim_statement(dead_letter: bool, backoff: bool) -> sa.Select[Any]:
+def _claim_statement(dead_letter: bool, backoff: bool, consumer: bool = False
+                     ) -> sa.Select[Any]:
     """The claim as one WITH query; see ``claim``."""
     project = _param("project", m.c.project.type)
     queue = _param("queue", m.c.queue.type)
@@ -433,6 +434,8 @@ def _claim_statement(dead_letter: bool, backoff: bool) -> sa.Select[Any]:
     claimed = event_select(marked, events.CLAIMED, project, queue, now,
                            claim_id=claim_id, client_id=client_id)
     parts = [new_claim]
+    if consumer:
+        parts += _consumer_record(project, queue, claim_id, now, expires, marked)
     if dead_letter:
         assert exhausted_at is not None
         moved = _moved(queue, now, _exhausted(project, queue, now, picked, expired, limit,
@@ -453,9 +456,31 @@ def _claim_statement(dead_letter: bool, backoff: bool) -> sa.Select[Any]:
     return sa.select(marked).order_by(marked.c.marker).add_cte(*parts)
 
 
+def _consumer_record(project: Any, queue: Any, claim_id: Any, now: Any, expires: Any,
+                     marked: sa.CTE) -> list[sa.CTE]:
+    """The claim's consumer record (ConsumerEntry) as two WITH parts, written only
+    when the claim took messages, as zq.storage.sql.consumers.write_record
+    writes it in the general path's transaction: forget the queue's records
+    that expired before ``c_forget_before``, insert this claim's. (The new
+    record expires after that bound, so the two never touch one row.)"""
+    took = sa.exists(sa.select(marked.c.marker))
+    forgotten = sa.delete(consumer_claims).where(
+        consumer_claims.c.project == project, consumer_claims.c.queue == queue,
+        consumer_claims.c.expires < _param("forget_before", sa.Double()), took,
+    ).cte("forgotten_consumers")
+    recorded = sa.insert(consumer_claims).from_select(
+        ["claim_id", "project", "queue", "client_id", "ttl", "claimed", "expires"],
+        sa.select(claim_id, project, queue,
+                  _param("consumer", consumer_claims.c.client_id.type),
+                  _param("ttl", sa.Integer()), now, expires).where(took),
+    ).cte("consumer_record")
+    return [forgotten, recorded]
+
+
 def _claim_parameters(project: str, queue: str, claim_id: str, now: float, ttl: int,
                       grace: int, limit: int, client_id: str | None,
-                      rules: ClaimRules) -> dict[str, Any]:
+                      rules: ClaimRules, consumer: ConsumerEntry | None = None
+                      ) -> dict[str, Any]:
     """The values of ``_claim_statement``'s parameters for one claim."""
     values: dict[str, Any] = {
         "project": project, "queue": queue, "now": now, "expires": now + ttl,
@@ -473,6 +498,8 @@ def _claim_parameters(project: str, queue: str, claim_id: str, now: float, ttl: 
         )
     if rules.schedule is not None:
         values.update(schedule=rules.schedule, jitter=rules.jitter)
+    if consumer is not None:
+        values.update(consumer=consumer.client_id, forget_before=consumer.forget_before(now))
     return {f"c_{k}": v for k, v in values.items()}
 
 
@@ -488,6 +515,7 @@ def claim(
     limit: int,
     client_id: str | None,
     rules: ClaimRules = ClaimRules(),
+    consumer: ConsumerEntry | None = None,
 ) -> ClaimRecord | None:
     """A claim as one WITH query (PostgreSQL), dead letter and backoff rules included.
 
@@ -497,7 +525,8 @@ def claim(
     (with their backoff), insert the claim if any were marked; with a dead
     letter rule, move the exhausted messages the walk passes; and the
     events, the moves' ``dead_lettered`` first, then ``claimed``, each in
-    marker order (one INSERT, so their order is the statement's).
+    marker order (one INSERT, so their order is the statement's); with a
+    ``consumer``, the claim's consumer record (``_consumer_record``).
 
     The free messages are read as two disjoint sets, each through its own
     partial index (migrations 0009 and 0010), and the first ``limit`` of
@@ -509,9 +538,10 @@ def claim(
     ``_candidates``.
     """
     dead_letter = rules.move is not None and rules.exhausted_at is not None
-    text, constants = _claim_sql(conn.dialect, dead_letter, rules.schedule is not None)
+    text, constants = _claim_sql(conn.dialect, dead_letter, rules.schedule is not None,
+                                 consumer is not None)
     parameters = {**constants, **_claim_parameters(project, queue, claim_id, now, ttl, grace,
-                                                   limit, client_id, rules)}
+                                                   limit, client_id, rules, consumer)}
     rows = conn.exec_driver_sql(text, parameters).all()
     expires = now + ttl
     if not rows:
