@@ -125,28 +125,64 @@ def delete_many(
     conn: sa.Connection,
     project: str,
     queue: str,
-    where: list[sa.ColumnElement[bool]],
+    message_ids: list[str],
+    claim_ids: list[str] | None,
     now: float,
     client_id: str | None,
     *,
-    settle: sa.Update | None = None,
+    settle: bool = False,
 ) -> list[str]:
-    """Delete the matching messages with their events in one WITH query
-    (and ``settle``, the consumer log's settle of the claims named, in it too).
+    """Delete the live messages of ``message_ids`` (held by one of ``claim_ids``,
+    when given) with their events in one WITH query (and with ``settle``, the
+    consumer log's settle of ``claim_ids``, in it too); the ids deleted.
 
-    ``where`` selects by message id (and claim); the rows are locked first,
-    in id order, so two overlapping deletes wait for each other instead of
-    deadlocking, and only rows of ``queue`` are then deleted. The queue is
-    checked on the locked rows' own columns, never on ``messages`` in the
-    DELETE: a condition on ``messages.project/queue`` there offers the
-    planner the (project, queue, marker) index, and without statistics (a
-    new or freshly loaded table, where every estimate is one row) it drove
-    the DELETE from that index, a walk of the whole queue per delete (41 ms
-    and 5,000 buffers with a 20k backlog; benchmarks/fresh_database.py).
-    Joined on ``marker`` alone, the primary key is the only path there is.
-    Ids are unique across projects, so the lock never holds more than the
-    rows named.
+    The rows are locked first, in id order, so two overlapping deletes wait
+    for each other instead of deadlocking, and only rows of ``queue`` are
+    then deleted. The queue is checked on the locked rows' own columns,
+    never on ``messages`` in the DELETE: a condition on
+    ``messages.project/queue`` there offers the planner the (project, queue,
+    marker) index, and without statistics (a new or freshly loaded table,
+    where every estimate is one row) it drove the DELETE from that index, a
+    walk of the whole queue per delete (41 ms and 5,000 buffers with a 20k
+    backlog; benchmarks/fresh_database.py). Joined on ``marker`` alone, the
+    primary key is the only path there is. Ids are unique across projects,
+    so the lock never holds more than the rows named.
     """
+    text, constants = _delete_sql(conn.dialect, claim_ids is not None, settle)
+    values = {"project": project, "queue": queue, "now": now, "ids": message_ids,
+              "claim_ids": claim_ids or [], "client_id": client_id}
+    parameters = {**constants, **{f"d_{k}": v for k, v in values.items()}}
+    return list(conn.exec_driver_sql(text, parameters).scalars())
+
+
+def _delete_param(name: str, type_: Any) -> sa.BindParameter[Any]:
+    """A named parameter of the delete statement (``delete_many`` gives its value)."""
+    return sa.bindparam(f"d_{name}", type_=type_)
+
+
+@functools.lru_cache(maxsize=8)
+def _delete_sql(dialect: sa.Dialect, by_claims: bool, settle: bool
+                ) -> tuple[str, dict[str, Any]]:
+    """The delete statement's text and constant parameters, built once per shape.
+
+    As for the claim (``_claim_sql``): building this WITH query on every
+    delete cost more Python than the rest of the request's storage work.
+    """
+    compiled = _delete_statement(by_claims, settle).compile(dialect=dialect)
+    constants = {k: v for k, v in compiled.params.items() if not k.startswith("d_")}
+    return str(compiled), constants
+
+
+def _delete_statement(by_claims: bool, settle: bool) -> sa.Select[Any]:
+    """The bulk delete as one WITH query; see ``delete_many``."""
+    project = _delete_param("project", m.c.project.type)
+    queue = _delete_param("queue", m.c.queue.type)
+    now = _delete_param("now", sa.Double())
+    ids = _delete_param("ids", ARRAY(m.c.id.type))
+    claim_ids = _delete_param("claim_ids", ARRAY(m.c.claim_id.type))
+    where = [predicates.alive(now), m.c.id == sa.any_(ids)]
+    if by_claims:
+        where += [m.c.claim_id == sa.any_(claim_ids), predicates.held(now)]
     locked = (
         sa.select(m.c.marker, m.c.project, m.c.queue)
         .where(*where)
@@ -164,12 +200,21 @@ def delete_many(
         .cte("gone")
     )
     deleted = events_from(gone, events.DELETED, project, queue, now,
-                          claim_id=gone.c.holder, client_id=client_id).cte("deleted_events")
+                          claim_id=gone.c.holder,
+                          client_id=_delete_param("client_id", m.c.client_id.type)
+                          ).cte("deleted_events")
     query = sa.select(gone.c.id).order_by(gone.c.marker).add_cte(deleted)
-    if settle is not None:
-        # A data-modifying WITH runs whether or not the query reads it.
-        query = query.add_cte(settle.returning(settle.table.c.claim_id).cte("settled"))
-    return list(conn.execute(query).scalars())
+    if settle:
+        # The consumer log's settle (zq.storage.sql.consumers.settle_many): a
+        # data-modifying WITH runs whether or not the query reads it.
+        t = consumer_claims
+        settled = (sa.update(t)
+                   .where(t.c.claim_id == sa.any_(claim_ids), t.c.project == project,
+                          t.c.queue == queue, t.c.settled.is_(None))
+                   .values(settled=now)
+                   .returning(t.c.claim_id))
+        query = query.add_cte(settled.cte("settled"))
+    return query
 
 
 # The free index's key (migration 0009_claim_plans): ordering by this
