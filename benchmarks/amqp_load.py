@@ -148,6 +148,15 @@ class Run:
         self.exchanges.clear()
 
 
+async def pool(items: list[Any]) -> asyncio.Queue[Any]:
+    """The workers' channels (or consumers): an operation takes one and gives it back,
+    so an open-loop run keeps ``concurrency`` connections however many are due."""
+    idle: asyncio.Queue[Any] = asyncio.Queue()
+    for item in items:
+        idle.put_nowait(item)
+    return idle
+
+
 def bodies(settings: Settings, count: int, first: int = 0, poison: bool = False) -> list[bytes]:
     """``count`` bodies of ``body_size`` JSON bytes, as loadgen's, stamped with the send time."""
     filler = "x" * max(0, settings.body_size - len('{"data":"","t":0000000000.000000,"p":0}'))
@@ -241,18 +250,17 @@ async def post_workload(settings: Settings, run: Run) -> dict[str, object]:
     admin = await run.channel()
     queue = run.name("post")
     await run.declare(admin, queue, QUORUM)
-    channels = [await run.raw() for _ in range(settings.concurrency)]
-    idle = deque(channels)
+    idle = await pool([await run.raw() for _ in range(settings.concurrency)])
     payloads = bodies(settings, settings.batch)
     recorder = AmqpRecorder(max_requests=settings.requests, duration=settings.duration)
 
     async def operation(due: float | None) -> bool:
-        channel = idle.popleft() if idle else await run.raw()
+        channel = await idle.get()  # open loop: waiting for one counts in the latency
         try:
             if await timed_publish(recorder, channel, queue, payloads, due):
                 recorder.messages += settings.batch
         finally:
-            idle.append(channel)
+            idle.put_nowait(channel)
         return True
 
     await drive(settings, recorder, operation)
@@ -284,7 +292,7 @@ async def claim_delete_workload(settings: Settings, run: Run) -> dict[str, objec
     await prefill(run, queue, settings, backlog)
     consumers = [await Consumer.start(run, queue, settings.batch)
                  for _ in range(settings.concurrency)]
-    idle = deque(consumers)
+    idle = await pool(consumers)
     recorder = AmqpRecorder(max_requests=settings.requests, duration=settings.duration)
     taken = 0
 
@@ -292,7 +300,7 @@ async def claim_delete_workload(settings: Settings, run: Run) -> dict[str, objec
         nonlocal taken
         if taken >= backlog:
             return False  # the backlog is used up
-        consumer = idle.popleft()
+        consumer = await idle.get()
         try:
             began = time.perf_counter() if due is None else due
             batch = await consumer.take(settings.batch, whole=True,
@@ -306,7 +314,7 @@ async def claim_delete_workload(settings: Settings, run: Run) -> dict[str, objec
             recorder.unanswered += 1
             recorder.messages += len(batch)
         finally:
-            idle.append(consumer)
+            idle.put_nowait(consumer)
         return True
 
     recorder.restart()
@@ -322,18 +330,18 @@ async def produce_and_consume(settings: Settings, run: Run, recorder: AmqpRecord
     producers = max(1, settings.concurrency // 2)
     consumers = [await Consumer.start(run, queue, settings.batch)
                  for _ in range(max(1, settings.concurrency - producers))]
-    channels = deque([await run.raw() for _ in range(producers)])
+    channels = await pool([await run.raw() for _ in range(producers)])
     posted = itertools.count(0, settings.batch)
     stop = asyncio.Event()
     poison_deliveries = 0
 
     async def produce(due: float | None) -> bool:
-        channel = channels.popleft() if channels else await run.raw()
+        channel = await channels.get()
         try:
             await timed_publish(recorder, channel, queue,
                                 bodies(settings, settings.batch, next(posted), poison), due)
         finally:
-            channels.append(channel)
+            channels.put_nowait(channel)
         return True
 
     async def consume(consumer: Consumer) -> None:
