@@ -503,7 +503,43 @@ def table(targets: dict[str, Target]) -> str:
                              f"{'zq Redis' if other is zq else 'RabbitMQ'}: "
                              f"{ours_cpu / theirs_cpu:.2f}")
     open_rows = open_loop_table(targets)
-    return "\n".join(lines) + ("\n\n" + open_rows if open_rows else "")
+    verdicts = issue_targets(targets)
+    return "\n".join(lines) + ("\n\n" + open_rows if open_rows else "") + \
+        ("\n\n" + verdicts if verdicts else "")
+
+
+def issue_targets(targets: dict[str, Target]) -> str:
+    """Issue 31's throughput and CPU targets against this run's medians, met or not
+    (the open-loop ones are in the open-loop table)."""
+    def ratio(ours: str, theirs: str, key: str, cpu: bool = False) -> float | None:
+        a, b = targets.get(ours), targets.get(theirs)
+        if not (a and b and a.results.get(key) and b.results.get(key)):
+            return None
+        if cpu:  # how many times less CPU per message ``ours`` spends
+            mine, other = cpu_median(a.results[key]), cpu_median(b.results[key])
+            return other / mine if mine and other else None
+        other = median(b.results[key], "msgs_per_s")
+        return median(a.results[key], "msgs_per_s") / other if other else None
+
+    checks = []
+    for workload, batch in CASES:
+        key = case_key(workload, batch)
+        checks.append((f"zq / Zaqar msgs/s on {key} >= 5x", ratio("zq", "zaqar", key), 5.0))
+        checks.append((f"Zaqar / zq server CPU per message on {key} >= 5x",
+                       ratio("zq", "zaqar", key, cpu=True), 5.0))
+    for key in ("post b10", "claim-delete b10", "cycle b10"):
+        # within 2x: PostgreSQL's rate at least half Redis's
+        checks.append((f"zq PostgreSQL / zq Redis msgs/s on {key} >= 0.5 (within 2x)",
+                       ratio("zq-postgresql", "zq", key), 0.5))
+    for key in ("post b10", "claim-delete b10", "poison b10"):
+        checks.append((f"zq PostgreSQL / RabbitMQ msgs/s on {key} >= 1",
+                       ratio("zq-postgresql", "rabbitmq", key), 1.0))
+    rows = [f"| {name} | {value:.2f} | {'met' if value >= goal else 'not met'} |"
+            for name, value, goal in checks if value is not None]
+    if not rows:
+        return ""
+    return ("Issue 31's targets in this run (medians):\n\n| target | this run | |\n"
+            "|---|---|---|\n" + "\n".join(rows))
 
 
 def open_loop_table(targets: dict[str, Target]) -> str:

@@ -73,3 +73,22 @@ def test_the_amqp_generator_refuses_other_than_loopback() -> None:
 def test_the_report_hides_the_brokers_password() -> None:
     assert sbs.redact("amqp://guest:secret@127.0.0.1:5672/") == "amqp://guest@127.0.0.1:5672/"
     assert sbs.redact("amqp://127.0.0.1:5672/") == "amqp://127.0.0.1:5672/"
+
+
+def test_the_issue_targets_are_judged_on_the_medians() -> None:
+    targets = {
+        "zq": target("zq", {"post b10": [run(6000, 100)], "poison b10": [run(1000, 100)]}),
+        "zaqar": target("zaqar", {"post b10": [run(1000, 600)]}),
+        "zq-postgresql": target("zq-postgresql", {"post b10": [run(2000, 300)],
+                                                  "poison b10": [run(500, 900)]}),
+        "rabbitmq": target("rabbitmq", {"post b10": [run(1500, 200)],
+                                        "poison b10": [run(1000, 300)]}),
+    }
+    report = sbs.table(targets)
+    assert "| zq / Zaqar msgs/s on post b10 >= 5x | 6.00 | met |" in report
+    assert "| Zaqar / zq server CPU per message on post b10 >= 5x | 6.00 | met |" in report
+    assert "| zq PostgreSQL / zq Redis msgs/s on post b10 >= 0.5 (within 2x) | 0.33 " \
+           "| not met |" in report
+    assert "| zq PostgreSQL / RabbitMQ msgs/s on post b10 >= 1 | 1.33 | met |" in report
+    assert "| zq PostgreSQL / RabbitMQ msgs/s on poison b10 >= 1 | 0.50 | not met |" in report
+    assert "claim-delete" not in report.split("Issue 31's targets")[1]  # no runs, no row
