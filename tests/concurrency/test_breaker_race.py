@@ -58,7 +58,7 @@ def test_eight_consumers_on_two_workers_trip_and_close_one_breaker(
         storage_uri: str, tmp_path: Path) -> None:
     skip_without_breaker(storage_uri)
     project = f"breaker-race-{uuid.uuid4().hex}"
-    env = crash_environment(clean_environment(tmp_path / "data"))
+    env = crash_environment(clean_environment(tmp_path / "data"), storage_uri)
     server = ServerProcess(tmp_path / "server.log", env, "--workers", "2",
                            "--storage", storage_uri).start()
     target = Target()

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 from redis.exceptions import NoScriptError
@@ -28,6 +28,9 @@ from zq import events
 from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
 from zq.poison import blame, breaker, moves
 from zq.storage.wake_events import WAKING_KINDS
+
+if TYPE_CHECKING:
+    from zq.storage.redis.coalesce import Coalescer
 
 # Prepended to every script, in this order.
 LIBRARIES = ("_lib", "_breaker")
@@ -123,10 +126,14 @@ class ReplicaWait:
 class ScriptBook:
     """The scripts of one client, run with prefix and time first."""
 
-    def __init__(self, client: redis.Redis, prefix: str, wait: ReplicaWait | None = None) -> None:
+    def __init__(self, client: redis.Redis, prefix: str, wait: ReplicaWait | None = None,
+                 coalescer: Coalescer | None = None) -> None:
+        """``coalescer``: the calls of concurrent threads share round trips
+        (``[redis] coalesce``, zq.storage.redis.coalesce)."""
         self._client = client
         self._prefix = prefix
         self._wait = wait
+        self.coalescer = coalescer
         self._sources = {name: script_source(name) for name in script_names()}
         self._shas = {name: hashlib.sha1(source.encode()).hexdigest()
                       for name, source in self._sources.items()}
@@ -180,6 +187,10 @@ class ScriptBook:
 
     def _call(self, name: str, command: tuple[Any, ...]) -> Any:
         wait = self._wait
+        if self.coalescer is not None:
+            waited = wait is not None and name in self._writes
+            answer, confirmed = self.coalescer.call(command, wait=waited)
+            return self._confirmed(name, answer, confirmed, wait) if waited else answer  # type: ignore[arg-type]
         if wait is None or name not in self._writes:
             return self._client.execute_command(*command)
         # WAIT counts the replicas that have this connection's writes, so it
