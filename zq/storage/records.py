@@ -115,16 +115,43 @@ MISSING_VERSION = ""
 LEGACY_VERSION = "0"
 
 
+# Ids drawn ahead, RANDOM_ID_BATCH at a time: one os.urandom call (a
+# getrandom system call) and one hex conversion for the batch, where a call
+# per id cost most of the id (0.8 us; 0.15 us drawn ahead). list.pop and
+# list.extend are atomic, so threads share it; a forked child empties it at
+# once (os.register_at_fork), or parent and child would hand out the same.
+RANDOM_ID_BATCH = 64
+_ID_BYTES = 16
+# Byte 6's high half is the version (4); byte 8's top two bits the variant (10).
+_VERSION_4 = bytes(i & 0x0F | 0x40 for i in range(256))
+_RFC_4122 = bytes(i & 0x3F | 0x80 for i in range(256))
+_drawn_ids: list[str] = []
+os.register_at_fork(after_in_child=_drawn_ids.clear)
+
+
+def _draw_ids() -> list[str]:
+    raw = bytearray(os.urandom(_ID_BYTES * RANDOM_ID_BATCH))
+    raw[6::_ID_BYTES] = raw[6::_ID_BYTES].translate(_VERSION_4)
+    raw[8::_ID_BYTES] = raw[8::_ID_BYTES].translate(_RFC_4122)
+    text = raw.hex()
+    width = 2 * _ID_BYTES
+    return [text[i:i + width] for i in range(0, len(text), width)]
+
+
 def random_id() -> str:
     """32 hex digits of a random (version 4) UUID: the form of uuid.uuid4().hex.
 
-    Drawn without building a UUID object: a post of 10 draws 10 ids, and
-    uuid.uuid4() costs four times as much CPU as the 16 random bytes.
+    Drawn without building a UUID object (a post of 10 draws 10 ids, and
+    uuid.uuid4() costs four times as much CPU as the 16 random bytes), and
+    drawn ahead in batches (``_drawn_ids``).
     """
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40  # version 4
-    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
-    return raw.hex()
+    try:
+        return _drawn_ids.pop()
+    except IndexError:
+        batch = _draw_ids()
+        drawn = batch.pop()
+        _drawn_ids.extend(batch)
+        return drawn
 
 
 def random_version() -> str:
