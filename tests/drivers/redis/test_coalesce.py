@@ -24,30 +24,23 @@ from zq.config import Config, ConfigError, RedisConfig, load_config
 from zq.errors import StorageUnavailable
 from zq.storage.redis import RedisStorage, open_redis
 from zq.storage.redis.coalesce import MAX_BATCH, Coalescer
-from zq.storage.redis.scripts import NOT_CONFIRMED, ReplicaWait, ScriptBook, script_source
-
-
-class FakePipeline:
-    def __init__(self, client: FakeClient) -> None:
-        self._client = client
-        self._stack: list[tuple[Any, ...]] = []
-
-    def execute_command(self, *args: Any) -> None:
-        self._stack.append(args)
-
-    def execute(self, raise_on_error: bool = True) -> list[Any]:
-        assert raise_on_error is False  # each reply to its own caller
-        return self._client.round_trip(self._stack, pipelined=True)
+from zq.storage.redis.scripts import (
+    NOT_CONFIRMED,
+    ReplicaWait,
+    ScriptBook,
+    round_trip,
+    script_source,
+)
 
 
 class FakeClient:
-    """Answers ``("ok", last argument)``; ``errors`` maps a last argument to its error."""
+    """A connection's round trips (``send``): each command answered ``("ok", last
+    argument)``; ``errors`` maps a last argument to its error reply."""
 
     def __init__(self) -> None:
         self.sent: list[list[tuple[Any, ...]]] = []  # the commands of each round trip
-        self.pipelined: list[bool] = []
         self.errors: dict[Any, Exception] = {}
-        self.lost: Exception | None = None  # the next pipeline's connection error
+        self.lost: Exception | None = None  # the next round trip's connection error
         self.loaded: set[str] | None = None  # the SHAs the server has (None: all)
         self.hold = threading.Event()
         self.hold.set()
@@ -55,15 +48,8 @@ class FakeClient:
         self.confirmed = 1
         self._lock = threading.Lock()
 
-    def execute_command(self, *args: Any) -> Any:
-        replies = self.round_trip([args], pipelined=False)
-        if isinstance(replies[0], Exception):
-            raise replies[0]
-        return replies[0]
-
-    def pipeline(self, transaction: bool = True) -> FakePipeline:
-        assert transaction is False  # plain pipelining, never MULTI
-        return FakePipeline(self)
+    def coalescer(self, wait: ReplicaWait | None = None) -> Coalescer:
+        return Coalescer(self, wait=wait, send=self.send)  # type: ignore[arg-type]
 
     def script_load(self, source: str) -> str:
         sha = hashlib.sha1(source.encode()).hexdigest()
@@ -71,10 +57,9 @@ class FakeClient:
         self.loaded.add(sha)
         return sha
 
-    def round_trip(self, commands: list[tuple[Any, ...]], pipelined: bool) -> list[Any]:
+    def send(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         with self._lock:
             self.sent.append(list(commands))
-            self.pipelined.append(pipelined)
             lost, self.lost = self.lost, None
         if not self.hold.is_set():
             self.holding.set()
@@ -143,20 +128,20 @@ def held_batch(client: FakeClient, coalescer: Coalescer, calls: list[Any],
 
 def test_a_call_alone_goes_at_once_without_a_pipeline() -> None:
     client = FakeClient()
-    coalescer = Coalescer(client)  # type: ignore[arg-type]
+    coalescer = client.coalescer()
     assert coalescer.call(("EVALSHA", "s", 0, "a")) == (("ok", "a"), None)
     assert coalescer.call(("EVALSHA", "s", 0, "b")) == (("ok", "b"), None)
-    assert client.pipelined == [False, False]
+    assert [len(trip) for trip in client.sent] == [1, 1]
     assert (coalescer.round_trips, coalescer.batches) == (2, 0)
 
 
 def test_calls_queued_during_a_round_trip_go_out_as_one_pipeline_each_to_its_caller() -> None:
     client = FakeClient()
-    coalescer = Coalescer(client)  # type: ignore[arg-type]
+    coalescer = client.coalescer()
     keys = [f"k{n}" for n in range(20)]
     outcomes = held_batch(client, coalescer, keys)
     assert outcomes == {key: (("ok", key), None) for key in ["first", *keys]}
-    assert client.pipelined == [False, True]
+    assert [len(trip) for trip in client.sent] == [1, 20]
     assert sorted(command[-1] for command in client.sent[1]) == sorted(keys)
     assert (coalescer.round_trips, coalescer.batches, coalescer.batched_calls) == (2, 1, 20)
     assert not coalescer._leading and not coalescer._waiting
@@ -164,7 +149,7 @@ def test_calls_queued_during_a_round_trip_go_out_as_one_pipeline_each_to_its_cal
 
 def test_a_batch_is_at_most_max_batch_calls_the_rest_go_in_the_next() -> None:
     client = FakeClient()
-    coalescer = Coalescer(client)  # type: ignore[arg-type]
+    coalescer = client.coalescer()
     keys = list(range(MAX_BATCH + 5))
     outcomes = held_batch(client, coalescer, keys)
     assert all(outcomes[key] == (("ok", key), None) for key in keys)
@@ -174,7 +159,7 @@ def test_a_batch_is_at_most_max_batch_calls_the_rest_go_in_the_next() -> None:
 def test_a_script_error_goes_to_its_own_caller_only() -> None:
     client = FakeClient()
     client.errors["bad"] = ResponseError("ERR user_script:1: boom")
-    coalescer = Coalescer(client)  # type: ignore[arg-type]
+    coalescer = client.coalescer()
     outcomes = held_batch(client, coalescer, ["a", "bad", "b"])
     assert isinstance(outcomes["bad"], ResponseError)
     assert outcomes["a"] == (("ok", "a"), None) and outcomes["b"] == (("ok", "b"), None)
@@ -183,7 +168,7 @@ def test_a_script_error_goes_to_its_own_caller_only() -> None:
 
 def test_a_lost_connection_answers_every_call_of_its_batch_and_resends_nothing() -> None:
     client = FakeClient()
-    coalescer = Coalescer(client)  # type: ignore[arg-type]
+    coalescer = client.coalescer()
     keys = [f"w{n}" for n in range(8)]
 
     def lose_next(batch: list[Any]) -> None:
@@ -202,7 +187,7 @@ def test_a_lost_connection_answers_every_call_of_its_batch_and_resends_nothing()
 
 def test_many_threads_every_call_answered_once_with_its_own_reply() -> None:
     client = FakeClient()
-    coalescer = Coalescer(client)  # type: ignore[arg-type]
+    coalescer = client.coalescer()
     answers: dict[tuple[int, int], Any] = {}
 
     def work(thread: int) -> None:
@@ -221,7 +206,7 @@ def test_many_threads_every_call_answered_once_with_its_own_reply() -> None:
 
 
 def book(client: FakeClient, wait: ReplicaWait | None = None) -> ScriptBook:
-    return ScriptBook(client, "zq:", wait, Coalescer(client, wait=wait))  # type: ignore[arg-type]
+    return ScriptBook(client, "zq:", wait, client.coalescer(wait))  # type: ignore[arg-type]
 
 
 def test_noscript_loads_and_retries_only_that_call() -> None:
@@ -272,6 +257,23 @@ def test_redis_errors_become_the_drivers_errors() -> None:
 
 
 # --- on the test Redis --------------------------------------------------------
+
+
+def test_round_trip_answers_each_command_and_closes_a_connection_that_failed(
+        redis_uri: str) -> None:
+    client = redis.Redis.from_url(redis_uri.split("?")[0], decode_responses=True,
+                                  socket_timeout=0.2)
+    try:
+        first, missing, last = round_trip(client, [("ECHO", "a"), ("EVALSHA", "0" * 40, 0),
+                                                   ("ECHO", "b")])
+        assert (first, last) == ("a", "b") and isinstance(missing, NoScriptError)
+        assert round_trip(client, [("ECHO", "again")]) == ["again"]  # the connection is fine
+        with pytest.raises(redis.TimeoutError):
+            round_trip(client, [("BLPOP", "zqtest-never-a-key", 2)])
+        # Its reply would come later: the connection was closed, not reused.
+        assert round_trip(client, [("ECHO", "after")]) == ["after"]
+    finally:
+        client.close()
 
 
 def coalescing(redis_uri: str, clock: ManualClock) -> RedisStorage:

@@ -6,8 +6,8 @@ as without coalescing (one EVALSHA down a pooled connection), so a quiet
 server pays no added latency. Calls that arrive while that round trip is in
 flight wait in line; when it returns, the first of them becomes the
 *leader* and sends everything in line (up to ``MAX_BATCH``) as one
-pipeline (``transaction=False``: plain pipelining, no MULTI), one write of
-the packed commands and one read of the replies, then hands the lead to
+pipeline (plain pipelining, no MULTI: ``scripts.round_trip``), one write of
+the packed commands, then their replies read in order, then hands the lead to
 whoever queued meanwhile. Each script stays atomic on its own: Redis runs
 every EVALSHA of a pipeline as it would run it alone, one after the other.
 
@@ -40,10 +40,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
 
+from zq.storage.redis import scripts
 from zq.storage.redis.scripts import ReplicaWait
 
 # Calls in one pipeline at most: bounds the first caller's wait for the
@@ -72,10 +74,14 @@ class Coalescer:
     """Sends the script calls of many threads as pipelines (module docstring)."""
 
     def __init__(self, client: redis.Redis, *, window: float = 0.0,
-                 wait: ReplicaWait | None = None) -> None:
+                 wait: ReplicaWait | None = None,
+                 send: Callable[[list[tuple[Any, ...]]], list[Any]] | None = None) -> None:
         """``window``: seconds a new leader waits for more calls before it sends
-        (0: only the calls that queued while the previous round trip ran)."""
+        (0: only the calls that queued while the previous round trip ran).
+        ``send``: sends commands in one round trip and returns their replies
+        (default: zq.storage.redis.scripts.round_trip on ``client``)."""
         self._client = client
+        self._send_hook = send
         self._window = window
         self._wait = wait
         self._lock = threading.Lock()
@@ -139,27 +145,19 @@ class Coalescer:
             self.before_send(batch)
         self.round_trips += 1
         self.calls += len(batch)
-        if len(batch) == 1 and not batch[0].wait:
-            # Alone: the plain path, as without coalescing.
-            only = batch[0]
-            try:
-                only.answer = self._client.execute_command(*only.command)
-            except BaseException as error:
-                only.error = error
-            return
-        self.batches += len(batch) > 1
-        self.batched_calls += len(batch) if len(batch) > 1 else 0
+        if len(batch) > 1:
+            self.batches += 1
+            self.batched_calls += len(batch)
+        commands = [unit.command for unit in batch]
         waits = self._wait is not None and any(unit.wait for unit in batch)
-        pipe = self._client.pipeline(transaction=False)
-        for unit in batch:
-            pipe.execute_command(*unit.command)
         if waits:
             assert self._wait is not None
-            pipe.execute_command("WAIT", self._wait.replicas, self._wait.timeout_ms)
+            commands.append(("WAIT", self._wait.replicas, self._wait.timeout_ms))
         try:
-            # raise_on_error=False: each reply, or each ResponseError, in
-            # order; anything raised is the connection's, for everyone.
-            replies = pipe.execute(raise_on_error=False)
+            # Each reply, or each error reply, in order (alone: the plain
+            # path, one command); anything raised is the connection's, for
+            # everyone.
+            replies = self._send_commands(commands)
         except BaseException as error:
             for unit in batch:
                 unit.error = error
@@ -175,3 +173,9 @@ class Coalescer:
                     unit.answer, unit.confirmed = reply, confirmed
             else:
                 unit.answer = reply
+
+    def _send_commands(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        if self._send_hook is not None:
+            return self._send_hook(commands)
+        # Looked up at each call, as ScriptBook does (tests replace it).
+        return scripts.round_trip(self._client, commands)
