@@ -1,7 +1,7 @@
 """CPU per request of zq's WSGI app alone, in process: no HTTP server, no load generator.
 
     python -m benchmarks.app_cpu [--backend redis|sqlite|postgresql|mariadb]
-                                 [--workload post|claim-delete|cycle|poison]
+                                 [--workload post|post-b1|claim-delete|cycle|poison]
                                  [--baseline TREE] [--requests 3000] [--repeat 3]
     (from the repository root)
 
@@ -11,15 +11,16 @@ Redis db 11 under a fresh key prefix (``--backend redis``), a fresh
 SQLite file (``--backend sqlite``) or a fresh migrated database on the
 test server (``--backend postgresql|mariadb``, benchmarks/scratch_storage.py),
 and calls it directly as WSGI, one request at a time, with the load
-generator's workloads: a post of 10 messages of 1 KB (``post``), a claim
-of 10 and the bulk delete of what it claimed (``claim-delete``), a post of
-10, a claim of 10 and the bulk delete (``cycle``), or ``poison``: on a queue with
-``_max_claim_count`` 3 and a dead letter queue, a post of 10 of which one is
-poison, a claim of 10, the bulk delete of the good ones and the release of
-the claim when poison was left (so each poison message is dead lettered by
-its fourth claim). Prints the process CPU time per request (microseconds;
-it includes the client's side of each backend round trip, and SQLite's
-whole work, which runs in process, but not a server's: PostgreSQL's and
+generator's workloads: a post of 10 messages of 1 KB (``post``), a post of
+one such message (``post-b1``), a claim of 10 and the bulk delete of what
+it claimed (``claim-delete``), a post of 10, a claim of 10 and the bulk
+delete (``cycle``), or ``poison``: on a queue with ``_max_claim_count`` 3
+and a dead letter queue, a post of 10 of which one is poison, a claim of
+10, the bulk delete of the good ones and the release of the claim when
+poison was left (so each poison message is dead lettered by its fourth
+claim). Prints the process CPU time per request (microseconds; it
+includes the client's side of each backend round trip, and SQLite's whole
+work, which runs in process, but not a server's: PostgreSQL's and
 MariaDB's work is outside it). With ``--baseline TREE`` the same runs
 in a fresh process with an older zq source tree first on sys.path,
 alternating with this tree round by round, and the ratio is printed;
@@ -48,7 +49,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 REDIS = "redis://127.0.0.1:6379/11"
-WORKLOADS = ("post", "claim-delete", "cycle", "poison")
+WORKLOADS = ("post", "post-b1", "claim-delete", "cycle", "poison")
 BACKENDS = ("redis", "sqlite", "postgresql", "mariadb")
 
 
@@ -143,14 +144,14 @@ def _measure_on(app: Any, workload: str, requests: int, profile: Any = None) -> 
                              f"{answers[-1]} {body[:200]!r}")
         return body
 
-    def post(poison: bool = False) -> bytes:
+    def post(poison: bool = False, batch: int = 10) -> bytes:
         messages = [{"ttl": 300, "body": {"data": "x" * 980, "t": time.time(),
                                           "p": int(poison and i == 0)}}
-                    for i in range(10)]
+                    for i in range(batch)]
         return json.dumps({"messages": messages}).encode()
 
     queue = "/v2/queues/bench"
-    posted = post()
+    posted = post(batch=1 if workload == "post-b1" else 10)
     if workload == "poison":
         call(_environ("PUT", "/v2/queues/bench-dlq", body=b"{}"))
         call(_environ("PUT", queue, body=json.dumps(
@@ -164,7 +165,7 @@ def _measure_on(app: Any, workload: str, requests: int, profile: Any = None) -> 
         profile.enable()
     started = time.process_time()
     while done < requests:
-        if workload == "post":
+        if workload in ("post", "post-b1"):
             call(_environ("POST", f"{queue}/messages", body=posted))
             done += 1
             continue

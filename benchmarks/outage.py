@@ -35,11 +35,19 @@ the next request) and the backend's event log:
   again after a delete of them was acknowledged (both must be 0);
 - seconds from the outage's end to the last good message deleted;
 - deliveries (claims of a message) made during the outage.
+
+It leaves nothing behind on URI's server: on Redis it works under URI's
+``prefix`` (a fresh ``zqoutage-<id>`` one when URI names none) and deletes
+at the end every key under it that was not there before; on PostgreSQL it
+creates a database of its own beside URI's (``zq_outage_<id>``) and drops
+it; on SQLite it removes the file (and its -wal and -shm) unless it was
+there before. Other backends are used as given.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -51,9 +59,11 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere: this checkout's zq and tests
@@ -425,6 +435,55 @@ def print_table(outcomes: list[Outcome]) -> None:
         print(json.dumps(row))
 
 
+@contextlib.contextmanager
+def run_storage(uri: str) -> Iterator[str]:
+    """The storage URI the run uses, for a part of ``uri``'s server that is removed
+    afterwards (the module docstring says which)."""
+    parts = urlsplit(uri)
+    if parts.scheme in ("redis", "rediss"):
+        import redis
+
+        query = dict(parse_qsl(parts.query))
+        prefix = query.setdefault("prefix", f"zqoutage-{uuid.uuid4().hex[:8]}")
+        client = redis.Redis.from_url(urlunsplit(parts._replace(query="")))
+        try:
+            before = set(client.scan_iter(match=f"{prefix}:*", count=1000))
+            try:
+                yield urlunsplit(parts._replace(query=urlencode(query)))
+            finally:
+                keys = [key for key in client.scan_iter(match=f"{prefix}:*", count=1000)
+                        if key not in before]
+                for start in range(0, len(keys), 500):
+                    client.delete(*keys[start:start + 500])
+                print(f"removed {len(keys)} Redis keys of the run under {prefix}:", flush=True)
+        finally:
+            client.close()
+    elif parts.scheme.startswith("postgres"):
+        import psycopg
+        from psycopg import sql
+
+        name = f"zq_outage_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(uri, autocommit=True, connect_timeout=10) as admin:
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            try:
+                yield urlunsplit(parts._replace(path=f"/{name}"))
+            finally:
+                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                              .format(sql.Identifier(name)))
+                print(f"dropped database {name}", flush=True)
+    elif parts.scheme == "sqlite":
+        path = Path(uri.removeprefix("sqlite:///").split("?")[0])  # sqlite:////abs, :///rel
+        existed = path.exists()
+        try:
+            yield uri
+        finally:
+            if not existed:
+                for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                    leftover.unlink(missing_ok=True)
+    else:
+        yield uri
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--consumer":
         url, project, log_path, flag, work, batch = sys.argv[2:8]
@@ -452,10 +511,11 @@ def main() -> None:
     parser.add_argument("--modes", default="off,on", help="which modes, in order (off,on)")
     parser.add_argument("--seed", type=int, default=27)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="zq-outage-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="zq-outage-") as tmp, \
+            run_storage(args.uri) as uri:
         scratch = Path(tmp)
-        server = serve(args.uri, scratch)
-        print(f"zq serve --workers 2 on {args.uri.split(':', 1)[0]} at {server.url}; "
+        server = serve(uri, scratch)
+        print(f"zq serve --workers 2 on {uri.split(':', 1)[0]} at {server.url}; "
               f"{args.messages} messages over {args.post_seconds:g} s, {args.consumers} "
               f"consumers claiming {args.batch}, outage {args.outage:g} s from "
               f"{args.outage_start:g} s, a SIGKILL every {args.kill_every:g} s", flush=True)
@@ -463,7 +523,7 @@ def main() -> None:
         try:
             for mode in args.modes.split(","):
                 print(f"features {mode}:", flush=True)
-                outcomes.append(run_mode(mode, server.url, args.uri, args, scratch))
+                outcomes.append(run_mode(mode, server.url, uri, args, scratch))
         finally:
             server.stop()
     print_table(outcomes)

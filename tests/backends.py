@@ -36,7 +36,7 @@ from contextlib import AbstractContextManager, contextmanager
 import pytest
 
 from zq.clock import Clock, ManualClock
-from zq.config import SqlConfig
+from zq.config import RedisConfig, SqlConfig
 from zq.storage.base import Storage
 
 StorageFactory = Callable[[Clock], Storage]
@@ -164,6 +164,12 @@ def mariadb_session() -> AbstractContextManager[StorageFactory]:
 
 
 # --- Redis ------------------------------------------------------------------
+
+
+def redis_settings() -> RedisConfig:
+    """The Redis driver's settings: ZQ_TEST_REDIS_COALESCE=1 runs a suite with
+    coalesced script calls on (not on redis-cluster, which refuses them)."""
+    return RedisConfig(coalesce=os.environ.get("ZQ_TEST_REDIS_COALESCE", "") == "1")
 
 
 @backend("redis")

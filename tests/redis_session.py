@@ -68,8 +68,9 @@ def redis_prefix() -> Iterator[tuple[str, str]]:
 @contextmanager
 def redis_session() -> Iterator[Callable[[Clock], Storage]]:
     """The tests/backends.py session setup: ``factory(clock) -> Storage``."""
+    from tests.backends import redis_settings
     from zq.storage.redis import open_redis
 
     with redis_prefix() as (url, prefix):
         uri = with_prefix(url, prefix)
-        yield lambda clock: open_redis(uri, clock=clock)
+        yield lambda clock: open_redis(uri, clock=clock, settings=redis_settings())

@@ -50,6 +50,13 @@ DESCRIPTIONS = {
                            "write was made and may or may not survive a failover); 0: off. "
                            "See docs/high-availability.md",
     "redis.wait_timeout": "seconds `wait_replicas` waits for the replicas (above 0)",
+    "redis.coalesce": "a Redis storage: script calls that reach one worker while its previous "
+                      "round trip to Redis runs go out together as one pipeline (each script "
+                      "atomic on its own, each request its own reply or error); refused on a "
+                      "Redis Cluster. See docs/redis.md, \"Coalesced script calls\"",
+    "redis.coalesce_window": "seconds each batch's first call waits for more before it is "
+                             "sent (0 to 0.1; 0: only those that queued while the previous "
+                             "round trip ran)",
     "sql.group_commit": "a SQL storage: writes that arrive in one worker while its previous "
                         "commit runs share one transaction and one WAL flush (each in its own "
                         "savepoint, each answered only after the shared commit); off by "

@@ -148,8 +148,18 @@ class RedisConfig:
     # write they do not confirm within wait_timeout answers 503. 0: off.
     wait_replicas: int = 0
     wait_timeout: float = 1.0  # seconds
+    # Script calls of concurrent requests of one worker process share one
+    # round trip (a pipeline), each script still atomic on its own; not on
+    # a Redis Cluster (refused there). See docs/redis.md, "Coalesced script calls".
+    coalesce: bool = False
+    # Seconds a batch's leader waits for more calls before it sends (0: only
+    # the calls that queued while the previous round trip ran).
+    coalesce_window: float = 0.0
 
     def __post_init__(self) -> None:
+        if not 0 <= self.coalesce_window <= 0.1:
+            raise ConfigError("redis.coalesce_window: must be 0 to 0.1 seconds, got "
+                              f"{self.coalesce_window!r}.")
         if self.wait_replicas < 0:
             raise ConfigError(f"redis.wait_replicas: must be 0 or more, got {self.wait_replicas}.")
         if not self.wait_timeout > 0:

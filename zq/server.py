@@ -161,6 +161,11 @@ def prepare_storage(config: Config) -> str:
             f"[redis] wait_replicas = {config.redis.wait_replicas} cannot take effect: the "
             f"storage {redact(uri)} is not Redis; remove the setting."
         )
+    if config.redis.coalesce and scheme_of(uri) not in REDIS_SCHEMES:
+        raise StartupError(
+            f"[redis] coalesce cannot take effect: the storage {redact(uri)} is not Redis; "
+            "remove the setting (the SQL storages have [sql] group_commit)."
+        )
     ensure_default_data_dir(config)
     if scheme_of(uri) == "sqlite":
         from zq.storage.sql.migrate import upgrade

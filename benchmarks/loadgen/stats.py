@@ -42,6 +42,9 @@ class Recorder:
     messages: int = 0
     reserved: int = 0  # requests started or about to start
     started: float = field(default_factory=time.perf_counter)
+    # The generator's own CPU (this process) from the start: what the run cost
+    # the machine's shared cores on the generator's side.
+    cpu_started: float = field(default_factory=time.process_time)
     extra: dict[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -50,6 +53,7 @@ class Recorder:
     def restart(self) -> None:
         """Start the clock now (after any untimed preparation)."""
         self.started = time.perf_counter()
+        self.cpu_started = time.process_time()
         mark_window("start")
 
     @property
@@ -87,6 +91,7 @@ class Recorder:
             "requests": self.requests,
             "messages": self.messages,
             "seconds": round(elapsed, 2),
+            "generator_cpu_s": round(time.process_time() - self.cpu_started, 2),
         }
         if self.end_to_end:
             e2e = sorted(self.end_to_end)

@@ -112,15 +112,27 @@ class Listed:
     claim_count: int
 
 
-def crash_environment(env: dict[str, str]) -> dict[str, str]:
+def crash_environment(env: dict[str, str], storage_uri: str = "") -> dict[str, str]:
     """``env`` for a crash test's servers: pages of ``LISTING_PAGE`` messages.
 
     ZQ_TEST_GROUP_COMMIT=1 (as for the in-process suites, tests/backends.py)
-    runs the servers with the SQL driver's group commit on.
+    runs the servers with the SQL driver's group commit on, and
+    ZQ_TEST_REDIS_COALESCE=1 those on a Redis ``storage_uri`` with coalesced
+    script calls (``server_environment``).
     """
-    env = {**env, "ZQ_LIMITS_MAX_MESSAGES_PER_PAGE": str(LISTING_PAGE)}
+    return server_environment({**env, "ZQ_LIMITS_MAX_MESSAGES_PER_PAGE": str(LISTING_PAGE)},
+                              storage_uri)
+
+
+def server_environment(env: dict[str, str], storage_uri: str) -> dict[str, str]:
+    """``env`` with the drivers' settings the ZQ_TEST_* switches ask for."""
+    env = dict(env)
     if os.environ.get("ZQ_TEST_GROUP_COMMIT", "") == "1":
         env["ZQ_SQL_GROUP_COMMIT"] = "true"
+    # Refused on any other storage (zq.server.prepare_storage) and on a cluster.
+    if (os.environ.get("ZQ_TEST_REDIS_COALESCE", "") == "1"
+            and storage_uri.startswith(("redis://", "rediss://", "redis+sentinel://"))):
+        env["ZQ_REDIS_COALESCE"] = "true"
     return env
 
 

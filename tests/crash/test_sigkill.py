@@ -61,7 +61,7 @@ CONSUMERS = 3
 
 def test_sigkill_mid_run_loses_nothing(storage_uri: str, tmp_path: Path) -> None:
     project = f"crash-{uuid.uuid4().hex}"
-    env = crash_environment(clean_environment(tmp_path / "data"))
+    env = crash_environment(clean_environment(tmp_path / "data"), storage_uri)
     chance = random.Random()
     started = time.monotonic()
 

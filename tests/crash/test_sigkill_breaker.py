@@ -57,7 +57,7 @@ def test_sigkill_while_the_breaker_is_open_dead_letters_and_loses_nothing(
     project = f"crash-breaker-{uuid.uuid4().hex}"
     # A claim the kill cut off (made, its answer lost) lapses after its ttl:
     # 5 s rather than a minute (ZQ_LIMITS_MIN_CLAIM_TTL lowers the floor).
-    env = {**crash_environment(clean_environment(tmp_path / "data")),
+    env = {**crash_environment(clean_environment(tmp_path / "data"), storage_uri),
            "ZQ_LIMITS_MIN_CLAIM_TTL": "5"}
 
     def start(generation: int) -> ServerProcess:

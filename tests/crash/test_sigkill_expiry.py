@@ -81,7 +81,7 @@ def test_sigkill_during_expiry_dead_lettering_loses_nothing(
         migrate.upgrade(storage_uri)
     total = MESSAGES[scheme_of(storage_uri)]
     posted = _post_expired(storage_uri, project, total)
-    env = crash_environment(clean_environment(tmp_path / "data"))
+    env = crash_environment(clean_environment(tmp_path / "data"), storage_uri)
     env["ZQ_GC_INTERVAL"] = "0.1"
 
     def start(generation: int) -> ServerProcess:

@@ -17,7 +17,6 @@ restarts it. At the end:
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from pathlib import Path
@@ -33,6 +32,7 @@ from tests.crash.audit import (
     project_events,
     queue_counter,
     replay,
+    server_environment,
 )
 from tests.crash.workload import Target
 from tests.e2e.server import ServerProcess, clean_environment
@@ -83,9 +83,8 @@ def test_sigkill_during_a_redrive_loses_and_doubles_nothing(
         migrate.upgrade(storage_uri)
     total = MESSAGES[scheme_of(storage_uri)]
     posted = _dead_letters(storage_uri, project, total)
-    env = clean_environment(tmp_path / "data")  # Zaqar's pages: they size a redrive's reads
-    if os.environ.get("ZQ_TEST_GROUP_COMMIT", "") == "1":
-        env["ZQ_SQL_GROUP_COMMIT"] = "true"  # as crash_environment does
+    # Zaqar's pages: they size a redrive's reads.
+    env = server_environment(clean_environment(tmp_path / "data"), storage_uri)
 
     def start(generation: int) -> ServerProcess:
         return ServerProcess(tmp_path / f"server-{generation}.log", env,

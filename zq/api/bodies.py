@@ -48,11 +48,12 @@ def read_json(
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(f"{what} is not valid JSON: {exc}.") from None
+    brackets, long_digits = validation.json_text_shape(raw)
     # Fewer brackets than the limit cannot nest deeper: most bodies skip the walk.
-    if raw.count(b"[") + raw.count(b"{") > limits.max_json_depth:
+    if brackets > limits.max_json_depth:
         validation.json_depth(document, limits.max_json_depth, what)
     # Without a long run of digits no integer can be past 64 bits: most
     # bodies skip the second, exact parse.
-    if validation.has_long_digit_run(raw):
+    if long_digits:
         validation.exact_integers(raw, what)
     return JsonBody(document, len(raw))

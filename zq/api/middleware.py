@@ -124,31 +124,36 @@ class RequestRules:
         self.limits = limits
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
-        if req.path in OPERATOR_PATHS:  # not the JSON API: text for a scraper
+        path = req.path
+        if path in OPERATOR_PATHS:  # not the JSON API: text for a scraper
             return
-        if is_console_path(req.path):  # the console's page and files, for a browser
+        if is_console_path(path):  # the console's page and files, for a browser
             return
         if not req.client_accepts_json:
             raise falcon.HTTPNotAcceptable(
                 description="This server only produces application/json; "
                 "send an Accept header that allows it."
             )
-        if has_body(req) and (
+        # has_body and is_chunked, with Content-Length parsed and
+        # Transfer-Encoding read once (each would read them again).
+        length = req.content_length
+        chunked = length is None and "chunked" in (
+            req.env.get("HTTP_TRANSFER_ENCODING") or "").lower()
+        if (length or chunked) and (
             (req.content_type or "").split(";")[0].strip().lower() == FORM_MEDIA_TYPE
         ):
             raise InvalidRequest(
                 "Form-encoded request bodies are not supported; send application/json."
             )
-        length = req.content_length
         if length is not None and length > self.limits.max_request_body:
             raise RequestTooLarge(
                 f"The request body is {length} bytes; at most "
                 f"{self.limits.max_request_body} are accepted."
             )
-        if is_chunked(req):
+        if chunked:
             req.stream = CappedStream(req.stream, self.limits.max_request_body)
         req.context.include_history = req.get_param_as_bool(
             "include_history", default=False
         )
-        if req.path.startswith(API_PREFIX):
-            req.context.client_id = validation.client_id(req.get_header("Client-ID"))
+        if path.startswith(API_PREFIX):
+            req.context.client_id = validation.client_id(req.env.get("HTTP_CLIENT_ID"))

@@ -29,8 +29,10 @@ def queue_href(queue: str) -> str:
 
 
 def message_href(queue: str, message_id: str, claim_id: str | None = None) -> str:
-    href = f"{queue_href(queue)}/messages/{message_id}"
-    return href if claim_id is None else f"{href}?claim_id={claim_id}"
+    # Spelled out, not through queue_href: once per message shown or posted.
+    if claim_id is None:
+        return f"{API_ROOT}/queues/{queue}/messages/{message_id}"
+    return f"{API_ROOT}/queues/{queue}/messages/{message_id}?claim_id={claim_id}"
 
 
 def posted_location(queue: str, message_ids: list[str], max_ids: int) -> str:
@@ -53,7 +55,8 @@ def claim_href(queue: str, claim_id: str) -> str:
 
 def age(created: float, now: float) -> int:
     """Whole seconds since ``created``, never negative."""
-    return max(0, int(now - created))
+    seconds = int(now - created)
+    return seconds if seconds > 0 else 0  # max(0, ...) costs a call more, per message
 
 
 def message(

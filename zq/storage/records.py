@@ -8,11 +8,50 @@ log, ``Storage``), zq.storage.subscriptions and zq.storage.consumer_log.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+_NO_VALUE: Any = object()  # a field with a default factory left out of a call
 
 
+def quick_init(cls: type[T]) -> type[T]:
+    """Give a frozen, slotted dataclass an ``__init__`` that sets each slot directly.
+
+    dataclasses' own ``__init__`` of a frozen class goes through
+    ``object.__setattr__`` (the class's own refuses) once per field; this one
+    calls each slot's descriptor: the same parameters, defaults and default
+    factories, the same instance, frozen as before. A read of 10 messages
+    makes 10 MessageRecords (15 fields: 1.86 -> 1.04 us each), a post of 10
+    makes 10 NewMessages.
+    """
+    params, lines = [], []
+    scope: dict[str, Any] = {"_NO_VALUE": _NO_VALUE}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if not f.init or f.kw_only or hasattr(cls, "__post_init__"):
+            raise TypeError(f"quick_init does not handle {cls.__name__}.{f.name}")
+        scope[f"_set_{f.name}"] = getattr(cls, f.name).__set__
+        value = f.name
+        if f.default is not dataclasses.MISSING:
+            scope[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+        elif f.default_factory is not dataclasses.MISSING:
+            scope[f"_factory_{f.name}"] = f.default_factory
+            params.append(f"{f.name}=_NO_VALUE")
+            value = f"_factory_{f.name}() if {f.name} is _NO_VALUE else {f.name}"
+        else:
+            params.append(f.name)
+        lines.append(f"    _set_{f.name}(self, {value})")
+    exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(lines), scope)
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
+
+
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NewMessage:
     """A message to post, validated and with defaults applied."""
@@ -30,6 +69,7 @@ class NewMessage:
     id: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class MessageRecord:
     """A stored message as a driver returns it.
@@ -66,6 +106,7 @@ class MessageRecord:
     lapsed_with: tuple[str, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ClaimRecord:
     """A live claim and the alive messages it still holds."""
@@ -115,16 +156,43 @@ MISSING_VERSION = ""
 LEGACY_VERSION = "0"
 
 
+# Ids drawn ahead, RANDOM_ID_BATCH at a time: one os.urandom call (a
+# getrandom system call) and one hex conversion for the batch, where a call
+# per id cost most of the id (0.8 us; 0.15 us drawn ahead). list.pop and
+# list.extend are atomic, so threads share it; a forked child empties it at
+# once (os.register_at_fork), or parent and child would hand out the same.
+RANDOM_ID_BATCH = 64
+_ID_BYTES = 16
+# Byte 6's high half is the version (4); byte 8's top two bits the variant (10).
+_VERSION_4 = bytes(i & 0x0F | 0x40 for i in range(256))
+_RFC_4122 = bytes(i & 0x3F | 0x80 for i in range(256))
+_drawn_ids: list[str] = []
+os.register_at_fork(after_in_child=_drawn_ids.clear)
+
+
+def _draw_ids() -> list[str]:
+    raw = bytearray(os.urandom(_ID_BYTES * RANDOM_ID_BATCH))
+    raw[6::_ID_BYTES] = raw[6::_ID_BYTES].translate(_VERSION_4)
+    raw[8::_ID_BYTES] = raw[8::_ID_BYTES].translate(_RFC_4122)
+    text = raw.hex()
+    width = 2 * _ID_BYTES
+    return [text[i:i + width] for i in range(0, len(text), width)]
+
+
 def random_id() -> str:
     """32 hex digits of a random (version 4) UUID: the form of uuid.uuid4().hex.
 
-    Drawn without building a UUID object: a post of 10 draws 10 ids, and
-    uuid.uuid4() costs four times as much CPU as the 16 random bytes.
+    Drawn without building a UUID object (a post of 10 draws 10 ids, and
+    uuid.uuid4() costs four times as much CPU as the 16 random bytes), and
+    drawn ahead in batches (``_drawn_ids``).
     """
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40  # version 4
-    raw[8] = raw[8] & 0x3F | 0x80  # RFC 4122 variant
-    return raw.hex()
+    try:
+        return _drawn_ids.pop()
+    except IndexError:
+        batch = _draw_ids()
+        drawn = batch.pop()
+        _drawn_ids.extend(batch)
+        return drawn
 
 
 def random_version() -> str:

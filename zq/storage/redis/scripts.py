@@ -16,18 +16,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import hiredis
 import redis
-from redis.exceptions import NoScriptError
+from redis.connection import HiredisRespSerializer
+from redis.exceptions import NoScriptError, ResponseError
 
 from zq import events
 from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
 from zq.poison import blame, breaker, moves
 from zq.storage.wake_events import WAKING_KINDS
+
+if TYPE_CHECKING:
+    from zq.storage.redis.coalesce import Coalescer
 
 # Prepended to every script, in this order.
 LIBRARIES = ("_lib", "_breaker")
@@ -112,6 +117,42 @@ def script_names() -> list[str]:
     )
 
 
+def round_trip(client: redis.Redis, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """The replies of ``commands``, sent in one write down one pooled connection.
+
+    A command's error reply (``ResponseError``: a script error, NOSCRIPT,
+    READONLY) is returned in its place. Anything raised (a lost connection,
+    a timeout) closes the connection, so that no reply of it is ever read
+    by another call. What redis-py's ``execute_command`` and ``Pipeline``
+    do per command besides this (a retry wrapper, set to no retries here;
+    its telemetry hooks, called even when off; a generator over every
+    argument before hiredis packs them) is about a tenth of a post's CPU
+    and is left out: docs/benchmarks.md, "Coalesced Redis calls".
+    """
+    pool = client.connection_pool
+    conn = pool.get_connection()
+    try:
+        if type(getattr(conn, "_command_packer", None)) is HiredisRespSerializer:
+            # What the serializer does, minus its pass over every argument
+            # (which only converts bytearray and memoryview: never sent here).
+            packed: Any = [b"".join([hiredis.pack_command(command) for command in commands])]
+        else:
+            packed = conn.pack_commands(commands)
+        conn.send_packed_command(packed)
+        replies = []
+        for _ in commands:
+            try:
+                replies.append(conn.read_response())
+            except ResponseError as error:
+                replies.append(error)
+        return replies
+    except BaseException:
+        conn.disconnect()
+        raise
+    finally:
+        pool.release(conn)
+
+
 @dataclass(frozen=True)
 class ReplicaWait:
     """``[redis] wait_replicas``: WAIT after each write script, on its connection."""
@@ -123,10 +164,14 @@ class ReplicaWait:
 class ScriptBook:
     """The scripts of one client, run with prefix and time first."""
 
-    def __init__(self, client: redis.Redis, prefix: str, wait: ReplicaWait | None = None) -> None:
+    def __init__(self, client: redis.Redis, prefix: str, wait: ReplicaWait | None = None,
+                 coalescer: Coalescer | None = None) -> None:
+        """``coalescer``: the calls of concurrent threads share round trips
+        (``[redis] coalesce``, zq.storage.redis.coalesce)."""
         self._client = client
         self._prefix = prefix
         self._wait = wait
+        self.coalescer = coalescer
         self._sources = {name: script_source(name) for name in script_names()}
         self._shas = {name: hashlib.sha1(source.encode()).hexdigest()
                       for name, source in self._sources.items()}
@@ -180,14 +225,22 @@ class ScriptBook:
 
     def _call(self, name: str, command: tuple[Any, ...]) -> Any:
         wait = self._wait
+        if self.coalescer is not None:
+            waited = wait is not None and name in self._writes
+            answer, confirmed = self.coalescer.call(command, wait=waited)
+            return self._confirmed(name, answer, confirmed, wait) if waited else answer  # type: ignore[arg-type]
         if wait is None or name not in self._writes:
-            return self._client.execute_command(*command)
+            (answer,) = round_trip(self._client, (command,))
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
         # WAIT counts the replicas that have this connection's writes, so it
         # goes down the script's connection, in the same round trip.
-        pipe = self._client.pipeline(transaction=False)
-        pipe.execute_command(*command)
-        pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)
-        answer, confirmed = pipe.execute()
+        answer, confirmed = round_trip(
+            self._client, (command, ("WAIT", wait.replicas, wait.timeout_ms)))
+        for reply in (answer, confirmed):
+            if isinstance(reply, Exception):
+                raise reply
         return self._confirmed(name, answer, confirmed, wait)
 
     def _confirmed(self, name: str, answer: Any, confirmed: Any, wait: ReplicaWait) -> Any:

@@ -1,0 +1,181 @@
+"""Coalesced script calls: concurrent EVALSHA calls of one process share a round trip.
+
+``[redis] coalesce``. Every script call (``ScriptBook._call``) queues; the
+first call when no round trip is in flight goes out at once, alone, exactly
+as without coalescing (one EVALSHA down a pooled connection), so a quiet
+server pays no added latency. Calls that arrive while that round trip is in
+flight wait in line; when it returns, the first of them becomes the
+*leader* and sends everything in line (up to ``MAX_BATCH``) as one
+pipeline (plain pipelining, no MULTI: ``scripts.round_trip``), one write of
+the packed commands, then their replies read in order, then hands the lead to
+whoever queued meanwhile. Each script stays atomic on its own: Redis runs
+every EVALSHA of a pipeline as it would run it alone, one after the other.
+
+Each caller keeps its own outcome:
+
+- a script's reply, or its error (a ``redis.ResponseError`` such as a
+  script error, READONLY or OOM), goes to its own caller only;
+- NOSCRIPT means "not run": the caller gets it, loads the script and calls
+  again (ScriptBook.run_in), queueing like any call; the others keep their
+  replies;
+- a lost connection or a timeout while sending or reading the pipeline
+  answers every call of the batch with that error (the driver turns it into
+  503, StorageUnavailable), whether or not its own reply had been read: a
+  write whose reply was lost may have run, so it is never sent again, as
+  without coalescing.
+
+``[redis] wait_replicas``: one WAIT after the batch's scripts, on the same
+connection, covers every write of the batch (WAIT counts the replicas that
+have all of this connection's writes so far); its count answers each write
+of the batch as a lone write's WAIT would answer it.
+
+Not coalesced: what does not go through the scripts (the waiting claims'
+pub/sub and blocking reads, the notification cursors, the cluster's homes
+set, PING) and Redis Cluster (``redis+cluster://``, refused with
+``[redis] coalesce``, zq/storage/redis/storage.py). See docs/redis.md,
+"Coalesced script calls".
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+
+from zq.storage.redis import scripts
+from zq.storage.redis.scripts import ReplicaWait
+
+# Calls in one pipeline at most: bounds the first caller's wait for the
+# last reply and the size of one write (a post of 10 is about 1 KB).
+MAX_BATCH = 64
+
+
+class _Call:
+    """One caller's command, waiting in line, then its outcome."""
+
+    __slots__ = ("answer", "command", "confirmed", "error", "gate", "lead", "wait")
+
+    def __init__(self, command: tuple[Any, ...], wait: bool) -> None:
+        self.command = command
+        self.wait = wait  # a write to WAIT for ([redis] wait_replicas)
+        # Held until the call is answered or made leader: a lock is the
+        # cheapest thing a thread can block on and another release.
+        self.gate: threading.Lock | None = None
+        self.lead = False  # released to lead the next batch, not with an outcome
+        self.answer: Any = None
+        self.confirmed: Any = None  # WAIT's count, for a write when waited for
+        self.error: BaseException | None = None
+
+
+class Coalescer:
+    """Sends the script calls of many threads as pipelines (module docstring)."""
+
+    def __init__(self, client: redis.Redis, *, window: float = 0.0,
+                 wait: ReplicaWait | None = None,
+                 send: Callable[[list[tuple[Any, ...]]], list[Any]] | None = None) -> None:
+        """``window``: seconds a new leader waits for more calls before it sends
+        (0: only the calls that queued while the previous round trip ran).
+        ``send``: sends commands in one round trip and returns their replies
+        (default: zq.storage.redis.scripts.round_trip on ``client``)."""
+        self._client = client
+        self._send_hook = send
+        self._window = window
+        self._wait = wait
+        self._lock = threading.Lock()
+        self._waiting: list[_Call] = []
+        self._leading = False
+        # Round trips made and the calls they carried (benchmarks and tests
+        # read them): ``batches`` counts the pipelines of two calls or more.
+        self.round_trips = 0
+        self.calls = 0
+        self.batches = 0
+        self.batched_calls = 0
+        # Test hook: called with the batch just before it is sent.
+        self.before_send: Any = None
+
+    def call(self, command: tuple[Any, ...], *, wait: bool = False) -> tuple[Any, Any]:
+        """(reply, WAIT's count or None) of ``command``; raises its own error.
+
+        ``wait``: a write followed by WAIT ([redis] wait_replicas).
+        """
+        unit = _Call(command, wait)
+        with self._lock:
+            self._waiting.append(unit)
+            lead = not self._leading
+            if not lead:
+                unit.gate = gate = threading.Lock()
+                gate.acquire()
+            self._leading = True
+        if not lead:
+            gate.acquire()  # released by the leader: an outcome, or the lead
+            lead = unit.lead
+        if lead:
+            self._lead()  # its batch starts with ``unit``, answered when this returns
+        if unit.error is not None:
+            raise unit.error
+        return unit.answer, unit.confirmed
+
+    def _lead(self) -> None:
+        """Send one batch, answer its calls, hand the lead to whoever waits."""
+        if self._window > 0:
+            time.sleep(self._window)
+        with self._lock:
+            batch = self._waiting[:MAX_BATCH]
+            del self._waiting[:MAX_BATCH]
+        try:
+            self._send(batch)
+        finally:
+            with self._lock:
+                if self._waiting:
+                    successor = self._waiting[0]
+                    successor.lead = True
+                    successor.gate.release()  # type: ignore[union-attr]
+                else:
+                    self._leading = False
+            # The leader's own call is the first of its batch: it holds no gate
+            # (the first leader) or its gate was released to make it leader.
+            for unit in batch[1:]:
+                unit.gate.release()  # type: ignore[union-attr]
+
+    def _send(self, batch: list[_Call]) -> None:
+        if self.before_send is not None:
+            self.before_send(batch)
+        self.round_trips += 1
+        self.calls += len(batch)
+        if len(batch) > 1:
+            self.batches += 1
+            self.batched_calls += len(batch)
+        commands = [unit.command for unit in batch]
+        waits = self._wait is not None and any(unit.wait for unit in batch)
+        if waits:
+            assert self._wait is not None
+            commands.append(("WAIT", self._wait.replicas, self._wait.timeout_ms))
+        try:
+            # Each reply, or each error reply, in order (alone: the plain
+            # path, one command); anything raised is the connection's, for
+            # everyone.
+            replies = self._send_commands(commands)
+        except BaseException as error:
+            for unit in batch:
+                unit.error = error
+            return
+        confirmed = replies.pop() if waits else None
+        for unit, reply in zip(batch, replies, strict=True):
+            if isinstance(reply, Exception):
+                unit.error = reply
+            elif unit.wait:
+                if isinstance(confirmed, Exception):
+                    unit.error = confirmed  # the script ran; its WAIT failed
+                else:
+                    unit.answer, unit.confirmed = reply, confirmed
+            else:
+                unit.answer = reply
+
+    def _send_commands(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        if self._send_hook is not None:
+            return self._send_hook(commands)
+        # Looked up at each call, as ScriptBook does (tests replace it).
+        return scripts.round_trip(self._client, commands)
