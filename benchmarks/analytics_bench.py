@@ -10,6 +10,14 @@ Prints the seconds of the export (and how many of them went to generating
 the synthetic events, which stand in for the backend's read), of the job,
 their total, events per second, the export process's peak RSS and the
 Spark driver JVM's (local mode: the executors too), and the load average.
+The job's line gives the driver JVM's CPU, then that CPU by thread role (the
+JIT compilers, the garbage collector, Spark's tasks, the rest); ``--json-out``
+keeps the job's output, to check that a change leaves every figure as it was.
+
+The issue 31 run (target: export plus job under 3 minutes):
+
+    python benchmarks/analytics_bench.py --events 10000000 --dir /tmp/bench10m \
+        --driver-memory 8g
 """
 
 from __future__ import annotations
@@ -58,6 +66,9 @@ class SyntheticEventLog(EventLog):
     def trim(self, *, up_to: str) -> int:
         return 0
 
+    def end(self) -> str | None:
+        return self._last  # what has been generated so far
+
 
 class _Storage:
     def __init__(self, log: EventLog) -> None:
@@ -89,6 +100,34 @@ def cpu_seconds(pid: int | str = "self") -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def jvm_threads_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of a JVM's live threads by role: the JIT compilers, the garbage
+    collector, Spark's task threads and the rest (planning, code generation, the
+    driver's scheduling). Threads that already ended are not counted."""
+    roles = {"C2 CompilerThre": "JIT (C2)", "C1 CompilerThre": "JIT (C1)",
+             "Executor task": "Spark tasks"}
+    spent: dict[str, float] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return spent
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as stat:
+                raw = stat.read()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1:raw.rindex(")")]
+        fields = raw.rsplit(")", 1)[1].split()
+        role = next((r for prefix, r in roles.items() if name.startswith(prefix)), None)
+        if role is None:
+            gc = name.startswith(("GC Thread", "G1 ")) or name in ("VM Thread",)
+            role = "garbage collector" if gc else "other"
+        seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        spent[role] = spent.get(role, 0.0) + seconds
+    return spent
 
 
 def driver_jvm() -> int | None:
@@ -131,6 +170,8 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary dataset")
     parser.add_argument("--master", default=None)
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--json-out", metavar="FILE",
+                        help="write the job's output (every table, JSON) to FILE, to compare runs")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting for the job (repeatable), to compare settings")
     options = parser.parse_args()
@@ -167,17 +208,26 @@ def main() -> int:
         args = job_parser.parse_args(argv)
         started = time.perf_counter()
         progress = JobProgress()
-        code = run(args, out=io.StringIO(), progress=progress)
+        output = io.StringIO()
+        code = run(args, out=output, progress=progress)
         job_seconds = time.perf_counter() - started
+        if options.json_out:
+            Path(options.json_out).write_text(output.getvalue())
         jvm = progress.jvm
         cpu = cpu_seconds(jvm) if jvm is not None else None
         print(f"job: {job_seconds:.1f}s (Spark start-up included), exit code {code}, "
               f"driver JVM peak RSS {megabytes(peak_rss_mb(jvm) if jvm else None)} "
               f"(--driver-memory {options.driver_memory}), JVM CPU "
               + ("n/a" if cpu is None else f"{cpu:.1f}s"))
+        if jvm is not None:
+            roles = jvm_threads_cpu(jvm)
+            print("job: JVM CPU by thread role: " + ", ".join(
+                f"{role} {seconds:.1f}s" for role, seconds in
+                sorted(roles.items(), key=lambda item: -item[1])))
     if not options.skip_export and not options.skip_job:
         total = export_seconds + job_seconds
-        print(f"total: {total:.1f}s ({options.count / total:,.0f} events/s end to end)")
+        print(f"total: {total:.1f}s ({options.count / total:,.0f} events/s end to end): "
+              f"export {export_seconds:.1f}s + job {job_seconds:.1f}s")
     load = " ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"load average at end: {load}")
     if not options.dir and not options.keep:
