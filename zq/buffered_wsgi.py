@@ -51,6 +51,12 @@ Headers = list[tuple[str, str]]
 # Headers that PEP 3333 names without the HTTP_ prefix.
 UNPREFIXED = {"content-type": "CONTENT_TYPE", "content-length": "CONTENT_LENGTH"}
 JSON_HEADERS: Headers = [("content-type", "application/json")]
+# The environ key of each header name seen (RSGI gives names lower-cased): a
+# client sends the same few on every request, and building a key (upper,
+# replace, concatenation) cost more than the lookup. Bounded, as the names
+# are the client's: past ENVIRON_KEYS_KEPT, new ones are built each time.
+ENVIRON_KEYS_KEPT = 512
+_environ_keys: dict[str, str] = dict(UNPREFIXED)
 Answer = tuple[int, Headers, bytes]
 
 # Environ keys between the loop and the app threads: the answer of a request
@@ -117,8 +123,13 @@ def environ_of(scope: RSGIScope, body: bytes) -> dict[str, Any]:
         "wsgi.multiprocess": True,
         "wsgi.run_once": False,
     }
+    keys = _environ_keys
     for name, value in scope.headers.items():
-        key = UNPREFIXED.get(name) or "HTTP_" + name.upper().replace("-", "_")
+        key = keys.get(name)
+        if key is None:
+            key = "HTTP_" + name.upper().replace("-", "_")
+            if len(keys) < ENVIRON_KEYS_KEPT:
+                keys[name] = key
         # A repeated header is one value, comma separated (RFC 9110, 5.3).
         environ[key] = f"{environ[key]},{value}" if key in environ else value
     return environ

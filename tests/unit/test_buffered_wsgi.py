@@ -11,6 +11,7 @@ from typing import Any
 import falcon
 import pytest
 
+from zq import buffered_wsgi
 from zq.buffered_wsgi import Answers, BufferedWSGI, environ_of
 
 
@@ -97,6 +98,16 @@ def test_the_environ_follows_pep_3333() -> None:
     assert (environ["SERVER_NAME"], environ["SERVER_PORT"]) == ("127.0.0.1", "8888")
     assert environ["REMOTE_ADDR"] == "127.0.0.2"
     assert environ["wsgi.input"].read() == b"{}"
+
+
+def test_header_names_keep_their_environ_keys_and_made_up_ones_stay_bounded() -> None:
+    many = [(f"x-made-up-{n}", "v") for n in range(buffered_wsgi.ENVIRON_KEYS_KEPT + 50)]
+    for _ in range(2):
+        environ = environ_of(scope("GET", "/", ("content-length", "0"), ("client-id", "c"),
+                                   *many), b"")
+        assert environ["CONTENT_LENGTH"] == "0" and environ["HTTP_CLIENT_ID"] == "c"
+        assert all(environ[f"HTTP_X_MADE_UP_{n}"] == "v" for n in range(len(many)))
+    assert len(buffered_wsgi._environ_keys) <= buffered_wsgi.ENVIRON_KEYS_KEPT
 
 
 def test_a_request_reaches_the_app_whole() -> None:

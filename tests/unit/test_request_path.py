@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import threading
@@ -18,7 +19,13 @@ from zq.api.metrics import OTHER_METHOD, RequestMetrics
 from zq.api.middleware import REQUEST_ID_HEADER, RequestId
 from zq.config import Limits
 from zq.errors import InvalidRequest
-from zq.storage.records import RANDOM_ID_BATCH, random_id
+from zq.storage.records import (
+    RANDOM_ID_BATCH,
+    ClaimRecord,
+    MessageRecord,
+    NewMessage,
+    random_id,
+)
 
 
 def test_random_ids_have_the_form_of_a_uuid4_hex() -> None:
@@ -151,3 +158,41 @@ def test_posted_messages_in_range_and_out_of_it() -> None:
     for bad in (False, -1, limits.max_message_delay + 1, 1.0):
         with pytest.raises(InvalidRequest, match=r"messages\[0\]\.delay"):
             validation.posted_messages({"messages": [{"body": 1, "delay": bad}]}, limits)
+
+
+def _as_dataclasses_makes_it(cls: Any) -> Any:
+    """The same record class with dataclasses' own __init__ (frozen, slotted)."""
+    return dataclasses.make_dataclass(
+        cls.__name__, [(f.name, f.type, f) for f in dataclasses.fields(cls)],
+        frozen=True, slots=True)
+
+
+@pytest.mark.parametrize("cls", [NewMessage, MessageRecord, ClaimRecord])
+def test_quick_init_takes_what_the_dataclass_init_takes(cls: Any) -> None:
+    plain = _as_dataclasses_makes_it(cls)
+    required = [f.name for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING]
+    values = {name: f"v-{name}" for name in required}
+    made, expected = cls(**values), plain(**values)
+    assert dataclasses.astuple(made) == dataclasses.astuple(expected)
+    assert dataclasses.astuple(cls(*values.values())) == dataclasses.astuple(expected)
+    every = {f.name: f"w-{f.name}" for f in dataclasses.fields(cls)}
+    assert dataclasses.astuple(cls(**every)) == dataclasses.astuple(plain(**every))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.__setattr__(required[0], "changed")
+    with pytest.raises(TypeError):
+        cls(**dict(list(values.items())[1:]))  # one required field missing
+    with pytest.raises(TypeError):
+        cls(**values, not_a_field=1)
+    assert made == cls(**values)
+    assert dataclasses.replace(made, **{required[0]: "x"}) == cls(**{**values, required[0]: "x"})
+
+
+def test_quick_init_gives_each_record_its_own_default_list() -> None:
+    def record() -> MessageRecord:
+        return MessageRecord(id="a", queue="q", body="{}", ttl=1, created=1.0, expires=2.0,
+                             client_id=None, claim_id=None, claim_count=0)
+
+    first, second = record(), record()
+    assert first.history == [] and first.history is not second.history

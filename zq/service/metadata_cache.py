@@ -46,7 +46,9 @@ class MetadataCache:
         self.seconds = seconds
         self._clock = clock
         self._versioned = versioned
-        self._entries: dict[tuple[str, str], tuple[float, Storage, MetadataRead]] = {}
+        # Each entry keeps the CachedRead a hit returns, built once: every
+        # post, claim and pop asks, and a frozen dataclass costs 0.6 us to make.
+        self._entries: dict[tuple[str, str], tuple[float, Storage, CachedRead]] = {}
 
     def get(self, storage: Storage, project: str, queue: str) -> CachedRead:
         """The queue's metadata from the cache, or read from ``storage`` (and kept)."""
@@ -54,7 +56,7 @@ class MetadataCache:
         now = self._clock()
         found = self._entries.get(key)
         if found is not None and found[0] > now and found[1] is storage:
-            return CachedRead(found[2], hit=True)
+            return found[2]
         read = storage.queues.read_metadata(project, queue)
         if storage.checks_metadata_version and self._versioned:
             until = math.inf
@@ -64,7 +66,7 @@ class MetadataCache:
             return CachedRead(read, hit=False)
         if len(self._entries) >= MAX_ENTRIES:
             self._entries.clear()
-        self._entries[key] = (until, storage, read)
+        self._entries[key] = (until, storage, CachedRead(read, hit=True))
         return CachedRead(read, hit=False)
 
     def forget(self, project: str, queue: str) -> None:
