@@ -26,7 +26,11 @@ in a fresh process with an older zq source tree first on sys.path,
 alternating with this tree round by round, and the ratio is printed;
 ``--baseline-without-hiredis`` hides the hiredis package from the
 baseline's process (redis-py then packs and parses in Python, as before zq
-required hiredis). On a machine shared with other work, CPU time is
+required hiredis). ``--replay`` (Redis only) measures what runs above
+the Redis call: each script's answer is recorded on a few real requests,
+then every call returns the recorded answer without reaching redis-py
+(zq's Python, its Redis driver's parsing included; the client library,
+the socket and Redis left out). On a machine shared with other work, CPU time is
 steadier than wall time. Removes its Redis keys and SQLite file at the end.
 """
 
@@ -120,8 +124,25 @@ def _app(uri: str) -> tuple[Any, Any]:
     return app, pools
 
 
+def _replaying(app: Any, workload: str) -> None:
+    """From now on every Redis script call answers what it answered on a real
+    run of ``workload``, without reaching redis-py (``--replay``)."""
+    from zq.storage.redis import scripts
+
+    real = scripts.ScriptBook._call
+    answers: dict[str, Any] = {}
+
+    def record(book: Any, name: str, command: tuple) -> Any:
+        answers[name] = real(book, name, command)
+        return answers[name]
+
+    scripts.ScriptBook._call = record  # type: ignore[method-assign]
+    _measure_on(app, workload, 30)
+    scripts.ScriptBook._call = lambda book, name, command: answers[name]  # type: ignore[method-assign]
+
+
 def _measure(workload: str, requests: int, backend: str = "redis",
-             profile: Any = None) -> float:
+             profile: Any = None, replay: bool = False) -> float:
     """CPU microseconds per request of ``workload`` on this process's zq.
 
     ``profile``: a cProfile.Profile enabled for the timed requests only.
@@ -129,6 +150,8 @@ def _measure(workload: str, requests: int, backend: str = "redis",
     with _store(backend) as uri:
         app, pools = _app(uri)
         try:
+            if replay:
+                _replaying(app, workload)
             return _measure_on(app, workload, requests, profile)
         finally:
             pools.close()
@@ -194,10 +217,10 @@ def _measure_on(app: Any, workload: str, requests: int, profile: Any = None) -> 
 
 
 def _run(tree: Path, workload: str, backend: str, requests: int,
-         hiredis: bool = True) -> float:
+         hiredis: bool = True, replay: bool = False) -> float:
     """One measurement in a fresh process whose ``zq`` is the one of ``tree``."""
     env = {**os.environ, "PYTHONPATH": str(tree), "ZQ_LOG_LEVEL": "WARNING"}
-    hide = [] if hiredis else ["--without-hiredis"]
+    hide = ([] if hiredis else ["--without-hiredis"]) + (["--replay"] if replay else [])
     # Run as a file, not with -m from ROOT: -m would put ROOT first on
     # sys.path, and the baseline's process would import this tree's zq.
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "app_cpu.py"),
@@ -226,6 +249,9 @@ def main() -> int:
     parser.add_argument("--profile", type=Path, metavar="FILE",
                         help="with one --workload and --backend and no --baseline: run once "
                              "under cProfile and write its stats to FILE (pstats)")
+    parser.add_argument("--replay", action="store_true",
+                        help="Redis only: replay recorded script answers, to measure what "
+                        "runs above the Redis call")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--without-hiredis", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -235,7 +261,7 @@ def main() -> int:
             sys.modules["hiredis"] = None  # type: ignore[assignment]  # redis-py: not installed
         import zq
 
-        figure = _measure(args.one, args.requests, backends[0])
+        figure = _measure(args.one, args.requests, backends[0], replay=args.replay)
         print(zq.__file__)
         print(f"{figure:.1f}")
         return 0
@@ -243,7 +269,8 @@ def main() -> int:
         import cProfile
 
         profile = cProfile.Profile(time.process_time)  # CPU time, as the figures
-        _measure((args.workload or ["post"])[0], args.requests, backends[0], profile)
+        _measure((args.workload or ["post"])[0], args.requests, backends[0], profile,
+                 args.replay)
         profile.dump_stats(args.profile)
         return 0
     trees = {"this": ROOT, **({"baseline": args.baseline} if args.baseline else {})}
@@ -256,7 +283,7 @@ def main() -> int:
                 for name in order:
                     hiredis = name == "this" or not args.baseline_without_hiredis
                     figures[name].append(_run(trees[name], workload, backend, args.requests,
-                                              hiredis))
+                                              hiredis, args.replay))
             cells = ", ".join(
                 f"{name} {statistics.median(v):.0f} us ({min(v):.0f}-{max(v):.0f})"
                 for name, v in figures.items())
