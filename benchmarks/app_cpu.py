@@ -1,24 +1,27 @@
 """CPU per request of zq's WSGI app alone, in process: no HTTP server, no load generator.
 
-    python -m benchmarks.app_cpu [--backend redis|sqlite]
-                                 [--workload post|post-b1|claim-delete|poison]
+    python -m benchmarks.app_cpu [--backend redis|sqlite|postgresql|mariadb]
+                                 [--workload post|post-b1|claim-delete|cycle|poison]
                                  [--baseline TREE] [--requests 3000] [--repeat 3]
     (from the repository root)
 
 Builds zq's app as a ``zq serve`` worker does (zq.api.create_app, default
 configuration, the worker's waiting-claims census and wake-up hook) over
-Redis db 11 under a fresh key prefix (``--backend redis``) or a fresh
-SQLite file (``--backend sqlite``), and calls it directly as WSGI, one
-request at a time, with the load generator's workloads: a post of 10
-messages of 1 KB (``post``), a post of one such message (``post-b1``), a
-claim of 10 and the bulk delete of what it claimed (``claim-delete``), or
-``poison``: on a queue with ``_max_claim_count`` 3 and a dead letter
-queue, a post of 10 of which one is poison, a claim of 10, the bulk delete
-of the good ones and the release of the claim when poison was left (so
-each poison message is dead lettered by its fourth claim). Prints the
-process CPU time per request (microseconds; it includes the client's side
-of each backend round trip, and SQLite's whole work, which runs in
-process). With ``--baseline TREE`` the same runs
+Redis db 11 under a fresh key prefix (``--backend redis``), a fresh
+SQLite file (``--backend sqlite``) or a fresh migrated database on the
+test server (``--backend postgresql|mariadb``, benchmarks/scratch_storage.py),
+and calls it directly as WSGI, one request at a time, with the load
+generator's workloads: a post of 10 messages of 1 KB (``post``), a post of
+one such message (``post-b1``), a claim of 10 and the bulk delete of what
+it claimed (``claim-delete``), a post of 10, a claim of 10 and the bulk
+delete (``cycle``), or ``poison``: on a queue with ``_max_claim_count`` 3
+and a dead letter queue, a post of 10 of which one is poison, a claim of
+10, the bulk delete of the good ones and the release of the claim when
+poison was left (so each poison message is dead lettered by its fourth
+claim). Prints the process CPU time per request (microseconds; it
+includes the client's side of each backend round trip, and SQLite's whole
+work, which runs in process, but not a server's: PostgreSQL's and
+MariaDB's work is outside it). With ``--baseline TREE`` the same runs
 in a fresh process with an older zq source tree first on sys.path,
 alternating with this tree round by round, and the ratio is printed;
 ``--baseline-without-hiredis`` hides the hiredis package from the
@@ -43,13 +46,15 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 REDIS = "redis://127.0.0.1:6379/11"
-WORKLOADS = ("post", "post-b1", "claim-delete", "poison")
-BACKENDS = ("redis", "sqlite")
+WORKLOADS = ("post", "post-b1", "claim-delete", "cycle", "poison")
+BACKENDS = ("redis", "sqlite", "postgresql", "mariadb")
 
 
 def _environ(method: str, path: str, query: str = "", body: bytes = b"") -> dict:
@@ -72,6 +77,31 @@ def _storage_uri(backend: str, scratch: str) -> str:
     uri = f"sqlite:///{scratch}/app_cpu.sqlite3"
     migrate.upgrade(uri)
     return uri
+
+
+@contextmanager
+def _store(backend: str) -> Iterator[str]:
+    """A fresh store for one run, removed afterwards: PostgreSQL and MariaDB get a
+    new migrated database on the test server (benchmarks/scratch_storage.py)."""
+    if backend in ("postgresql", "mariadb"):
+        from benchmarks.scratch_storage import scratch
+
+        with scratch(backend) as uri:
+            yield uri
+        return
+    with tempfile.TemporaryDirectory(prefix="zq-app-cpu-") as directory:
+        uri = _storage_uri(backend, directory)
+        try:
+            yield uri
+        finally:
+            if backend == "redis":
+                import redis
+
+                client = redis.Redis.from_url(REDIS)
+                prefix = uri.rsplit("prefix=", 1)[1]
+                keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+                for i in range(0, len(keys), 500):
+                    client.delete(*keys[i:i + 500])
 
 
 def _app(uri: str) -> tuple[Any, Any]:
@@ -117,8 +147,7 @@ def _measure(workload: str, requests: int, backend: str = "redis",
 
     ``profile``: a cProfile.Profile enabled for the timed requests only.
     """
-    with tempfile.TemporaryDirectory(prefix="zq-app-cpu-") as scratch:
-        uri = _storage_uri(backend, scratch)
+    with _store(backend) as uri:
         app, pools = _app(uri)
         try:
             if replay:
@@ -126,14 +155,6 @@ def _measure(workload: str, requests: int, backend: str = "redis",
             return _measure_on(app, workload, requests, profile)
         finally:
             pools.close()
-            if backend == "redis":
-                import redis
-
-                client = redis.Redis.from_url(REDIS)
-                prefix = uri.rsplit("prefix=", 1)[1]
-                keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
-                for i in range(0, len(keys), 500):
-                    client.delete(*keys[i:i + 500])
 
 
 def _measure_on(app: Any, workload: str, requests: int, profile: Any = None) -> float:
@@ -171,7 +192,7 @@ def _measure_on(app: Any, workload: str, requests: int, profile: Any = None) -> 
             call(_environ("POST", f"{queue}/messages", body=posted))
             done += 1
             continue
-        if workload == "poison":
+        if workload in ("cycle", "poison"):
             call(_environ("POST", f"{queue}/messages", body=posted))
             done += 1
         claimed = call(_environ("POST", f"{queue}/claims", "limit=10",

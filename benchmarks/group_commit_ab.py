@@ -1,16 +1,19 @@
 """Group commit off and on, side by side: zq on PostgreSQL, the same workloads, one run.
 
     python -m benchmarks.group_commit_ab [--repeat 3] [--duration 8]
+                                         [--backend postgresql|mariadb|sqlite]
 
 Starts two ``zq serve`` (``[sql] group_commit`` false and true, the same
 worker and thread counts) on one fresh PostgreSQL database (fsync and
-synchronous_commit as the server has them, on by default), runs every
+synchronous_commit as the server has them, on by default; or a fresh
+MariaDB database, or one SQLite file), runs every
 case against each in turn (the order alternates between repeats), and
 prints one JSON line per run and a table of medians: throughput and
 **server CPU per 1,000 messages**: the CPU time (user + system) of the
 server's process tree plus that of the PostgreSQL processes serving its
-database and the WAL writer, over the measured window, divided by the
-messages moved. CPU per message is the figure the load of a shared machine
+database and the WAL writer (PostgreSQL only: MariaDB's server is one
+shared process, its CPU is not counted), over the measured window,
+divided by the messages moved. CPU per message is the figure the load of a shared machine
 distorts least; the load average is printed with every run.
 """
 
@@ -28,6 +31,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from benchmarks.scratch_storage import scratch as scratch_store
 from benchmarks.zaqar_side_by_side import (
     POSTGRES_URL,
     ROOT,
@@ -39,7 +43,7 @@ from benchmarks.zaqar_side_by_side import (
     running,
 )
 
-CASES = [("post", 1), ("post", 10), ("claim-delete", 10), ("cycle", 10)]
+CASES = [("post", 1), ("post", 10), ("claim-delete", 10), ("cycle", 10), ("poison", 10)]
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -63,8 +67,10 @@ def group_pids(pgid: int) -> list[int]:
     return pids
 
 
-def postgres_pids(database: str) -> list[int]:
+def postgres_pids(database: str | None) -> list[int]:
     """The backends of ``database`` and the WAL writer (which flushes for everyone)."""
+    if database is None:
+        return []
     import psycopg
 
     with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
@@ -74,7 +80,7 @@ def postgres_pids(database: str) -> list[int]:
     return [row[0] for row in rows]
 
 
-def measure(target: Target, database: str, workload: str, batch: int,
+def measure(target: Target, database: str | None, workload: str, batch: int,
             args: argparse.Namespace) -> dict:
     assert target.process is not None
     pids = group_pids(target.process.pid) + postgres_pids(database)
@@ -101,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cases", type=lambda text: set(text.split(",")), default=None,
                         help="comma list of workload:batch, e.g. post:10,claim-delete:10")
+    parser.add_argument("--backend", choices=("postgresql", "mariadb", "sqlite"),
+                        default="postgresql")
     args = parser.parse_args(argv)
     cases = [c for c in CASES if args.cases is None or f"{c[0]}:{c[1]}" in args.cases]
     scratch = Path(tempfile.mkdtemp(prefix="zq-group-commit-"))
@@ -109,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("ZQ_")}
     results: dict[tuple[str, str], list[dict]] = {}
-    with postgres_database() as uri:
-        database = urlsplit(uri).path.lstrip("/")
+    store = postgres_database() if args.backend == "postgresql" else scratch_store(args.backend)
+    with store as uri:
+        database = urlsplit(uri).path.lstrip("/") if args.backend == "postgresql" else None
         targets = []
         for name, flag in (("off", "false"), ("on", "true")):
             port = free_port()

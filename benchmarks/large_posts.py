@@ -4,8 +4,8 @@
     (from the repository root)
 
 zq.storage.sql.messages writes a PostgreSQL post of at most
-ONE_STATEMENT_POST messages as one WITH query (its parameters cap it at
-~3,120 messages), larger ones as executemany inserts in one transaction.
+ONE_STATEMENT_POST messages as one WITH query (arrays unnested; before
+issue 31 a multi-row VALUES), larger ones as executemany inserts in one transaction.
 This times both ways for each size (the WITH query only where it fits), in
 the same session, best of ``--rounds``, a first untimed post per size
 compiling and caching its statement; prints one JSON line per size with

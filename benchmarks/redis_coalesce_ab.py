@@ -15,8 +15,9 @@ Per run, over the load generator's measured window:
   the messages moved;
 - **round trips**: the redis-server's ``total_reads_processed`` (socket
   reads that found a request: one per round trip, however many commands
-  it carries) and ``total_commands_processed``, per 1,000 messages (the
-  INFO and PING of the harness itself, a handful, included);
+  it carries) and ``total_commands_processed`` (which counts the commands
+  the scripts run too), per 1,000 messages (the harness's own INFO calls,
+  two, included);
 - **Redis syscalls**: the redis-server's read and write system calls
   (/proc/PID/io ``syscr``/``syscw``) per 1,000 messages.
 
@@ -41,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import redis
@@ -111,9 +112,23 @@ def workers(target: Target) -> list[int]:
     return [pid for pid in process_tree(target.process.pid) if pid != target.process.pid]
 
 
+def window_backend(port: int, pid: int, marks: list[dict[str, int]]) -> Callable[[], list[int]]:
+    """The target's backend pids for loadgen, which asks for them exactly at
+    the start and at the end of its measured window: the Redis counts are
+    taken then too, so they cover the window only (not a claim-delete's
+    filling of its queue)."""
+
+    def pids() -> list[int]:
+        marks.append(redis_counts(port, pid))
+        return [pid]
+
+    return pids
+
+
 def measure(target: Target, port: int, pid: int, workload: str, batch: int,
             args: argparse.Namespace, *, strace: bool = False) -> dict:
-    before = redis_counts(port, pid)
+    marks: list[dict[str, int]] = []
+    target.backend = window_backend(port, pid, marks)
     tracer = None
     if strace:
         command = ["strace", "-c", "-f", "-e", "trace=network", "-o", str(args.scratch / "st")]
@@ -123,7 +138,7 @@ def measure(target: Target, port: int, pid: int, workload: str, batch: int,
         time.sleep(1.0)  # attached
     with contextlib.redirect_stdout(io.StringIO()):  # printed below, with the counts
         result = loadgen(target, workload, batch, args)
-    after = redis_counts(port, pid)
+    before, after = marks[0], marks[-1]
     messages = max(int(result.get("messages") or 0) or int(result.get("requests") or 0), 1)
     for key in ("reads", "commands", "syscr", "syscw"):
         result[f"redis_{key}_per_1k_msgs"] = round(1000 * (after[key] - before[key]) / messages, 1)
@@ -173,8 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                 [sys.executable, "-m", "zq", "serve", "--workers", str(args.workers),
                  "--port", str(http), "--storage", f"redis://127.0.0.1:{port}/0"],
                 {**base_env, "ZQ_SERVER_THREADS": str(args.threads),
-                 "ZQ_REDIS_COALESCE": flag}, cwd=ROOT,
-                backend=lambda pid=pid: [pid])  # type: ignore[misc]
+                 "ZQ_REDIS_COALESCE": flag}, cwd=ROOT)
             targets.append((target, port, pid))
         for target, _, _ in targets:
             stack.enter_context(running(target, args.scratch))

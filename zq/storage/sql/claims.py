@@ -71,21 +71,12 @@ class SqlClaims(ClaimController):
         backoff, consumer = rules.backoff, rules.consumer
         if self._one_statement and postgresql.one_statement_claims(rules):
             statement = postgresql.ClaimRules.of(rules.dead_letter, backoff, limit)
-            if consumer is None:
-                return self._db.write_statement(lambda conn: postgresql.claim(
-                    conn, project, queue, claim_id, now=self._clock.now(), ttl=ttl,
-                    grace=grace, limit=limit, client_id=client_id, rules=statement))
-
-            def one_statement(conn: sa.Connection) -> ClaimRecord | None:
-                now = self._clock.now()
-                made = postgresql.claim(conn, project, queue, claim_id, now=now, ttl=ttl,
-                                        grace=grace, limit=limit, client_id=client_id,
-                                        rules=statement)
-                _record_consumer(conn, project, queue, made, consumer)
-                return made
-            # The consumer record joins the claim's transaction: one more
-            # statement, no more commits (ConsumerEntry).
-            return self._db.write(one_statement)
+            # The consumer record rides in the claim's statement too: one
+            # round trip, no BEGIN or COMMIT (ConsumerEntry).
+            return self._db.write_statement(lambda conn: postgresql.claim(
+                conn, project, queue, claim_id, now=self._clock.now(), ttl=ttl,
+                grace=grace, limit=limit, client_id=client_id, rules=statement,
+                consumer=consumer))
 
         def work(conn: sa.Connection) -> ClaimRecord | None:
             now = self._clock.now()

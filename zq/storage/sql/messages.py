@@ -281,17 +281,14 @@ class SqlMessages(MessageController):
 
         def work(conn: sa.Connection) -> list[str]:
             now = self._clock.now()
-            where = [predicates.in_queue(project, queue), predicates.alive(now),
-                     m.c.id.in_(list(message_ids))]
-            if claim_ids is not None:
-                where += [m.c.claim_id.in_(list(claim_ids)), predicates.held(now)]
-            # The consumer log's settle of the claims named, in the delete's step.
-            settle = settle_many(project, queue, claim_ids or [], now) if settling else None
             if one_statement:
-                return postgresql.delete_many(conn, project, queue, where[1:], now, client_id,
-                                              settle=settle)
-            if settle is not None:
-                conn.execute(settle)
+                return postgresql.delete_many(
+                    conn, project, queue, list(message_ids),
+                    None if claim_ids is None else list(claim_ids), now, client_id,
+                    settle=settling)
+            if settling:
+                # The consumer log's settle of the claims named, in the delete's step.
+                conn.execute(settle_many(project, queue, claim_ids or [], now))
             rows = _by_ids(conn, project, queue, message_ids, now, lock=True)
             if claim_ids is not None:
                 rows = [row for row in rows if live_claim_id(row, now) in claim_ids]

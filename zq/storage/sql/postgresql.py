@@ -30,15 +30,15 @@ from zq.poison.backoff import BackoffPolicy
 from zq.poison.dead_letter import DeadLetterPolicy
 from zq.poison.moves import Move
 from zq.storage.delivery_rules import DeliveryRules
-from zq.storage.records import ClaimRecord
-from zq.storage.sql import dialects, predicates, wake
+from zq.storage.records import ClaimRecord, ConsumerEntry
+from zq.storage.sql import predicates, wake
 from zq.storage.sql.events import EVENT_COLUMNS, event_select, events_from
 from zq.storage.sql.queues import queue_row
 from zq.storage.sql.records import dump_json, message_record
 from zq.storage.sql.schema import claims as c
+from zq.storage.sql.schema import consumer_claims, queues
 from zq.storage.sql.schema import events as event_table
 from zq.storage.sql.schema import messages as m
-from zq.storage.sql.schema import queues
 from zq.storage.wake_events import wake_name
 
 
@@ -58,47 +58,55 @@ _WAKE_CHANNEL = sa.literal_column(f"'{wake.CHANNEL}'")
 
 # Most messages a PostgreSQL post writes as one WITH query; larger posts
 # (the default max post size holds up to ~24,000 messages), and every post
-# on SQLite and MariaDB, are executemany inserts in one transaction. One
-# statement of every row passed PostgreSQL's 65,535 parameters (21 a
-# message) and SQLite's 32,766 (12 a message), and SQLAlchemy compiles a
-# multi-row VALUES in time growing faster than its rows: on PostgreSQL it
-# wins up to ~50 messages, executemany from ~100; on SQLite and MariaDB
-# executemany wins from 10 (benchmarks/large_posts.py).
+# on SQLite and MariaDB, are executemany inserts in one transaction
+# (benchmarks/large_posts.py: on SQLite and MariaDB executemany wins from 10).
 ONE_STATEMENT_POST = 100
 
-
-@functools.lru_cache(maxsize=64)
-def _post_sql(dialect: sa.Dialect, count: int) -> str:
-    """A post of ``count`` messages as one WITH query (PostgreSQL).
-
-    Inserts the queue unless it exists, the messages and their events;
-    multi-row VALUES keep markers and cursors in posting order. Compiled
-    once per batch size: SQLAlchemy recompiles a multi-row VALUES statement
-    on every execution (5 ms for 10 messages, more than the round trips it
-    saves), and every value is a plain str, int or float the driver adapts.
-    """
-    return str(_post_statement(count).compile(dialect=dialect))
+# SQL types of the arrays a post passes, by column type (the rest are text).
+_ARRAY_TYPES = {sa.Double: "double precision[]", sa.Integer: "integer[]"}
 
 
-def _post_statement(count: int) -> sa.Insert:
-    new_queue = dialects.insert_if_absent_cte(
-        queues, {c: sa.bindparam(f"q_{c}") for c in _QUEUE_COLUMNS}, "new_queue")
-    posted = sa.insert(m).values([
-        {c: sa.bindparam(f"m{i}_{c}") for c in _MESSAGE_COLUMNS} for i in range(count)
-    ]).cte("posted")
-    return sa.insert(event_table).values([
-        {c: sa.bindparam(f"e{i}_{c}") for c in _EVENT_COLUMNS} for i in range(count)
-    ]).add_cte(new_queue, posted)
+def _array_type(column: sa.Column[Any]) -> str:
+    return next((name for kind, name in _ARRAY_TYPES.items()
+                 if isinstance(column.type, kind)), "text[]")
+
+
+def _unnest(table: sa.Table, prefix: str, columns: tuple[str, ...]) -> str:
+    """``SELECT columns`` from one array parameter a column, in array order."""
+    # Binary parameters (%b): psycopg escapes every element of a text-format
+    # array with a regular expression (5x the CPU of the binary dump).
+    arrays = ", ".join(f"%({prefix}{c})b::{_array_type(table.c[c])}" for c in columns)
+    names = ", ".join(columns)
+    return (f"INSERT INTO {table.name} ({names}) SELECT {names} FROM unnest({arrays}) "
+            f"WITH ORDINALITY AS rows_({names}, ord_) ORDER BY ord_")
+
+
+# A post of any number of messages as one WITH query (PostgreSQL): inserts
+# the queue unless it exists, the messages and their events. Each column's
+# values go as one array parameter, unnested in posting order (so markers
+# and cursors follow it): one statement text whatever the batch size, a
+# few dozen parameters. A multi-row VALUES with a parameter per value
+# (215 for 10 messages) passed psycopg's limits for caching a query's
+# parsing (4,096 bytes, 50 parameters): it parsed the 20 KB text again on
+# every post, half of a post's CPU in the worker (docs/benchmarks.md,
+# "PostgreSQL against Redis (issue 31)"); and a text that changes with the
+# batch size is never prepared by the server either.
+_POST_SQL = (
+    "WITH new_queue AS (INSERT INTO queues (project, name, metadata, created, "
+    "metadata_version) VALUES (%(q_project)s, %(q_name)s, %(q_metadata)s, %(q_created)s, "
+    "%(q_metadata_version)s) ON CONFLICT DO NOTHING), "
+    f"posted AS ({_unnest(m, 'm_', _MESSAGE_COLUMNS)}) "
+    f"{_unnest(event_table, 'e_', _EVENT_COLUMNS)}"
+)
 
 
 def _post_parameters(
     queue: dict[str, Any], rows: list[dict[str, Any]], recorded: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """The values of ``_post_statement(len(rows))``."""
+    """The values of ``_POST_SQL``: the queue's, then one list a column."""
     values = {f"q_{c}": queue[c] for c in _QUEUE_COLUMNS}
-    for i, (row, event) in enumerate(zip(rows, recorded, strict=True)):
-        values.update({f"m{i}_{c}": row[c] for c in _MESSAGE_COLUMNS})
-        values.update({f"e{i}_{c}": event[c] for c in _EVENT_COLUMNS})
+    values.update({f"m_{c}": [row[c] for row in rows] for c in _MESSAGE_COLUMNS})
+    values.update({f"e_{c}": [event[c] for event in recorded] for c in _EVENT_COLUMNS})
     return values
 
 
@@ -109,8 +117,7 @@ def post(conn: sa.Connection, queue_row: dict[str, Any], rows: list[dict[str, An
     And wake the queue's waiting claims once the statement committed
     (zq.storage.sql.wake).
     """
-    conn.exec_driver_sql(_post_sql(conn.dialect, len(rows)),
-                         _post_parameters(queue_row, rows, recorded))
+    conn.exec_driver_sql(_POST_SQL, _post_parameters(queue_row, rows, recorded))
     wake.after_commit(conn, [(queue_row["project"], queue_row["name"])])
 
 
@@ -118,28 +125,64 @@ def delete_many(
     conn: sa.Connection,
     project: str,
     queue: str,
-    where: list[sa.ColumnElement[bool]],
+    message_ids: list[str],
+    claim_ids: list[str] | None,
     now: float,
     client_id: str | None,
     *,
-    settle: sa.Update | None = None,
+    settle: bool = False,
 ) -> list[str]:
-    """Delete the matching messages with their events in one WITH query
-    (and ``settle``, the consumer log's settle of the claims named, in it too).
+    """Delete the live messages of ``message_ids`` (held by one of ``claim_ids``,
+    when given) with their events in one WITH query (and with ``settle``, the
+    consumer log's settle of ``claim_ids``, in it too); the ids deleted.
 
-    ``where`` selects by message id (and claim); the rows are locked first,
-    in id order, so two overlapping deletes wait for each other instead of
-    deadlocking, and only rows of ``queue`` are then deleted. The queue is
-    checked on the locked rows' own columns, never on ``messages`` in the
-    DELETE: a condition on ``messages.project/queue`` there offers the
-    planner the (project, queue, marker) index, and without statistics (a
-    new or freshly loaded table, where every estimate is one row) it drove
-    the DELETE from that index, a walk of the whole queue per delete (41 ms
-    and 5,000 buffers with a 20k backlog; benchmarks/fresh_database.py).
-    Joined on ``marker`` alone, the primary key is the only path there is.
-    Ids are unique across projects, so the lock never holds more than the
-    rows named.
+    The rows are locked first, in id order, so two overlapping deletes wait
+    for each other instead of deadlocking, and only rows of ``queue`` are
+    then deleted. The queue is checked on the locked rows' own columns,
+    never on ``messages`` in the DELETE: a condition on
+    ``messages.project/queue`` there offers the planner the (project, queue,
+    marker) index, and without statistics (a new or freshly loaded table,
+    where every estimate is one row) it drove the DELETE from that index, a
+    walk of the whole queue per delete (41 ms and 5,000 buffers with a 20k
+    backlog; benchmarks/fresh_database.py). Joined on ``marker`` alone, the
+    primary key is the only path there is. Ids are unique across projects,
+    so the lock never holds more than the rows named.
     """
+    text, constants = _delete_sql(conn.dialect, claim_ids is not None, settle)
+    values = {"project": project, "queue": queue, "now": now, "ids": message_ids,
+              "claim_ids": claim_ids or [], "client_id": client_id}
+    parameters = {**constants, **{f"d_{k}": v for k, v in values.items()}}
+    return list(conn.exec_driver_sql(text, parameters).scalars())
+
+
+def _delete_param(name: str, type_: Any) -> sa.BindParameter[Any]:
+    """A named parameter of the delete statement (``delete_many`` gives its value)."""
+    return sa.bindparam(f"d_{name}", type_=type_)
+
+
+@functools.lru_cache(maxsize=8)
+def _delete_sql(dialect: sa.Dialect, by_claims: bool, settle: bool
+                ) -> tuple[str, dict[str, Any]]:
+    """The delete statement's text and constant parameters, built once per shape.
+
+    As for the claim (``_claim_sql``): building this WITH query on every
+    delete cost more Python than the rest of the request's storage work.
+    """
+    compiled = _delete_statement(by_claims, settle).compile(dialect=dialect)
+    constants = {k: v for k, v in compiled.params.items() if not k.startswith("d_")}
+    return str(compiled), constants
+
+
+def _delete_statement(by_claims: bool, settle: bool) -> sa.Select[Any]:
+    """The bulk delete as one WITH query; see ``delete_many``."""
+    project = _delete_param("project", m.c.project.type)
+    queue = _delete_param("queue", m.c.queue.type)
+    now = _delete_param("now", sa.Double())
+    ids = _delete_param("ids", ARRAY(m.c.id.type))
+    claim_ids = _delete_param("claim_ids", ARRAY(m.c.claim_id.type))
+    where = [predicates.alive(now), m.c.id == sa.any_(ids)]
+    if by_claims:
+        where += [m.c.claim_id == sa.any_(claim_ids), predicates.held(now)]
     locked = (
         sa.select(m.c.marker, m.c.project, m.c.queue)
         .where(*where)
@@ -157,12 +200,21 @@ def delete_many(
         .cte("gone")
     )
     deleted = events_from(gone, events.DELETED, project, queue, now,
-                          claim_id=gone.c.holder, client_id=client_id).cte("deleted_events")
+                          claim_id=gone.c.holder,
+                          client_id=_delete_param("client_id", m.c.client_id.type)
+                          ).cte("deleted_events")
     query = sa.select(gone.c.id).order_by(gone.c.marker).add_cte(deleted)
-    if settle is not None:
-        # A data-modifying WITH runs whether or not the query reads it.
-        query = query.add_cte(settle.returning(settle.table.c.claim_id).cte("settled"))
-    return list(conn.execute(query).scalars())
+    if settle:
+        # The consumer log's settle (zq.storage.sql.consumers.settle_many): a
+        # data-modifying WITH runs whether or not the query reads it.
+        t = consumer_claims
+        settled = (sa.update(t)
+                   .where(t.c.claim_id == sa.any_(claim_ids), t.c.project == project,
+                          t.c.queue == queue, t.c.settled.is_(None))
+                   .values(settled=now)
+                   .returning(t.c.claim_id))
+        query = query.add_cte(settled.cte("settled"))
+    return query
 
 
 # The free index's key (migration 0009_claim_plans): ordering by this
@@ -366,7 +418,7 @@ def _param(name: str, type_: Any) -> sa.BindParameter[Any]:
 
 
 @functools.lru_cache(maxsize=16)
-def _claim_sql(dialect: sa.Dialect, dead_letter: bool, backoff: bool
+def _claim_sql(dialect: sa.Dialect, dead_letter: bool, backoff: bool, consumer: bool = False
                ) -> tuple[str, dict[str, Any]]:
     """The claim statement's text and its constant parameters, built once per shape.
 
@@ -376,12 +428,13 @@ def _claim_sql(dialect: sa.Dialect, dead_letter: bool, backoff: bool
     parameter (``_param``), and SQLAlchemy's own constants keep the values
     it gave them.
     """
-    compiled = _claim_statement(dead_letter, backoff).compile(dialect=dialect)
+    compiled = _claim_statement(dead_letter, backoff, consumer).compile(dialect=dialect)
     constants = {k: v for k, v in compiled.params.items() if not k.startswith("c_")}
     return str(compiled), constants
 
 
-def _claim_statement(dead_letter: bool, backoff: bool) -> sa.Select[Any]:
+def _claim_statement(dead_letter: bool, backoff: bool, consumer: bool = False
+                     ) -> sa.Select[Any]:
     """The claim as one WITH query; see ``claim``."""
     project = _param("project", m.c.project.type)
     queue = _param("queue", m.c.queue.type)
@@ -426,6 +479,8 @@ def _claim_statement(dead_letter: bool, backoff: bool) -> sa.Select[Any]:
     claimed = event_select(marked, events.CLAIMED, project, queue, now,
                            claim_id=claim_id, client_id=client_id)
     parts = [new_claim]
+    if consumer:
+        parts += _consumer_record(project, queue, claim_id, now, expires, marked)
     if dead_letter:
         assert exhausted_at is not None
         moved = _moved(queue, now, _exhausted(project, queue, now, picked, expired, limit,
@@ -446,9 +501,31 @@ def _claim_statement(dead_letter: bool, backoff: bool) -> sa.Select[Any]:
     return sa.select(marked).order_by(marked.c.marker).add_cte(*parts)
 
 
+def _consumer_record(project: Any, queue: Any, claim_id: Any, now: Any, expires: Any,
+                     marked: sa.CTE) -> list[sa.CTE]:
+    """The claim's consumer record (ConsumerEntry) as two WITH parts, written only
+    when the claim took messages, as zq.storage.sql.consumers.write_record
+    writes it in the general path's transaction: forget the queue's records
+    that expired before ``c_forget_before``, insert this claim's. (The new
+    record expires after that bound, so the two never touch one row.)"""
+    took = sa.exists(sa.select(marked.c.marker))
+    forgotten = sa.delete(consumer_claims).where(
+        consumer_claims.c.project == project, consumer_claims.c.queue == queue,
+        consumer_claims.c.expires < _param("forget_before", sa.Double()), took,
+    ).cte("forgotten_consumers")
+    recorded = sa.insert(consumer_claims).from_select(
+        ["claim_id", "project", "queue", "client_id", "ttl", "claimed", "expires"],
+        sa.select(claim_id, project, queue,
+                  _param("consumer", consumer_claims.c.client_id.type),
+                  _param("ttl", sa.Integer()), now, expires).where(took),
+    ).cte("consumer_record")
+    return [forgotten, recorded]
+
+
 def _claim_parameters(project: str, queue: str, claim_id: str, now: float, ttl: int,
                       grace: int, limit: int, client_id: str | None,
-                      rules: ClaimRules) -> dict[str, Any]:
+                      rules: ClaimRules, consumer: ConsumerEntry | None = None
+                      ) -> dict[str, Any]:
     """The values of ``_claim_statement``'s parameters for one claim."""
     values: dict[str, Any] = {
         "project": project, "queue": queue, "now": now, "expires": now + ttl,
@@ -466,6 +543,8 @@ def _claim_parameters(project: str, queue: str, claim_id: str, now: float, ttl: 
         )
     if rules.schedule is not None:
         values.update(schedule=rules.schedule, jitter=rules.jitter)
+    if consumer is not None:
+        values.update(consumer=consumer.client_id, forget_before=consumer.forget_before(now))
     return {f"c_{k}": v for k, v in values.items()}
 
 
@@ -481,6 +560,7 @@ def claim(
     limit: int,
     client_id: str | None,
     rules: ClaimRules = ClaimRules(),
+    consumer: ConsumerEntry | None = None,
 ) -> ClaimRecord | None:
     """A claim as one WITH query (PostgreSQL), dead letter and backoff rules included.
 
@@ -490,7 +570,8 @@ def claim(
     (with their backoff), insert the claim if any were marked; with a dead
     letter rule, move the exhausted messages the walk passes; and the
     events, the moves' ``dead_lettered`` first, then ``claimed``, each in
-    marker order (one INSERT, so their order is the statement's).
+    marker order (one INSERT, so their order is the statement's); with a
+    ``consumer``, the claim's consumer record (``_consumer_record``).
 
     The free messages are read as two disjoint sets, each through its own
     partial index (migrations 0009 and 0010), and the first ``limit`` of
@@ -502,9 +583,10 @@ def claim(
     ``_candidates``.
     """
     dead_letter = rules.move is not None and rules.exhausted_at is not None
-    text, constants = _claim_sql(conn.dialect, dead_letter, rules.schedule is not None)
+    text, constants = _claim_sql(conn.dialect, dead_letter, rules.schedule is not None,
+                                 consumer is not None)
     parameters = {**constants, **_claim_parameters(project, queue, claim_id, now, ttl, grace,
-                                                   limit, client_id, rules)}
+                                                   limit, client_id, rules, consumer)}
     rows = conn.exec_driver_sql(text, parameters).all()
     expires = now + ttl
     if not rows:
