@@ -26,12 +26,12 @@ def failing_backend(backend_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
         def fail(*args: object, **kwargs: object) -> None:
             raise redis.ResponseError(SECRET)
 
-        from zq.storage.redis import scripts
+        from zq.storage.redis import sending
 
         monkeypatch.setattr(redis.Redis, "execute_command", fail)
         monkeypatch.setattr(redis.RedisCluster, "execute_command", fail)
-        # The scripts' own round trips (zq.storage.redis.scripts.round_trip).
-        monkeypatch.setattr(scripts, "round_trip", fail)
+        # The scripts' own round trips (zq.storage.redis.sending.round_trip).
+        monkeypatch.setattr(sending, "round_trip", fail)
     elif backend_name == "mongo":
         import mongomock
         import pymongo.errors

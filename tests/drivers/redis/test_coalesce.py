@@ -24,13 +24,8 @@ from zq.config import Config, ConfigError, RedisConfig, load_config
 from zq.errors import StorageUnavailable
 from zq.storage.redis import RedisStorage, open_redis
 from zq.storage.redis.coalesce import MAX_BATCH, Coalescer
-from zq.storage.redis.scripts import (
-    NOT_CONFIRMED,
-    ReplicaWait,
-    ScriptBook,
-    round_trip,
-    script_source,
-)
+from zq.storage.redis.scripts import NOT_CONFIRMED, ScriptBook, script_source
+from zq.storage.redis.sending import ReplicaWait, round_trip
 
 
 class FakeClient:

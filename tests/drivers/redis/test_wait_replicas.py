@@ -15,7 +15,7 @@ from tests.drivers.redis.helpers import message
 from zq.clock import ManualClock
 from zq.config import RedisConfig
 from zq.errors import StorageUnavailable
-from zq.storage.redis import open_redis, scripts
+from zq.storage.redis import open_redis, sending
 from zq.storage.redis.scripts import NOT_CONFIRMED
 
 
@@ -47,13 +47,13 @@ def test_without_wait_replicas_no_wait_is_sent(redis_uri: str, clock: ManualCloc
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     storage = open_redis(redis_uri, clock=clock, settings=RedisConfig())
     sent: list[str] = []
-    original = scripts.round_trip
+    original = sending.round_trip
 
     def recording(client, commands):
         sent.extend(str(command[0]).upper() for command in commands)
         return original(client, commands)
 
-    monkeypatch.setattr(scripts, "round_trip", recording)
+    monkeypatch.setattr(sending, "round_trip", recording)
     try:
         storage.queues.create("p", "nowait", {})
         storage.messages.post("p", "nowait", [message(1)], client_id="c")

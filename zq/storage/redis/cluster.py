@@ -51,7 +51,8 @@ from redis.exceptions import (
 )
 
 from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
-from zq.storage.redis.scripts import ReplicaWait, ScriptBook
+from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.sending import ReplicaWait
 
 BUCKETS = 1024
 

@@ -6,7 +6,7 @@ as without coalescing (one EVALSHA down a pooled connection), so a quiet
 server pays no added latency. Calls that arrive while that round trip is in
 flight wait in line; when it returns, the first of them becomes the
 *leader* and sends everything in line (up to ``MAX_BATCH``) as one
-pipeline (plain pipelining, no MULTI: ``scripts.round_trip``), one write of
+pipeline (plain pipelining, no MULTI: ``sending.round_trip``), one write of
 the packed commands, then their replies read in order, then hands the lead to
 whoever queued meanwhile. Each script stays atomic on its own: Redis runs
 every EVALSHA of a pipeline as it would run it alone, one after the other.
@@ -45,8 +45,8 @@ from typing import Any
 
 import redis
 
-from zq.storage.redis import scripts
-from zq.storage.redis.scripts import ReplicaWait
+from zq.storage.redis import sending
+from zq.storage.redis.sending import ReplicaWait
 
 # Calls in one pipeline at most: bounds the first caller's wait for the
 # last reply and the size of one write (a post of 10 is about 1 KB).
@@ -79,7 +79,7 @@ class Coalescer:
         """``window``: seconds a new leader waits for more calls before it sends
         (0: only the calls that queued while the previous round trip ran).
         ``send``: sends commands in one round trip and returns their replies
-        (default: zq.storage.redis.scripts.round_trip on ``client``)."""
+        (default: zq.storage.redis.sending.round_trip on ``client``)."""
         self._client = client
         self._send_hook = send
         self._window = window
@@ -178,4 +178,4 @@ class Coalescer:
         if self._send_hook is not None:
             return self._send_hook(commands)
         # Looked up at each call, as ScriptBook does (tests replace it).
-        return scripts.round_trip(self._client, commands)
+        return sending.round_trip(self._client, commands)

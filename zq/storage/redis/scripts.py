@@ -16,19 +16,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import hiredis
 import redis
-from redis.connection import HiredisRespSerializer
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError
 
 from zq import events
 from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
 from zq.poison import blame, breaker, moves
+from zq.storage.redis import sending
+from zq.storage.redis.sending import ReplicaWait
 from zq.storage.wake_events import WAKING_KINDS
 
 if TYPE_CHECKING:
@@ -117,50 +116,6 @@ def script_names() -> list[str]:
     )
 
 
-def round_trip(client: redis.Redis, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
-    """The replies of ``commands``, sent in one write down one pooled connection.
-
-    A command's error reply (``ResponseError``: a script error, NOSCRIPT,
-    READONLY) is returned in its place. Anything raised (a lost connection,
-    a timeout) closes the connection, so that no reply of it is ever read
-    by another call. What redis-py's ``execute_command`` and ``Pipeline``
-    do per command besides this (a retry wrapper, set to no retries here;
-    its telemetry hooks, called even when off; a generator over every
-    argument before hiredis packs them) is about a tenth of a post's CPU
-    and is left out: docs/benchmarks.md, "Coalesced Redis calls".
-    """
-    pool = client.connection_pool
-    conn = pool.get_connection()
-    try:
-        if type(getattr(conn, "_command_packer", None)) is HiredisRespSerializer:
-            # What the serializer does, minus its pass over every argument
-            # (which only converts bytearray and memoryview: never sent here).
-            packed: Any = [b"".join([hiredis.pack_command(command) for command in commands])]
-        else:
-            packed = conn.pack_commands(commands)
-        conn.send_packed_command(packed)
-        replies = []
-        for _ in commands:
-            try:
-                replies.append(conn.read_response())
-            except ResponseError as error:
-                replies.append(error)
-        return replies
-    except BaseException:
-        conn.disconnect()
-        raise
-    finally:
-        pool.release(conn)
-
-
-@dataclass(frozen=True)
-class ReplicaWait:
-    """``[redis] wait_replicas``: WAIT after each write script, on its connection."""
-
-    replicas: int
-    timeout_ms: int  # at least 1: WAIT's 0 waits forever
-
-
 class ScriptBook:
     """The scripts of one client, run with prefix and time first."""
 
@@ -230,13 +185,13 @@ class ScriptBook:
             answer, confirmed = self.coalescer.call(command, wait=waited)
             return self._confirmed(name, answer, confirmed, wait) if waited else answer  # type: ignore[arg-type]
         if wait is None or name not in self._writes:
-            (answer,) = round_trip(self._client, (command,))
+            (answer,) = sending.round_trip(self._client, (command,))
             if isinstance(answer, Exception):
                 raise answer
             return answer
         # WAIT counts the replicas that have this connection's writes, so it
         # goes down the script's connection, in the same round trip.
-        answer, confirmed = round_trip(
+        answer, confirmed = sending.round_trip(
             self._client, (command, ("WAIT", wait.replicas, wait.timeout_ms)))
         for reply in (answer, confirmed):
             if isinstance(reply, Exception):

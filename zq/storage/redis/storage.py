@@ -23,7 +23,8 @@ from zq.storage.redis.events import RedisEventLog
 from zq.storage.redis.layout import check_layout
 from zq.storage.redis.messages import RedisMessages
 from zq.storage.redis.queues import RedisQueues
-from zq.storage.redis.scripts import ReplicaWait, ScriptBook
+from zq.storage.redis.scripts import ScriptBook
+from zq.storage.redis.sending import ReplicaWait
 from zq.storage.redis.subscriptions import RedisSubscriptions
 from zq.storage.redis.uri import parse_uri
 from zq.storage.redis.wakeups import RedisWakeups
