@@ -19,7 +19,7 @@ from sqlalchemy import exc
 
 from tests.contract.helpers import new_message
 from zq.config import ConfigError, SqlConfig
-from zq.errors import QueueNotFound
+from zq.errors import QueueNotFound, StorageUnavailable
 from zq.storage.sql import SqlStorage
 from zq.storage.sql.schema import messages, queues
 
@@ -173,6 +173,28 @@ def test_no_unit_is_answered_success_when_the_shared_commit_fails(grouped, sql_s
     outcomes = line.finish()
     assert line.sizes == [3]
     assert all(isinstance(outcomes[f"post{n}"], CommitLost) for n in range(3))
+    assert stored_ids(sql_storage, project) == set()
+
+
+def test_a_connection_lost_at_the_shared_commit_answers_every_unit_503(grouped, sql_storage):
+    # As a lone write answers: StorageUnavailable (503), never the driver's
+    # raw error (500); and never run again, as the COMMIT's outcome is unknown.
+    project = f"p-{uuid.uuid4().hex}"
+    line = Line(grouped)
+    runs: list[int] = []
+
+    def lose_connection(size: int) -> None:
+        runs.append(size)
+        raise exc.OperationalError("COMMIT", None, Exception("server closed the connection"))
+
+    line.group.before_commit = lose_connection
+    line.queue({
+        f"post{n}": (lambda: grouped.messages.post(project, "q", [new_message()], client_id="c"))
+        for n in range(3)
+    })
+    outcomes = line.finish()
+    assert runs == [3]  # one shared attempt, no unit run again on its own
+    assert all(isinstance(outcomes[f"post{n}"], StorageUnavailable) for n in range(3))
     assert stored_ids(sql_storage, project) == set()
 
 

@@ -10,7 +10,6 @@ from typing import TypeVar
 import sqlalchemy as sa
 from sqlalchemy import exc
 
-from zq.errors import BACKEND_UNREACHABLE, StorageUnavailable
 from zq.storage.sql import dialects, wake
 from zq.storage.sql.group_commit import GroupCommit
 
@@ -85,9 +84,7 @@ class Database:
                     time.sleep(0.01 * attempt)
                     continue
                 if dialects.is_unavailable(error):
-                    raise StorageUnavailable(
-                        BACKEND_UNREACHABLE, detail=f"{self.dialect}: {error.orig}",
-                    ) from error
+                    raise dialects.unreachable(error, self.dialect) from error
                 raise
         raise AssertionError("unreachable")  # pragma: no cover
 

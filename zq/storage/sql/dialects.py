@@ -20,7 +20,7 @@ from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import StaticPool
 
-from zq.errors import InvalidRequest
+from zq.errors import BACKEND_UNREACHABLE, InvalidRequest, StorageUnavailable
 from zq.storage.uri import redact, scrub
 
 # Connection option that makes a SQLite transaction take the write lock at
@@ -222,3 +222,8 @@ def is_unavailable(error: exc.DBAPIError) -> bool:
     return isinstance(error, exc.OperationalError | exc.InterfaceError) or bool(
         error.connection_invalidated
     )
+
+
+def unreachable(error: exc.DBAPIError, dialect: str) -> StorageUnavailable:
+    """What a request is told of an ``is_unavailable`` error: 503, the backend unreachable."""
+    return StorageUnavailable(BACKEND_UNREACHABLE, detail=f"{dialect}: {error.orig}")

@@ -176,8 +176,15 @@ class GroupCommit:
                 for unit in group:
                     unit.solo, unit.error, unit.result = True, None, None
             else:
+                # A lost connection at COMMIT: whether the group is on disk
+                # is unknown, so it is never run again; each request gets
+                # the 503 a lone write gets, not the driver's raw error.
+                answer: BaseException = error
+                if dialects.is_unavailable(error):
+                    answer = dialects.unreachable(error, self._writer.dialect.name)
+                    answer.__cause__ = error
                 for unit in group:
-                    unit.error, unit.result = error, None
+                    unit.error, unit.result = answer, None
         except BaseException as error:
             for unit in group:
                 unit.error, unit.result = error, None
