@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from zq.api.errors import error_body
+from zq.bounded_memo import BoundedMemo
 from zq.waiting import ENVIRON_KEY, ClaimWait, WaitingClaims
 from zq.waiting.waiters import WAKE
 
@@ -51,12 +52,18 @@ Headers = list[tuple[str, str]]
 # Headers that PEP 3333 names without the HTTP_ prefix.
 UNPREFIXED = {"content-type": "CONTENT_TYPE", "content-length": "CONTENT_LENGTH"}
 JSON_HEADERS: Headers = [("content-type", "application/json")]
+
+
+def _environ_key(name: str) -> str:
+    return UNPREFIXED.get(name) or "HTTP_" + name.upper().replace("-", "_")
+
+
 # The environ key of each header name seen (RSGI gives names lower-cased): a
 # client sends the same few on every request, and building a key (upper,
 # replace, concatenation) cost more than the lookup. Bounded, as the names
-# are the client's: past ENVIRON_KEYS_KEPT, new ones are built each time.
+# are the client's.
 ENVIRON_KEYS_KEPT = 512
-_environ_keys: dict[str, str] = dict(UNPREFIXED)
+_environ_keys: BoundedMemo[str, str] = BoundedMemo(_environ_key, ENVIRON_KEYS_KEPT)
 Answer = tuple[int, Headers, bytes]
 
 # Environ keys between the loop and the app threads: the answer of a request
@@ -123,13 +130,11 @@ def environ_of(scope: RSGIScope, body: bytes) -> dict[str, Any]:
         "wsgi.multiprocess": True,
         "wsgi.run_once": False,
     }
-    keys = _environ_keys
+    keys = _environ_keys.kept
     for name, value in scope.headers.items():
         key = keys.get(name)
         if key is None:
-            key = "HTTP_" + name.upper().replace("-", "_")
-            if len(keys) < ENVIRON_KEYS_KEPT:
-                keys[name] = key
+            key = _environ_keys.remember(name)
         # A repeated header is one value, comma separated (RFC 9110, 5.3).
         environ[key] = f"{environ[key]},{value}" if key in environ else value
     return environ

@@ -90,7 +90,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "zq.poison", "zq.validation", "zq.queue_filter", "zq.retry_policy", "zq.subscribers")),
     ("storage records", ("zq.storage.records",)),
     ("base", ("zq", "zq.errors", "zq.clock", "zq.config", "zq.logs", "zq.events",
-              "zq.encryption", "zq.allowed_hosts")),
+              "zq.encryption", "zq.allowed_hosts", "zq.bounded_memo")),
     # The Python client stands alone: it imports nothing of the server.
     ("client library", ("zq.client",)),
 )
