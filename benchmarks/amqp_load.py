@@ -66,12 +66,10 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 
-from benchmarks.loadgen import stats
-from benchmarks.loadgen.cli import LOOPBACK
+from benchmarks.loadgen.cli import parse_load_args
 from benchmarks.loadgen.stats import Recorder
 from benchmarks.loadgen.workloads import MAX_CLAIM_COUNT, POISON_EVERY, Settings, drive
 
@@ -469,16 +467,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, list[str], int]
                         help="poison: the queue's x-delivery-limit; RabbitMQ delivers a "
                              "message limit + 1 times, so the default delivers it as often "
                              "as zq's _max_claim_count 3 (default: %(default)s)")
-    parser.add_argument("--mark-window", action="store_true",
-                        help=f"print '{stats.WINDOW_MARK} start' and '... end' on stderr "
-                             "where each run's measured window starts and ends")
-    args = parser.parse_args(argv)
-    stats.MARK_WINDOW = args.mark_window
-    host = urlsplit(args.url).hostname
-    if host not in LOOPBACK:
-        parser.error(f"--url must point at a loopback address ({sorted(LOOPBACK)}), not {host}")
-    if min(args.concurrency, args.requests, args.batch, args.max_in_flight) < 1:
-        parser.error("--concurrency, --requests, --batch and --max-in-flight must be positive")
+    args = parse_load_args(parser, argv)
     if args.duration <= 0 or args.rate < 0 or args.delivery_limit < 0:
         parser.error("--duration must be positive, --rate and --delivery-limit not negative")
     chosen = args.workload or ["all"]

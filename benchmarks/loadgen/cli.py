@@ -49,6 +49,27 @@ async def run(settings: Settings, workloads: list[str]) -> list[dict[str, object
     return results
 
 
+def parse_load_args(parser: argparse.ArgumentParser,
+                    argv: list[str] | None) -> argparse.Namespace:
+    """``argv`` parsed, with ``--mark-window`` and the checks every load generator makes.
+
+    Shared with benchmarks/amqp_load.py. ``parser`` defines ``--url``,
+    ``--concurrency``, ``--requests``, ``--batch`` and ``--max-in-flight``;
+    ``--mark-window`` is added here, last in each script's --help.
+    """
+    parser.add_argument("--mark-window", action="store_true",
+                        help=f"print '{stats.WINDOW_MARK} start' and '... end' on stderr "
+                             "where each run's measured window starts and ends")
+    args = parser.parse_args(argv)
+    stats.MARK_WINDOW = args.mark_window
+    host = urlsplit(args.url).hostname
+    if host not in LOOPBACK:
+        parser.error(f"--url must point at a loopback address ({sorted(LOOPBACK)}), not {host}")
+    if min(args.concurrency, args.requests, args.batch, args.max_in_flight) < 1:
+        parser.error("--concurrency, --requests, --batch and --max-in-flight must be positive")
+    return args
+
+
 def parse_args(argv: list[str] | None = None) -> tuple[Settings, list[str]]:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.loadgen",
@@ -77,16 +98,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, list[str]]:
                              "?wait=S); 0: claims answer at once (default: %(default)s)")
     parser.add_argument("--max-in-flight", type=int, default=256,
                         help="open loop: outstanding operations at most (default: %(default)s)")
-    parser.add_argument("--mark-window", action="store_true",
-                        help=f"print '{stats.WINDOW_MARK} start' and '... end' on stderr "
-                             "where each run's measured window starts and ends")
-    args = parser.parse_args(argv)
-    stats.MARK_WINDOW = args.mark_window
-    host = urlsplit(args.url).hostname
-    if host not in LOOPBACK:
-        parser.error(f"--url must point at a loopback address ({sorted(LOOPBACK)}), not {host}")
-    if min(args.concurrency, args.requests, args.batch, args.max_in_flight) < 1:
-        parser.error("--concurrency, --requests, --batch and --max-in-flight must be positive")
+    args = parse_load_args(parser, argv)
     if args.duration <= 0 or args.rate < 0 or args.wait < 0:
         parser.error("--duration must be positive, --rate and --wait not negative")
     chosen = args.workload or ["all"]
