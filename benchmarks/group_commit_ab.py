@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from benchmarks.scratch_storage import scratch as scratch_store
 from benchmarks.zaqar_side_by_side import (
+    CASES,
     POSTGRES_URL,
     ROOT,
     Target,
@@ -43,8 +44,29 @@ from benchmarks.zaqar_side_by_side import (
     running,
 )
 
-CASES = [("post", 1), ("post", 10), ("claim-delete", 10), ("cycle", 10), ("poison", 10)]
 TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, *, duration: float) -> None:
+    """The options of an off/on run (benchmarks/redis_coalesce_ab.py's too): the
+    servers' workers and threads, the load generator's bounds, the repeats."""
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=duration)
+    parser.add_argument("--requests", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=3)
+
+
+def add_cases_argument(parser: argparse.ArgumentParser) -> None:
+    """``--cases``: which of CASES to run (read back with ``chosen_cases``)."""
+    parser.add_argument("--cases", type=lambda text: set(text.split(",")), default=None,
+                        help="comma list of workload:batch, e.g. post:10,claim-delete:10")
+
+
+def chosen_cases(args: argparse.Namespace) -> list[tuple[str, int]]:
+    """The (workload, batch) cases ``--cases`` names, in CASES's order; all without it."""
+    return [c for c in CASES if args.cases is None or f"{c[0]}:{c[1]}" in args.cases]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -99,18 +121,12 @@ def measure(target: Target, database: str | None, workload: str, batch: int,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--duration", type=float, default=8.0)
-    parser.add_argument("--requests", type=int, default=20000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--cases", type=lambda text: set(text.split(",")), default=None,
-                        help="comma list of workload:batch, e.g. post:10,claim-delete:10")
+    add_run_arguments(parser, duration=8.0)
+    add_cases_argument(parser)
     parser.add_argument("--backend", choices=("postgresql", "mariadb", "sqlite"),
                         default="postgresql")
     args = parser.parse_args(argv)
-    cases = [c for c in CASES if args.cases is None or f"{c[0]}:{c[1]}" in args.cases]
+    cases = chosen_cases(args)
     scratch = Path(tempfile.mkdtemp(prefix="zq-group-commit-"))
     print(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %z')}\nmachine: {machine()}\n"
           f"command: python -m benchmarks.group_commit_ab {' '.join(argv or sys.argv[1:])}",

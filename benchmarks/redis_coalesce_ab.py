@@ -47,6 +47,7 @@ from pathlib import Path
 
 import redis
 
+from benchmarks.group_commit_ab import add_cases_argument, add_run_arguments, chosen_cases
 from benchmarks.zaqar_side_by_side import (
     ROOT,
     Target,
@@ -56,8 +57,6 @@ from benchmarks.zaqar_side_by_side import (
     process_tree,
     running,
 )
-
-CASES = [("post", 1), ("post", 10), ("claim-delete", 10), ("cycle", 10), ("poison", 10)]
 
 
 @contextlib.contextmanager
@@ -159,18 +158,12 @@ def measure(target: Target, port: int, pid: int, workload: str, batch: int,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--duration", type=float, default=6.0)
-    parser.add_argument("--requests", type=int, default=20000)
-    parser.add_argument("--repeat", type=int, default=3)
+    add_run_arguments(parser, duration=6.0)
     parser.add_argument("--strace", action="store_true",
                         help="one more run per case and target under strace -c (not in CPU)")
-    parser.add_argument("--cases", type=lambda text: set(text.split(",")), default=None,
-                        help="comma list of workload:batch, e.g. post:10,claim-delete:10")
+    add_cases_argument(parser)
     args = parser.parse_args(argv)
-    cases = [c for c in CASES if args.cases is None or f"{c[0]}:{c[1]}" in args.cases]
+    cases = chosen_cases(args)
     args.scratch = Path(tempfile.mkdtemp(prefix="zq-redis-coalesce-"))
     print(f"date: {time.strftime('%Y-%m-%d %H:%M:%S %z')}\nmachine: {machine()}\n"
           f"command: python -m benchmarks.redis_coalesce_ab {' '.join(argv or sys.argv[1:])}",
