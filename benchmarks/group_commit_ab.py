@@ -37,14 +37,14 @@ from benchmarks.zaqar_side_by_side import (
     POSTGRES_URL,
     ROOT,
     Target,
+    cpu_seconds,
     free_port,
     loadgen,
     machine,
     postgres_database,
     running,
+    spent_since,
 )
-
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, *, duration: float) -> None:
@@ -69,26 +69,6 @@ def chosen_cases(args: argparse.Namespace) -> list[tuple[str, int]]:
     return [c for c in CASES if args.cases is None or f"{c[0]}:{c[1]}" in args.cases]
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of one process (0 if it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def group_pids(pgid: int) -> list[int]:
-    """Every process of the server's process group (master and workers)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
-                    pids.append(int(entry.name))
-    return pids
-
-
 def postgres_pids(database: str | None) -> list[int]:
     """The backends of ``database`` and the WAL writer (which flushes for everyone)."""
     if database is None:
@@ -104,14 +84,13 @@ def postgres_pids(database: str | None) -> list[int]:
 
 def measure(target: Target, database: str | None, workload: str, batch: int,
             args: argparse.Namespace) -> dict:
-    assert target.process is not None
-    pids = group_pids(target.process.pid) + postgres_pids(database)
-    before = {pid: cpu_seconds(pid) for pid in pids}
+    pids = target.server_pids() + postgres_pids(database)
+    before = cpu_seconds(pids)
     with contextlib.redirect_stdout(io.StringIO()):  # printed below, with the CPU
         result = loadgen(target, workload, batch, args)
     # Backends opened during the run started at 0 CPU.
-    pids = set(pids) | set(postgres_pids(database)) | set(group_pids(target.process.pid))
-    used = sum(cpu_seconds(pid) - before.get(pid, 0.0) for pid in pids)
+    after = set(pids) | set(postgres_pids(database)) | set(target.server_pids())
+    used = spent_since(before, list(after))
     result["server_cpu_s"] = round(used, 2)
     result["cpu_ms_per_1000_msgs"] = round(1e6 * used / max(result["messages"], 1), 1)
     result["load_average"] = os.getloadavg()[0]

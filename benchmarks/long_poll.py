@@ -63,11 +63,17 @@ if str(ROOT) not in sys.path:  # run as a script: python benchmarks/long_poll.py
 import aiohttp  # noqa: E402
 
 from benchmarks.loadgen.stats import percentile  # noqa: E402
-from benchmarks.zaqar_side_by_side import Target, free_port, running  # noqa: E402
+from benchmarks.zaqar_side_by_side import (  # noqa: E402
+    Target,
+    cpu_seconds,
+    free_port,
+    process_tree,
+    running,
+    spent_since,
+)
 
 CLAIM_BODY = {"ttl": 60, "grace": 60}
 POLL_SLEEPS = (0.1, 1.0)  # the polling clients' sleep after an empty claim
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def load() -> str:
@@ -161,31 +167,6 @@ def backend_requests(store: Storage) -> int | None:
 
 
 # -- the server's processes ------------------------------------------------------
-
-
-def tree(pid: int) -> list[int]:
-    """``pid`` and its descendants."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                stat = (entry / "stat").read_text()
-                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = [pid], [pid]
-    while frontier:
-        children = [p for p, parent in parents.items() if parent in frontier]
-        found += children
-        frontier = children
-    return found
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / TICK
 
 
 def rss_mib(pids: list[int]) -> float:
@@ -326,12 +307,12 @@ async def idle_run(url: str, pid: int, store: Storage, args: argparse.Namespace)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         # The same figures with nobody waiting first: what the server and its
         # backend do anyway (gc, the notifier, the metrics), to subtract.
-        pids = tree(pid)
+        pids = process_tree(pid)
         cpu0, backend0, started = cpu_seconds(pids), backend_requests(store), time.monotonic()
         await asyncio.sleep(args.baseline_seconds)
         elapsed = time.monotonic() - started
-        cpu1, backend1 = cpu_seconds(pids), backend_requests(store)
-        quiet_cpu = round(100 * (cpu1 - cpu0) / elapsed, 2)
+        cpu, backend1 = spent_since(cpu0, pids), backend_requests(store)
+        quiet_cpu = round(100 * cpu / elapsed, 2)
         quiet_backend = (round((backend1 - backend0) / elapsed, 1)
                          if backend0 is not None and backend1 is not None else None)
         stop = asyncio.Event()
@@ -342,13 +323,13 @@ async def idle_run(url: str, pid: int, store: Storage, args: argparse.Namespace)
             if n % 100 == 99:
                 await asyncio.sleep(0.2)
         await asyncio.sleep(args.settle)
-        pids = tree(pid)
+        pids = process_tree(pid)
         metrics_before = await scrape(session, url)
         cpu0, rss0, backend0 = cpu_seconds(pids), rss_mib(pids), backend_requests(store)
         claims0, started = run.claims, time.monotonic()
         await asyncio.sleep(args.idle_seconds)
         elapsed = time.monotonic() - started
-        cpu1, rss1, backend1 = cpu_seconds(pids), rss_mib(pids), backend_requests(store)
+        cpu, rss1, backend1 = spent_since(cpu0, pids), rss_mib(pids), backend_requests(store)
         claims = run.claims - claims0
         metrics_after = await scrape(session, url)
         stop.set()
@@ -360,7 +341,7 @@ async def idle_run(url: str, pid: int, store: Storage, args: argparse.Namespace)
         backend = round((backend1 - backend0) / elapsed, 1)
     line = {"part": "idle", "waiters": args.idle, "wait": args.wait,
             "seconds": round(elapsed, 1), "server_processes": len(pids),
-            "server_cpu_pct_of_one_core": round(100 * (cpu1 - cpu0) / elapsed, 2),
+            "server_cpu_pct_of_one_core": round(100 * cpu / elapsed, 2),
             "server_cpu_pct_nobody_waiting": quiet_cpu,
             "rss_start_mib": round(rss0, 1), "rss_end_mib": round(rss1, 1),
             "rss_growth_mib": round(rss1 - rss0, 1),
