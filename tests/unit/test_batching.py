@@ -182,17 +182,18 @@ def test_the_window_lets_later_units_join_the_leaders_batch() -> None:
     assert idle(batcher)
 
 
-def test_a_batch_that_raises_still_hands_on_the_lead() -> None:
-    batcher = Echo()
-    batcher.crash = "first"
+def test_a_batch_that_raises_fails_each_of_its_callers_and_hands_on_the_lead() -> None:
+    batcher = Echo(max_batch=2)
+    batcher.crash = "a"
     callers = Callers(batcher)
     held_open(batcher, callers)
-    queue(batcher, callers, ("a", None), ("b", None))
+    queue(batcher, callers, ("a", None), ("b", None), ("c", None))
     batcher.release.set()
     outcomes = callers.join()
-    assert isinstance(outcomes["first"], RuntimeError)
-    assert outcomes["a"] == ("done", "a") and outcomes["b"] == ("done", "b")
-    assert batcher.batches == [["first"], ["a", "b"]]
+    assert batcher.batches == [["first"], ["a", "b"], ["c"]]
+    # Its leader and its follower alike: an error, never an empty result.
+    assert isinstance(outcomes["a"], RuntimeError) and outcomes["b"] is outcomes["a"]
+    assert outcomes["first"] == ("done", "first") and outcomes["c"] == ("done", "c")
     assert idle(batcher)
     assert batcher.call("after") == ("done", "after")
 
