@@ -17,7 +17,6 @@ trip is sent back by the auto-redrive. The audit, from the event log:
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections import Counter
@@ -29,6 +28,7 @@ from tests.crash.audit import crash_environment, listed_messages
 from tests.crash.conftest import storage_uri
 from tests.crash.outage_load import (
     Deliveries,
+    Outage,
     OutageConsumer,
     audit_every_message_deleted_once,
     breaker_of,
@@ -63,8 +63,7 @@ def test_eight_consumers_on_two_workers_trip_and_close_one_breaker(
                            "--storage", storage_uri).start()
     target = Target()
     target.set(server.url)
-    outage = threading.Event()
-    outage.set()
+    outage = Outage()
     ledger = Deliveries()
     consumers = [OutageConsumer(target, project, "work", outage, ledger, terminal=n % 2 == 1)
                  for n in range(CONSUMERS)]
@@ -84,7 +83,7 @@ def test_eight_consumers_on_two_workers_trip_and_close_one_breaker(
             wait_for(lambda: state() == OPEN, 30, "the breaker to trip")
             time.sleep(FAILED_PROBES)
             assert state() == OPEN  # every probe failed
-            outage.clear()
+            outage.end()
             wait_for(lambda: state() == CLOSED, 30, "the breaker to close")
             wait_for(lambda: client.stats("work").total + client.stats("dlq").total == 0, 60,
                      "every message to be deleted")
