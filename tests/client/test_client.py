@@ -12,6 +12,7 @@ from zq.client import (
     Client,
     Conflict,
     Forbidden,
+    Message,
     NotFound,
     QueueExists,
     RedriveResult,
@@ -217,3 +218,55 @@ def test_the_breaker_in_stats_and_forced(client):
         client.force_breaker("guarded", "half-open")
     client.force_breaker("guarded", "closed")
     assert client.stats("guarded").breaker.state == "closed"
+
+
+# A breaker that counts failures but does not trip on this test's few rejects.
+QUIET_BREAKER = {"_breaker_failure_ratio": 0.5, "_breaker_min_failures": 10}
+
+
+def test_a_rejected_message_shows_its_last_failure(client, clock):
+    client.create_queue("q", {**QUIET_BREAKER, "_dead_letter_queue": "dlq"})
+    first, second = client.post("q", "a", "b", ttl=3600)
+    claim = client.claim("q", limit=2)
+    client.reject("q", first, claim.id, description="KeyError: 'order_id'")
+    client.reject("q", second, claim.id, description="TimeoutError: pricing", retry_after=0)
+    [dead] = client.list_messages("dlq", include_history=True)
+    assert (dead.id, dead.last_failure, dead.forgiven_count) == (
+        first, "KeyError: 'order_id'", 0)  # the move kept it; nothing forgiven
+    assert client.get_message("q", second, include_history=True).last_failure == (
+        "TimeoutError: pricing")
+    # Opt-in, as history: python-zaqarclient refuses keys it does not know.
+    assert client.get_message("q", second).last_failure is None
+    # A lapse is a failure without a description: it clears the last one.
+    client.claim("q", ttl=60)
+    clock.advance(61)
+    [again] = client.claim("q", include_history=True).messages
+    assert (again.id, again.claim_count, again.last_failure) == (second, 3, None)
+
+
+def test_a_failure_while_the_breaker_is_open_is_forgiven(client):
+    client.create_queue("q", {**QUIET_BREAKER, "_dead_letter_queue": "dlq",
+                              "_max_claim_count": 1})
+    [message_id] = client.post("q", "a", ttl=3600)
+    claim = client.claim("q")
+    client.force_breaker("q", "open")
+    # Held as a retry: not charged, so its one delivery is not used up.
+    client.reject("q", message_id, claim.id, description="OperationalError: db down")
+    shown = client.get_message("q", message_id, include_history=True)
+    assert (shown.claim_count, shown.forgiven_count, shown.last_failure) == (
+        1, 1, "OperationalError: db down")
+    client.force_breaker("q", "closed")
+    [delivered] = client.claim("q", include_history=True).messages
+    assert (delivered.id, delivered.claim_count, delivered.forgiven_count) == (
+        message_id, 2, 1)
+    assert [m.forgiven_count for m in client.get_messages("q", [message_id],
+                                                          include_history=True)] == [1]
+
+
+def test_a_message_without_zqs_history_fields_keeps_their_defaults():
+    # As Zaqar, a zq before these fields, or a request without
+    # include_history shows a message.
+    shown = Message.from_json({"id": "m1", "href": "/v2/queues/q/messages/m1", "ttl": 60,
+                               "age": 2, "body": {"n": 1}})
+    assert (shown.claim_count, shown.history, shown.redrive_count, shown.forgiven_count,
+            shown.last_failure) == (0, None, None, 0, None)

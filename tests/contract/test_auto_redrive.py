@@ -9,12 +9,15 @@ a crash between the close and the redrive left undone.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from zq import events
 from zq.config import Limits
 from zq.poison import moves
 from zq.poison.breaker import CLOSED, OPEN, BreakerPolicy
+from zq.poison.dead_letter import policy_from_metadata as dead_letter_policy
 from zq.service.auto_redrive import AutoRedrive
 from zq.storage.delivery_rules import DeliveryRules
 
@@ -221,3 +224,65 @@ def test_after_success_reads_a_closed_breaker_at_most_once_a_second(
     clock.advance(1)
     redrive.after_success(storage, project, "q", METADATA)
     assert not storage.breakers.read(project, "q", POLICY, clock.now()).redrive_due
+
+
+SHORT = {**METADATA, "_max_claim_count": 2}
+BACKOFF = 600  # longer than the probes take: no claim reaches the exhausted ones
+
+
+def exhausted_before_the_trip(storage, project, clock):
+    """Two messages exhausted just before the trip, no claim has moved yet.
+
+    ``victim`` failed twice with the outage, ``poison`` twice with its own
+    description; both wait out a long backoff, so the probes pass them by.
+    Three more outage failures trip the breaker; the probes close it.
+    """
+    storage.queues.create(project, "q", SHORT)
+    victim, poison, *_ = post(storage, project, "q", 8, ttl=TTL)
+    for retry_after in (0, BACKOFF):
+        held = take(storage, project, 2)
+        assert {m.id for m in held.messages} == {victim, poison}
+        for message_id, description in ((victim, OUTAGE.format(1)), (poison, "KeyError: 'sku'")):
+            storage.messages.reject(project, "q", message_id, claim_id=held.id,
+                                    client_id="consumer", description=description,
+                                    retry_after=retry_after, rules=RULES)
+    held = take(storage, project, 3)
+    for message in held.messages:
+        retry(storage, project, message.id, held.id, OUTAGE.format(1))
+    tripped = storage.breakers.read(project, "q", POLICY, clock.now())
+    assert (tripped.state, tripped.outage_description) == (OPEN, OUTAGE.format(1))
+    close_by_probes(storage, project, clock)
+    for message_id in (victim, poison):
+        waiting = storage.messages.get(project, "q", message_id)
+        assert (waiting.queue, waiting.claim_count) == ("q", 2)  # exhausted, not moved
+    return victim, poison
+
+
+def test_what_the_outage_exhausted_but_no_claim_moved_is_sent_back_too(
+        storage, project, clock, redrive):
+    victim, poison = exhausted_before_the_trip(storage, project, clock)
+    assert redrive.run(storage, project, "q", SHORT) == 1
+    back = storage.messages.get(project, "q", victim)
+    assert (back.claim_count, back.redrive_count) == (0, 1)
+    assert [(e[moves.QUEUE], e[moves.REASON]) for e in back.history[-2:]] == [
+        ("q", moves.REASON_MAX_CLAIM_COUNT), ("dlq", moves.REASON_AUTO_REDRIVEN)]
+    assert [e.kind for e in events_of(storage, project)
+            if e.message_id == victim][-2:] == [events.DEAD_LETTERED, events.REDRIVEN]
+    # The poison is left to the claim that reaches it: not the outage's.
+    assert storage.messages.get(project, "q", poison).claim_count == 2
+    assert in_queue(storage, project, "dlq") == set()
+
+
+def test_a_claim_that_dead_letters_one_after_the_close_does_not_keep_it(
+        storage, project, clock, redrive):
+    victim, poison = exhausted_before_the_trip(storage, project, clock)
+    # Consumers claim as soon as the breaker closes, before the redrive runs.
+    clock.advance(BACKOFF)
+    storage.claims.create(project, "q", ttl=CLAIM_TTL, grace=GRACE, limit=10,
+                          client_id="consumer",
+                          rules=replace(RULES, dead_letter=dead_letter_policy(SHORT)))
+    assert in_queue(storage, project, "dlq") == {victim, poison}
+    clock.advance(1)
+    assert redrive.run(storage, project, "q", SHORT) == 1
+    assert in_queue(storage, project, "dlq") == {poison}
+    assert storage.messages.get(project, "q", victim).redrive_count == 1

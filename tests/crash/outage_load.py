@@ -1,7 +1,7 @@
 """Consumers through a dependency outage, for the breaker's concurrency and crash tests.
 
 ``OutageConsumer`` threads claim from one queue of whichever server is up
-(``Target``) with zq.client: while ``outage`` is set every message fails
+(``Target``) with zq.client: until ``outage`` ends every message fails
 (a retry reject, or a terminal one for the consumers told so, both with
 the outage's description); after it, every message is deleted with its
 claim id. Deletes the server acknowledged are counted per message in a
@@ -13,6 +13,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +25,43 @@ from zq.storage import open_storage
 from zq.storage.breakers import BreakerState
 
 OUTAGE_DESCRIPTION = "OperationalError: orders-db unreachable (connection refused)"
+
+
+class Outage:
+    """The dependency the consumers need: down until ``end()``; thread-safe.
+
+    ``end()`` returns once no failure reported during the outage is still on
+    its way. Without that, a reject sent just before the end can reach the
+    server after the probes have closed the breaker: a failure after the
+    outage, which is rightly counted (and may dead letter its message, which
+    the automatic redrive rightly leaves alone), not the outage's.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._down = True
+        self._reporting = 0  # failures being reported now
+
+    @contextmanager
+    def failing(self) -> Iterator[bool]:
+        """Whether the dependency is down; a failure is reported inside the block."""
+        with self._changed:
+            down = self._down
+            self._reporting += down
+        try:
+            yield down
+        finally:
+            if down:
+                with self._changed:
+                    self._reporting -= 1
+                    self._changed.notify_all()
+
+    def end(self, timeout: float = 30) -> None:
+        """The dependency is back; waits for the failures still being reported."""
+        with self._changed:
+            self._down = False
+            assert self._changed.wait_for(lambda: self._reporting == 0, timeout), (
+                "failures still being reported after the outage ended")
 
 
 @dataclass
@@ -38,7 +77,7 @@ class Deliveries:
 class OutageConsumer(threading.Thread):
     """Claims, then fails (during ``outage``) or deletes each message, until stopped."""
 
-    def __init__(self, target: Target, project: str, queue: str, outage: threading.Event,
+    def __init__(self, target: Target, project: str, queue: str, outage: Outage,
                  ledger: Deliveries, *, terminal: bool, batch: int = 5,
                  claim_ttl: int = 60) -> None:
         super().__init__(name=f"outage-consumer-{queue}", daemon=True)
@@ -83,12 +122,13 @@ class OutageConsumer(threading.Thread):
         with self.ledger.lock:
             self.ledger.delivered += [(time.time(), m.id) for m in claim.messages]
         for message in claim.messages:
-            if self.outage.is_set():
-                client.reject(self.queue, message.id, claim.id, description=OUTAGE_DESCRIPTION,
-                              retry=not self.terminal)
-                with self.ledger.lock:
-                    self.ledger.failed += 1
-            else:
+            with self.outage.failing() as down:
+                if down:
+                    client.reject(self.queue, message.id, claim.id,
+                                  description=OUTAGE_DESCRIPTION, retry=not self.terminal)
+                    with self.ledger.lock:
+                        self.ledger.failed += 1
+            if not down:
                 client.delete_message(self.queue, message.id, claim_id=claim.id)
                 with self.ledger.lock:
                     self.ledger.deleted[message.id] += 1
@@ -118,12 +158,28 @@ def skip_without_breaker(uri: str) -> None:
         storage.close()
 
 
-def wait_for(condition: Any, timeout: float, what: str) -> None:
-    """Poll ``condition()`` every 50 ms until it is true; AssertionError after ``timeout``."""
+def wait_for(condition: Any, timeout: float, what: str,
+             explain: Any = lambda: "") -> None:
+    """Poll ``condition()`` every 50 ms until it is true; AssertionError after ``timeout``.
+
+    ``explain()`` adds to the error what the state was then.
+    """
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}{explain()}"
         time.sleep(0.05)
+
+
+def leftovers(uri: str, project: str, queues: tuple[str, ...]) -> str:
+    """The messages still in ``queues``, with how they got there: for a failure's message."""
+    storage = open_storage(uri)
+    try:
+        return "".join(
+            f"\n  {queue}: {record}" for queue in queues
+            for record in storage.messages.list(project, queue, limit=100, echo=True,
+                                                include_claimed=True, include_delayed=True))
+    finally:
+        storage.close()
 
 
 def audit_every_message_deleted_once(uri: str, project: str, posted: list[str]) -> list[Any]:

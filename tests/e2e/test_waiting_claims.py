@@ -130,7 +130,14 @@ def test_sigterm_answers_waiting_claims_204_at_once(tmp_path):
     try:
         for waiter in waiters:
             waiter.start()
-        time.sleep(0.5)
+        with httpx.Client(timeout=10, trust_env=False) as http:
+            deadline = time.monotonic() + 15
+            # All four wait in the server before it is told to stop (a loaded
+            # machine may take a while to send them).
+            while http.get(f"{server.url}/v2/queues/jobs/stats",
+                           headers=headers(project)).json().get("waiting") != 4:
+                assert time.monotonic() < deadline, "the claims never all waited"
+                time.sleep(0.05)
         sent = time.monotonic()
         status = server.stop(timeout=40)
         stopped_after = time.monotonic() - sent

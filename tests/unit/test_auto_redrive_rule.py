@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from zq.poison import auto_redrive, moves
 from zq.poison.auto_redrive import Outage
+from zq.poison.dead_letter import DeadLetterPolicy
 from zq.storage.records import MessageRecord
 
 DOWN = "db down: connection to 10.0.0.7:5432 refused"
@@ -65,3 +66,33 @@ def test_a_close_forced_without_a_trip_looks_back_one_window():
     forced = Outage.of("q", DOWN, tripped_at=None, closed_at=1100.0, window=60,
                        max_generation=1)
     assert (forced.since, forced.until) == (1040.0, 1100.0)
+
+
+def test_the_redrive_seeks_dead_letters_up_to_its_own_time():
+    later = OUTAGE.through(1130.0)
+    assert (later.since, later.until) == (940.0, 1130.0)
+    assert auto_redrive.selected(dead_letter(1120.0), later)  # a claim moved it after the close
+    assert OUTAGE.through(1000.0) == OUTAGE  # never earlier than the close
+
+
+def waiting(claim_count: int = 2, *, forgiven_count: int = 0, last_failure: str | None = DOWN,
+            claim_id: str | None = None, history: tuple[dict, ...] = ()) -> MessageRecord:
+    """A message still in the breaker's queue."""
+    return MessageRecord(id="w", queue="q", body="{}", ttl=3600, created=900.0,
+                         expires=4500.0, client_id=None, claim_id=claim_id,
+                         claim_count=claim_count, history=list(history),
+                         forgiven_count=forgiven_count, last_failure=last_failure)
+
+
+def test_what_the_outage_exhausted_in_the_queue_is_found():
+    policy = DeadLetterPolicy(max_claim_count=2, queue="dlq")
+    assert auto_redrive.exhausted([waiting()], OUTAGE, policy) == ["w"]
+    assert auto_redrive.exhausted([waiting(1)], OUTAGE, policy) == []  # one more delivery due
+    assert auto_redrive.exhausted([waiting(3, forgiven_count=2)], OUTAGE, policy) == []
+    assert auto_redrive.exhausted([waiting(last_failure="KeyError: 'sku'")], OUTAGE, policy) == []
+    assert auto_redrive.exhausted([waiting(last_failure=None)], OUTAGE, policy) == []  # a lapse
+    assert auto_redrive.exhausted([waiting(claim_id="c")], OUTAGE, policy) == []  # held
+    once = waiting(history=(moves.auto_redriven("q", 3600).history_entry("dlq", 500.0),))
+    assert auto_redrive.exhausted([once], OUTAGE, policy) == []  # the generation cap
+    nameless = replace(OUTAGE, fingerprint=None)
+    assert auto_redrive.exhausted([waiting(last_failure=None)], nameless, policy) == []

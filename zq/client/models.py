@@ -9,7 +9,24 @@ from urllib.parse import parse_qs, urlsplit
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """A message as zq shows it. ``claim_id`` is set on claimed messages."""
+    """A message as zq shows it. ``claim_id`` is set on claimed messages.
+
+    Asked for with ``include_history=True`` (zq; a Zaqar server, or a zq
+    from before these fields, leaves them out and they keep their
+    defaults):
+
+    - ``history``: the compacted moves and lapses of the message (None
+      when it has none);
+    - ``redrive_count``: the redrives it went through (None when not asked);
+    - ``forgiven_count``: deliveries not charged to it because its queue's
+      breaker was open or the blame split put a lapse on the consumer
+      (``_max_claim_count`` compares ``claim_count - forgiven_count``); 0
+      when none was, as the server then leaves it out;
+    - ``last_failure``: the description of its last failed delivery (at
+      most 200 characters), recorded on a queue with a breaker and kept
+      when the message moves; None when none was recorded or its last
+      failure was a lapse.
+    """
 
     id: str
     body: Any
@@ -17,9 +34,10 @@ class Message:
     age: int
     claim_count: int = 0
     claim_id: str | None = None
-    # Only with include_history=true (zq): where the message was dead lettered from.
     history: list[dict[str, Any]] | None = None
     redrive_count: int | None = None
+    forgiven_count: int = 0
+    last_failure: str | None = None
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Message:
@@ -28,7 +46,9 @@ class Message:
         return cls(id=doc["id"], body=doc.get("body"), ttl=doc.get("ttl", 0),
                    age=doc.get("age", 0), claim_count=doc.get("claim_count", 0),
                    claim_id=claim, history=doc.get("history"),
-                   redrive_count=doc.get("redrive_count"))
+                   redrive_count=doc.get("redrive_count"),
+                   forgiven_count=doc.get("forgiven_count", 0),
+                   last_failure=doc.get("last_failure"))
 
 
 @dataclass(frozen=True, slots=True)

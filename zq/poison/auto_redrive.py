@@ -12,10 +12,11 @@ A dead letter is selected when all of these hold:
 
 - its dead letter entry (zq.poison.redrive.dead_letter_entry: the move that
   brought it into the dead letter queue) is a move out of the breaker's
-  queue at a time in ``[tripped_at - window, closed_at]``: dead lettered in
-  the window that led to the trip, or while the breaker was open (a
+  queue at a time in ``[tripped_at - window, the redrive]``: dead lettered
+  in the window that led to the trip, while the breaker was open (a
   terminal reject is held then, but a claim on another path may still
-  have moved it);
+  have moved it), or after the close by a claim that found it exhausted
+  (see below);
 - the fingerprint of its ``last_failure`` (the description of its last
   failed delivery) equals the outage's (zq.poison.breaker.
   description_fingerprint of the description the breaker tripped on): a
@@ -28,16 +29,28 @@ A dead letter is selected when all of these hold:
 
 An outage known by no description (only lapses, or forced open before
 any failure) selects nothing: nothing tells its dead letters from poison.
+
+The dead letter move of an exhausted message is lazy: the claim that next
+reaches it makes it (zq.poison.dead_letter). A message the outage exhausted
+just before the trip is not reached while the breaker is open (claims get
+one probe), so it is still in the queue at the close, and the first claims
+after the close move it. So the redrive first moves those itself
+(``exhausted``: exhausted, not held, last failed with the outage's
+fingerprint, under the generation limit) with the dead letter move, and
+its walk of the dead letter queue then reaches up to the redrive's own
+time (``Outage.through``), not only the close: a claim that moved one a
+moment after the close is covered too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from zq.poison import moves, redrive
 from zq.poison.breaker import description_fingerprint
+from zq.poison.dead_letter import DeadLetterPolicy
 
 if TYPE_CHECKING:  # zq.storage imports zq.validation, which imports this module
     from zq.storage.records import MessageRecord
@@ -65,6 +78,10 @@ class Outage:
         return cls(queue=queue, fingerprint=description_fingerprint(description),
                    since=start - window, until=closed_at, max_generation=max_generation)
 
+    def through(self, now: float) -> Outage:
+        """The same outage, its dead letters sought up to ``now`` (the redrive's time)."""
+        return replace(self, until=max(self.until, now))
+
 
 def generation(record: MessageRecord) -> int:
     """How many times the message was auto-redriven (its history says)."""
@@ -84,12 +101,33 @@ def selected(record: MessageRecord, outage: Outage) -> bool:
         return False
     if not outage.since <= float(entry.get(moves.TIME, 0.0)) <= outage.until:
         return False
-    if description_fingerprint(record.last_failure) != outage.fingerprint:
-        return False
-    return generation(record) < outage.max_generation
+    return _failed_in(record, outage)
+
+
+def _failed_in(record: MessageRecord, outage: Outage) -> bool:
+    """Whether its last failure was the outage's, and it may still be sent back."""
+    return (description_fingerprint(record.last_failure) == outage.fingerprint
+            and generation(record) < outage.max_generation)
 
 
 def select(records: Sequence[MessageRecord], outage: Outage) -> list[str]:
     """The ids of one page the outage sends back, in queue order (held ones left)."""
     return [record.id for record in records
             if record.claim_id is None and selected(record, outage)]
+
+
+def exhausted(records: Sequence[MessageRecord], outage: Outage,
+              dead_letter: DeadLetterPolicy) -> list[str]:
+    """The ids of one page of the breaker's queue the outage exhausted, not moved yet.
+
+    Each is exhausted (``dead_letter.is_exhausted``), held by no claim,
+    last failed with the outage's fingerprint and is under the generation
+    limit: the dead letter queue would have it, and the redrive send it
+    back, had a claim reached it before the close.
+    """
+    if outage.fingerprint is None or outage.max_generation <= 0:
+        return []
+    return [record.id for record in records
+            if record.claim_id is None
+            and dead_letter.is_exhausted(record.claim_count, record.forgiven_count)
+            and _failed_in(record, outage)]

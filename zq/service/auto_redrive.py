@@ -31,6 +31,8 @@ from zq import metadata as meta
 from zq.clock import Clock
 from zq.config import Limits
 from zq.poison import auto_redrive, breaker, moves
+from zq.poison.dead_letter import DeadLetterPolicy
+from zq.poison.dead_letter import policy_from_metadata as dead_letter_policy
 from zq.storage.base import Storage
 from zq.storage.breakers import BreakerState
 
@@ -108,13 +110,36 @@ class AutoRedrive:
             outage = auto_redrive.Outage.of(
                 queue, state.outage_description, state.tripped_at, state.closed_at,
                 policy.window, policy.auto_redrive_max)
+            dead_letter = dead_letter_policy(metadata)
+            if dead_letter is not None and dead_letter.max_claim_count is not None:
+                self._dead_letter_exhausted(storage, project, outage, dead_letter)
             ttl = meta.effective(metadata, meta.DEFAULT_MESSAGE_TTL, self.limits)
-            moved = self._move_back(storage, project, dlq, outage, ttl)
+            moved = self._move_back(storage, project, dlq, outage.through(self.clock.now()),
+                                    ttl)
         storage.breakers.redrive_done(project, queue, state.closed_at)
         if moved:
             log.info("auto-redrive: %d message(s) of %s/%s sent back to %s after its breaker "
                      "closed", moved, project, dlq, queue)
         return moved
+
+    def _dead_letter_exhausted(self, storage: Storage, project: str,
+                               outage: auto_redrive.Outage, dead_letter: DeadLetterPolicy) -> None:
+        """Walk the breaker's queue once, moving what the outage exhausted to the dead letters.
+
+        The move a claim would have made (zq.poison.auto_redrive says why
+        none did); the walk of the dead letter queue then sends them back.
+        """
+        marker: int | None = None
+        while True:
+            page = storage.messages.list(project, outage.queue, marker=marker, limit=PAGE,
+                                         echo=True, include_delayed=True)
+            ids = auto_redrive.exhausted(page, outage, dead_letter)
+            if ids:
+                storage.messages.move(project, outage.queue, ids, dead_letter.move,
+                                      client_id=None)
+            if len(page) < PAGE:
+                return
+            marker = page[-1].marker
 
     def _move_back(self, storage: Storage, project: str, dlq: str,
                    outage: auto_redrive.Outage, ttl: int) -> int:

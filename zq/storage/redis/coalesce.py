@@ -8,8 +8,10 @@ flight wait in line; when it returns, the first of them becomes the
 *leader* and sends everything in line (up to ``MAX_BATCH``) as one
 pipeline (plain pipelining, no MULTI: ``sending.round_trip``), one write of
 the packed commands, then their replies read in order, then hands the lead to
-whoever queued meanwhile. Each script stays atomic on its own: Redis runs
-every EVALSHA of a pipeline as it would run it alone, one after the other.
+whoever queued meanwhile (that hand-off is zq.storage.batching's; what a
+batch sends and how each call is answered is this module's). Each script
+stays atomic on its own: Redis runs every EVALSHA of a pipeline as it would
+run it alone, one after the other.
 
 Each caller keeps its own outcome:
 
@@ -38,13 +40,12 @@ set, PING) and Redis Cluster (``redis+cluster://``, refused with
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import redis
 
+from zq.storage.batching import Batcher, Unit
 from zq.storage.redis import sending
 from zq.storage.redis.sending import ReplicaWait
 
@@ -53,24 +54,18 @@ from zq.storage.redis.sending import ReplicaWait
 MAX_BATCH = 64
 
 
-class _Call:
-    """One caller's command, waiting in line, then its outcome."""
+class _Call(Unit):
+    """One caller's command; its result is (reply, WAIT's count or None)."""
 
-    __slots__ = ("answer", "command", "confirmed", "error", "gate", "lead", "wait")
+    __slots__ = ("command", "wait")
 
     def __init__(self, command: tuple[Any, ...], wait: bool) -> None:
+        super().__init__()
         self.command = command
         self.wait = wait  # a write to WAIT for ([redis] wait_replicas)
-        # Held until the call is answered or made leader: a lock is the
-        # cheapest thing a thread can block on and another release.
-        self.gate: threading.Lock | None = None
-        self.lead = False  # released to lead the next batch, not with an outcome
-        self.answer: Any = None
-        self.confirmed: Any = None  # WAIT's count, for a write when waited for
-        self.error: BaseException | None = None
 
 
-class Coalescer:
+class Coalescer(Batcher[_Call]):
     """Sends the script calls of many threads as pipelines (module docstring)."""
 
     def __init__(self, client: redis.Redis, *, window: float = 0.0,
@@ -80,13 +75,10 @@ class Coalescer:
         (0: only the calls that queued while the previous round trip ran).
         ``send``: sends commands in one round trip and returns their replies
         (default: zq.storage.redis.sending.round_trip on ``client``)."""
+        super().__init__(max_batch=MAX_BATCH, window=window)
         self._client = client
         self._send_hook = send
-        self._window = window
         self._wait = wait
-        self._lock = threading.Lock()
-        self._waiting: list[_Call] = []
-        self._leading = False
         # Round trips made and the calls they carried (benchmarks and tests
         # read them): ``batches`` counts the pipelines of two calls or more.
         self.round_trips = 0
@@ -101,46 +93,9 @@ class Coalescer:
 
         ``wait``: a write followed by WAIT ([redis] wait_replicas).
         """
-        unit = _Call(command, wait)
-        with self._lock:
-            self._waiting.append(unit)
-            lead = not self._leading
-            if not lead:
-                unit.gate = gate = threading.Lock()
-                gate.acquire()
-            self._leading = True
-        if not lead:
-            gate.acquire()  # released by the leader: an outcome, or the lead
-            lead = unit.lead
-        if lead:
-            self._lead()  # its batch starts with ``unit``, answered when this returns
-        if unit.error is not None:
-            raise unit.error
-        return unit.answer, unit.confirmed
+        return self._submit(_Call(command, wait))  # type: ignore[no-any-return]
 
-    def _lead(self) -> None:
-        """Send one batch, answer its calls, hand the lead to whoever waits."""
-        if self._window > 0:
-            time.sleep(self._window)
-        with self._lock:
-            batch = self._waiting[:MAX_BATCH]
-            del self._waiting[:MAX_BATCH]
-        try:
-            self._send(batch)
-        finally:
-            with self._lock:
-                if self._waiting:
-                    successor = self._waiting[0]
-                    successor.lead = True
-                    successor.gate.release()  # type: ignore[union-attr]
-                else:
-                    self._leading = False
-            # The leader's own call is the first of its batch: it holds no gate
-            # (the first leader) or its gate was released to make it leader.
-            for unit in batch[1:]:
-                unit.gate.release()  # type: ignore[union-attr]
-
-    def _send(self, batch: list[_Call]) -> None:
+    def _run_batch(self, batch: list[_Call]) -> None:
         if self.before_send is not None:
             self.before_send(batch)
         self.round_trips += 1
@@ -170,9 +125,9 @@ class Coalescer:
                 if isinstance(confirmed, Exception):
                     unit.error = confirmed  # the script ran; its WAIT failed
                 else:
-                    unit.answer, unit.confirmed = reply, confirmed
+                    unit.result = reply, confirmed
             else:
-                unit.answer = reply
+                unit.result = reply, None
 
     def _send_commands(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         if self._send_hook is not None:

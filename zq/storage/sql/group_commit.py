@@ -24,6 +24,10 @@ Each unit keeps its own result:
   error (or, if the server says the transaction lost a race, runs them
   again on their own).
 
+The leader and the hand-off from one group to the next are
+zq.storage.batching's; how a group runs and how each unit is answered is
+this module's.
+
 A group of one runs exactly as without group commit (no savepoint; on
 PostgreSQL a one-statement write stays in autocommit), so a quiet server
 pays nothing. See docs/storage-sql.md, "Group commit".
@@ -32,13 +36,13 @@ pays nothing. See docs/storage-sql.md, "Group commit".
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import exc
 
+from zq.storage.batching import Batcher, Unit
 from zq.storage.sql import dialects, wake
 
 # Units in one transaction at most: bounds how long the first of them waits
@@ -51,18 +55,15 @@ Solo = Callable[[Work, bool], Any]
 _local = threading.local()
 
 
-class _Unit:
-    """One request's unit of work, waiting in line, then its outcome."""
+class _Unit(Unit):
+    """One request's unit of work; its result is ``work``'s return value."""
 
-    __slots__ = ("done", "error", "lead", "result", "solo", "statement", "work")
+    __slots__ = ("solo", "statement", "work")
 
     def __init__(self, work: Work, statement: bool) -> None:
+        super().__init__()
         self.work = work
         self.statement = statement  # one statement: may run in autocommit alone
-        self.done = threading.Event()
-        self.lead = False  # woken to lead the next group, not with an outcome
-        self.result: Any = None
-        self.error: BaseException | None = None
         self.solo = False  # to run again on its own (its group was aborted)
 
 
@@ -70,7 +71,7 @@ class _Abort(Exception):
     """Raised inside the shared transaction to roll all of it back."""
 
 
-class GroupCommit:
+class GroupCommit(Batcher[_Unit]):
     """Runs write units of work in shared transactions (see the module docstring)."""
 
     def __init__(self, writer: sa.Engine, solo: Solo, *, window: float = 0.0,
@@ -82,13 +83,10 @@ class GroupCommit:
         ``notifier``: where the queues the group wakes go once it committed
         (PostgreSQL, zq.storage.sql.wake).
         """
+        super().__init__(max_batch=MAX_GROUP, window=window)
         self._writer = writer
         self._notifier = notifier
         self._solo = solo
-        self._window = window
-        self._lock = threading.Lock()
-        self._waiting: list[_Unit] = []
-        self._leading = False
         # Test hooks: called with the group's size inside the shared
         # transaction just before COMMIT, and after COMMIT before any answer.
         self.before_commit: Callable[[int], None] | None = None
@@ -104,49 +102,22 @@ class GroupCommit:
             # would wait for itself; it runs on its own connection instead.
             return self._solo(work, statement)
         unit = _Unit(work, statement)
-        with self._lock:
-            self._waiting.append(unit)
-            lead = not self._leading
-            self._leading = True
-        if not lead:
-            unit.done.wait()
-            lead = unit.lead
-        if lead:
-            self._lead()  # its group includes ``unit``, answered when this returns
-        if unit.solo:
+        result = self._submit(unit)
+        if unit.solo:  # its group was rolled back: no result, no error
             return self._solo(work, statement)
-        if unit.error is not None:
-            raise unit.error
-        return unit.result
+        return result
 
-    def _lead(self) -> None:
-        """Run one group, answer its units, hand the lead to whoever waits."""
-        if self._window > 0:
-            time.sleep(self._window)
-        with self._lock:
-            group = self._waiting[:MAX_GROUP]
-            del self._waiting[:MAX_GROUP]
-        try:
-            if len(group) == 1:
-                # No one to share with: the plain path, still as the leader,
-                # so that units arriving meanwhile form the next group.
-                only = group[0]
-                try:
-                    only.result = self._solo(only.work, only.statement)
-                except BaseException as error:
-                    only.error = error
-            else:
-                self._commit(group)
-        finally:
-            with self._lock:
-                if self._waiting:
-                    successor = self._waiting[0]
-                    successor.lead = True
-                    successor.done.set()
-                else:
-                    self._leading = False
-            for unit in group:
-                unit.done.set()
+    def _run_batch(self, group: list[_Unit]) -> None:
+        if len(group) == 1:
+            # No one to share with: the plain path, still as the leader,
+            # so that units arriving meanwhile form the next group.
+            only = group[0]
+            try:
+                only.result = self._solo(only.work, only.statement)
+            except BaseException as error:
+                only.error = error
+        else:
+            self._commit(group)
 
     def _commit(self, group: list[_Unit]) -> None:
         _local.leading = True
