@@ -270,3 +270,44 @@ def test_a_message_without_zqs_history_fields_keeps_their_defaults():
                                "age": 2, "body": {"n": 1}})
     assert (shown.claim_count, shown.history, shown.redrive_count, shown.forgiven_count,
             shown.last_failure) == (0, None, None, 0, None)
+
+
+def test_a_popped_message_shows_its_history_when_asked(client):
+    client.create_queue("q", {**QUIET_BREAKER, "_dead_letter_queue": "dlq"})
+    first, second = client.post("q", "a", "b", ttl=3600)
+    claim = client.claim("q", limit=2)
+    client.reject("q", first, claim.id, description="KeyError: 'order_id'")
+    client.reject("q", second, claim.id, description="KeyError: 'sku'")
+    assert client.redrive_all("dlq").moved == 2
+    # Opt-in, as on every other read: a pop without it shows none of them.
+    [plain] = client.pop("q")
+    assert (plain.id, plain.history, plain.redrive_count, plain.last_failure) == (
+        first, None, None, None)
+    [popped] = client.pop("q", include_history=True)
+    assert (popped.id, popped.claim_count, popped.redrive_count, popped.last_failure) == (
+        second, 1, 1, "KeyError: 'sku'")  # the redrive reset claim_count, kept last_failure
+    assert [h["reason"] for h in popped.history] == ["rejected", "redriven"]
+    assert popped.history[0]["description"] == "KeyError: 'sku'"
+
+
+def test_a_claims_messages_show_their_history_when_asked(client):
+    client.create_queue("q", {**QUIET_BREAKER, "_dead_letter_queue": "dlq"})
+    held, dead = client.post("q", "a", "b", ttl=3600)
+    claim = client.claim("q", limit=2)
+    client.force_breaker("q", "open")
+    client.reject("q", held, claim.id, description="OperationalError: db down")  # forgiven
+    client.force_breaker("q", "closed")
+    client.reject("q", dead, claim.id, description="KeyError: 'order_id'")
+    again = client.claim("q")
+    [plain] = client.get_claim("q", again.id).messages
+    assert (plain.id, plain.forgiven_count, plain.last_failure, plain.redrive_count) == (
+        held, 0, None, None)
+    [shown] = client.get_claim("q", again.id, include_history=True).messages
+    assert (shown.id, shown.claim_id, shown.claim_count, shown.forgiven_count,
+            shown.last_failure, shown.redrive_count) == (
+        held, again.id, 2, 1, "OperationalError: db down", 0)
+    in_dlq = client.claim("dlq")
+    [moved] = client.get_claim("dlq", in_dlq.id, include_history=True).messages
+    assert (moved.id, moved.last_failure) == (dead, "KeyError: 'order_id'")
+    assert [(h["queue"], h["reason"], h["description"]) for h in moved.history] == [
+        ("q", "rejected", "KeyError: 'order_id'")]

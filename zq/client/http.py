@@ -215,8 +215,13 @@ class Client:
         self._call("DELETE", f"/queues/{queue}/messages",
                    params={"ids": ",".join(message_ids)})
 
-    def pop(self, queue: str, count: int = 1) -> list[Message]:
-        doc = self._call("DELETE", f"/queues/{queue}/messages", params={"pop": count}).json()
+    def pop(self, queue: str, count: int = 1, *,
+            include_history: bool = False) -> list[Message]:
+        """Take and delete up to ``count`` free messages; [] when none is free."""
+        params: dict[str, Any] = {"pop": count}
+        if include_history:
+            params["include_history"] = "true"
+        doc = self._call("DELETE", f"/queues/{queue}/messages", params=params).json()
         return [Message.from_json(m) for m in doc.get("messages", [])]
 
     def reject(self, queue: str, message_id: str, claim_id: str, *,
@@ -279,8 +284,10 @@ class Client:
                       messages=[Message.from_json(m) for m in response.json()["messages"]])
         return ClaimAnswer(claim, waited, seconds)
 
-    def get_claim(self, queue: str, claim_id: str) -> Claim:
-        doc = self._call("GET", f"/queues/{queue}/claims/{claim_id}").json()
+    def get_claim(self, queue: str, claim_id: str, *,
+                  include_history: bool = False) -> Claim:
+        params = {"include_history": "true"} if include_history else None
+        doc = self._call("GET", f"/queues/{queue}/claims/{claim_id}", params=params).json()
         return Claim(id=claim_id, queue=queue,
                      messages=[Message.from_json(m) for m in doc.get("messages", [])])
 
