@@ -286,3 +286,19 @@ def test_a_claim_that_dead_letters_one_after_the_close_does_not_keep_it(
     assert redrive.run(storage, project, "q", SHORT) == 1
     assert in_queue(storage, project, "dlq") == {poison}
     assert storage.messages.get(project, "q", victim).redrive_count == 1
+
+
+def test_a_request_walks_a_long_queue_for_its_budget_and_leaves_the_rest_to_housekeeping(
+        storage, project, clock, redrive, monkeypatch):
+    from zq.service import auto_redrive as carried_out
+
+    monkeypatch.setattr(carried_out, "PAGE", 1)  # every message a page: the queue is "long"
+    victim, _ = exhausted_before_the_trip(storage, project, clock)
+    # The manual clock stands still, so a budget of 0 ends the walk after its first page.
+    assert redrive.run(storage, project, "q", SHORT, budget=0) == 1  # the victim, first in line
+    assert storage.messages.get(project, "q", victim).redrive_count == 1
+    assert (project, "q") in storage.breakers.due_redrives()  # still due
+    assert redrive.after_success(storage, project, "q", SHORT) == 0
+    assert (project, "q") in storage.breakers.due_redrives()  # not walked again by a request
+    assert redrive.run_due(storage) == 0  # housekeeping walks it all: nothing else was the outage's
+    assert (project, "q") not in storage.breakers.due_redrives()

@@ -27,7 +27,7 @@ from zq.pooling import Pools
 from zq.service import breakers, posts, rejects
 from zq.service import health as health_report
 from zq.service import metadata_writes as writes
-from zq.service.auto_redrive import AutoRedrive
+from zq.service.auto_redrive import REQUEST_BUDGET, AutoRedrive
 from zq.service.bodies import Bodies
 from zq.service.deliveries import outage_rules, version_for, with_metadata
 from zq.service.metadata_cache import MetadataCache
@@ -248,7 +248,8 @@ class QueueService:
         if forced.redrive_due:
             # Closed by hand after an outage: its dead letters come back now.
             self._auto_redrive.run(storage, project, queue,
-                                   self._stored_metadata(project, queue))
+                                   self._stored_metadata(project, queue),
+                                   budget=REQUEST_BUDGET)
         return forced
 
     def purge_queue(self, project: str, queue: str, document: Any | None) -> None:
