@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,9 +52,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from zq.analytics.schema import PARTITION_KEY, event_date, events_table
+from zq.analytics.schema import PARTITION_KEY, day_name, day_numbers, events_table
 from zq.analytics.sink import Sink, open_sink
 from zq.notifications import retention as notification_retention
 from zq.storage.base import Storage
@@ -240,16 +240,26 @@ def write_batch(sink: Sink, backend: str, events: list[Event], first_seq: int) -
     """
     last_seq = first_seq + len(events) - 1
     table = events_table(backend, first_seq, events)
-    rows_by_day: dict[str, list[int]] = defaultdict(list)
-    for index, event in enumerate(events):
-        rows_by_day[event_date(event.time)].append(index)
     written = []
-    for day, rows in sorted(rows_by_day.items()):
-        path = f"{PARTITION_KEY}={day}/part-{backend}-{first_seq:012d}-{last_seq:012d}.parquet"
-        part = table if len(rows) == len(events) else table.take(rows)
+    for day, part in sorted(_split_by_day(table).items()):
+        path = (f"{PARTITION_KEY}={day_name(day)}/"
+                f"part-{backend}-{first_seq:012d}-{last_seq:012d}.parquet")
         sink.write_atomic(path, parquet_bytes(part))
         written.append(path)
     return written
+
+
+def _split_by_day(table: pa.Table) -> dict[int, pa.Table]:
+    """The table's rows by day number, each day's rows in the table's order."""
+    days = day_numbers(table.column("time").combine_chunks())
+    runs = pc.run_end_encode(days)
+    ends, numbers = runs.run_ends.to_pylist(), runs.values.to_pylist()
+    if len(set(numbers)) == len(numbers):
+        # Each day is one run of rows (a log in time order): slices, no copies.
+        starts = [0, *ends[:-1]]
+        return {day: table.slice(start, end - start)
+                for day, start, end in zip(numbers, starts, ends, strict=True)}
+    return {day: table.filter(pc.equal(days, day)) for day in set(numbers)}
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
