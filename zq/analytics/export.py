@@ -55,7 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from zq.analytics.schema import PARTITION_KEY, day_name, day_numbers, events_table
+from zq.analytics.schema import PARTITION_KEY, SCHEMA, day_name, day_numbers, events_table
 from zq.analytics.sink import Sink, open_sink
 from zq.notifications import retention as notification_retention
 from zq.storage.base import Storage
@@ -262,10 +262,18 @@ def _split_by_day(table: pa.Table) -> dict[int, pa.Table]:
     return {day: table.filter(pc.equal(days, day)) for day in set(numbers)}
 
 
+# Columns holding (nearly) one value per event are written plain: a
+# dictionary of them is as large as the column, and building it only to
+# write both was a third of the Parquet encoding time. Readers see the same
+# values either way.
+_PLAIN_COLUMNS = {"seq", "cursor", "time", "message_id", "claim_id", "fingerprint", "detail"}
+_DICTIONARY_COLUMNS = [name for name in SCHEMA.names if name not in _PLAIN_COLUMNS]
+
+
 def parquet_bytes(table: pa.Table) -> bytes:
     """A table as the bytes of one Parquet file."""
     buffer = pa.BufferOutputStream()
-    pq.write_table(table, buffer, compression="snappy")
+    pq.write_table(table, buffer, compression="snappy", use_dictionary=_DICTIONARY_COLUMNS)
     return buffer.getvalue().to_pybytes()
 
 
