@@ -254,7 +254,9 @@ export function renderDeadLetters(root, { api }, name) {
 
   async function load() {
     loading = true;
-    let drawn = 0;
+    // Never drawn yet: the first page draws at once, however young the page
+    // (performance.now() counts from the document's start, often under a second).
+    let drawn = -Infinity;
     const described = [];
     try {
       // Groups show from the first page on and are redrawn as pages come
