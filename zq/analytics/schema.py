@@ -79,7 +79,8 @@ _DAY_SECONDS = 86_400
 
 
 @lru_cache(maxsize=4096)
-def _day_of(day_number: int) -> str:
+def day_name(day_number: int) -> str:
+    """The partition (``YYYY-MM-DD``) of a UTC day number (``time // 86400``)."""
     return datetime.fromtimestamp(day_number * _DAY_SECONDS, UTC).strftime("%Y-%m-%d")
 
 
@@ -88,7 +89,7 @@ def event_date(time: float) -> str:
     # POSIX time has no leap seconds: a UTC day is exactly 86,400 of them, so
     # the day number alone names the day, and formatting it once per day (not
     # once per event) is most of the export's date cost saved.
-    return _day_of(int(time // _DAY_SECONDS))
+    return day_name(int(time // _DAY_SECONDS))
 
 
 def day_numbers(times: pa.Array) -> pa.Array:
@@ -100,11 +101,6 @@ def day_numbers(times: pa.Array) -> pa.Array:
     # number and 86,400 are exact, so comparing with them puts those back.
     over = pc.greater(pc.multiply(days, float(_DAY_SECONDS)), times)
     return pc.if_else(over, pc.subtract(days, 1.0), days).cast(pa.int64())
-
-
-def day_name(day_number: int) -> str:
-    """The partition (``YYYY-MM-DD``) of a day number from ``day_numbers``."""
-    return _day_of(day_number)
 
 
 def exported_detail(detail: dict[str, Any] | None) -> dict[str, Any] | None:
