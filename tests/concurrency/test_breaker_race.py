@@ -28,7 +28,7 @@ from tests.crash.audit import crash_environment, listed_messages
 from tests.crash.conftest import storage_uri
 from tests.crash.outage_load import (
     Deliveries,
-    Outage,
+    DependencyOutage,
     OutageConsumer,
     audit_every_message_deleted_once,
     breaker_of,
@@ -63,7 +63,7 @@ def test_eight_consumers_on_two_workers_trip_and_close_one_breaker(
                            "--storage", storage_uri).start()
     target = Target()
     target.set(server.url)
-    outage = Outage()
+    outage = DependencyOutage()
     ledger = Deliveries()
     consumers = [OutageConsumer(target, project, "work", outage, ledger, terminal=n % 2 == 1)
                  for n in range(CONSUMERS)]

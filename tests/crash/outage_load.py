@@ -27,7 +27,7 @@ from zq.storage.breakers import BreakerState
 OUTAGE_DESCRIPTION = "OperationalError: orders-db unreachable (connection refused)"
 
 
-class Outage:
+class DependencyOutage:
     """The dependency the consumers need: down until ``end()``; thread-safe.
 
     ``end()`` returns once no failure reported during the outage is still on
@@ -77,7 +77,7 @@ class Deliveries:
 class OutageConsumer(threading.Thread):
     """Claims, then fails (during ``outage``) or deletes each message, until stopped."""
 
-    def __init__(self, target: Target, project: str, queue: str, outage: Outage,
+    def __init__(self, target: Target, project: str, queue: str, outage: DependencyOutage,
                  ledger: Deliveries, *, terminal: bool, batch: int = 5,
                  claim_ttl: int = 60) -> None:
         super().__init__(name=f"outage-consumer-{queue}", daemon=True)

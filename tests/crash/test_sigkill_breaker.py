@@ -27,7 +27,7 @@ import pytest
 from tests.crash.audit import crash_environment, listed_messages
 from tests.crash.outage_load import (
     Deliveries,
-    Outage,
+    DependencyOutage,
     OutageConsumer,
     audit_every_message_deleted_once,
     breaker_of,
@@ -70,7 +70,7 @@ def test_sigkill_while_the_breaker_is_open_dead_letters_and_loses_nothing(
     server = start(0)
     target = Target()
     target.set(server.url)
-    outage = Outage()
+    outage = DependencyOutage()
     ledger = Deliveries()
     consumers = [OutageConsumer(target, project, "work", outage, ledger, terminal=n == 0,
                                 claim_ttl=CLAIM_TTL) for n in range(CONSUMERS)]
