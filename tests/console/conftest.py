@@ -199,6 +199,16 @@ def sign_in(page: Any, url: str, token: str) -> None:
     page.wait_for_selector("#nav:not([hidden])")
 
 
+def open_dead_letters(page: Any, url: str, queue: str) -> None:
+    """The dead letter browser of QUEUE, once every page of it has come.
+
+    Groups show from the first page on and the page is redrawn as the rest
+    comes: reading it at the first group would read a moment of the loading.
+    """
+    page.goto(f"{url}/console#/dlq/{queue}")
+    page.wait_for_selector('#groups[aria-busy="false"]')
+
+
 def shot(page: Any, name: str, *, full_page: bool = False) -> None:
     """A screenshot for docs/console.md (NAME.png in SCREENSHOTS)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,15 @@ except ImportError:  # CI installs it ('.[test]'): there a missing one fails the
         raise
     pytest.skip("playwright is not installed (pip install '.[test]')", allow_module_level=True)
 
-from tests.console.conftest import Served, TokenApi, Watched, serve, shot, sign_in
+from tests.console.conftest import (
+    Served,
+    TokenApi,
+    Watched,
+    open_dead_letters,
+    serve,
+    shot,
+    sign_in,
+)
 from tests.console.workload import dead_letter_policy, poison, reject_all, stats
 from zq import events
 from zq.api import create_app
@@ -114,8 +122,7 @@ def test_dead_letter_browser_groups_by_failure_then_body_and_switches(
     reject_all(api, "billing", None, 2)
     page = watched.page
     sign_in(page, served.url, api.token)
-    page.goto(f"{served.url}/console#/dlq/billing-dlq")
-    page.wait_for_selector("section.group")
+    open_dead_letters(page, served.url, "billing-dlq")
 
     assert page.locator("#summary").inner_text() == "8 messages in 3 groups"
     groups = page.locator("section.group")
@@ -167,8 +174,7 @@ def test_redrive_previews_with_a_dry_run_then_moves_on_confirm(
                                                 BAD_DATE: ({"parcel": 2}, 1)})
     page = watched.page
     sign_in(page, served.url, api.token)
-    page.goto(f"{served.url}/console#/dlq/ship-dlq")
-    page.wait_for_selector("section.group")
+    open_dead_letters(page, served.url, "ship-dlq")
     if not served.has_route("POST", "/v2/queues/ship-dlq/redrive"):
         # This zq has no redrive: the page says so and offers what it can.
         note = page.locator("#redrive-note")
@@ -215,8 +221,7 @@ def test_redrive_by_filter_to_a_new_queue_needs_create(served: Served,
     poison(api, "bill", "bill-dlq", {KEY_ERROR: ({"bill": 1}, 2)})
     page = watched.page
     sign_in(page, served.url, api.token)
-    page.goto(f"{served.url}/console#/dlq/bill-dlq")
-    page.wait_for_selector("section.group")
+    open_dead_letters(page, served.url, "bill-dlq")
     if not served.has_route("POST", "/v2/queues/bill-dlq/redrive"):
         pytest.skip("this zq has no POST /v2/queues/{q}/redrive")
 
@@ -249,8 +254,7 @@ def test_delete_selection_and_purge_ask_first_and_report(served: Served,
     rejected = poison(api, "mail", "mail-dlq", {KEY_ERROR: ({"to": "x"}, 3)})
     page = watched.page
     sign_in(page, served.url, api.token)
-    page.goto(f"{served.url}/console#/dlq/mail-dlq")
-    page.wait_for_selector("section.group")
+    open_dead_letters(page, served.url, "mail-dlq")
 
     first = rejected[KEY_ERROR][0]
     page.get_by_label(f"select message {first}").check()
@@ -285,8 +289,7 @@ def test_hostile_bodies_and_descriptions_render_as_text(served: Served,
     reject_all(api, "xss", XSS_DESCRIPTION, 2)
     page = watched.page
     sign_in(page, served.url, api.token)
-    page.goto(f"{served.url}/console#/dlq/xss-dlq")
-    page.wait_for_selector("section.group")
+    open_dead_letters(page, served.url, "xss-dlq")
     for details in page.locator("section.group > details:not([open]) > summary").all():
         details.click()
     for details in page.locator("details.body > summary").all():
@@ -446,8 +449,7 @@ def test_readable_on_a_narrow_screen(served: Served, watched: Watched) -> None:
     page.wait_for_selector('tr[data-queue="narrow"]')
     overflow = "document.documentElement.scrollWidth - window.innerWidth"
     assert page.evaluate(overflow) <= 0  # the table scrolls inside its box, not the page
-    page.goto(f"{served.url}/console#/dlq/narrow-dlq")
-    page.wait_for_selector("section.group")
+    open_dead_letters(page, served.url, "narrow-dlq")
     assert page.evaluate(overflow) <= 0
     shot(page, "dead-letters-narrow")
     assert page.locator("section.group h2").inner_text() == f"2 messages · {KEY_ERROR} · 1 body"
@@ -465,8 +467,7 @@ def test_leaving_the_dead_letter_page_aborts_what_it_still_waits_for(
     page.route("**/v2/queues/leave-dlq/redrive", lambda route: held.append(route))
     page.on("requestfailed", lambda r: failed.append(r.url) if "/redrive" in r.url else None)
     sign_in(page, served.url, api.token)
-    page.goto(f"{served.url}/console#/dlq/leave-dlq")
-    page.wait_for_selector("section.group")
+    open_dead_letters(page, served.url, "leave-dlq")
     for _ in range(100):
         if held:
             break

@@ -23,7 +23,7 @@ except ImportError:  # CI installs it ('.[test]'): there a missing one fails the
         raise
     pytest.skip("playwright is not installed (pip install '.[test]')", allow_module_level=True)
 
-from tests.console.conftest import Served, Watched, shot, sign_in
+from tests.console.conftest import Served, Watched, open_dead_letters, shot, sign_in
 from tests.console.workload import poison, stats
 from zq import events
 from zq.metrics.tail import SETTLE
@@ -56,7 +56,7 @@ def test_redrive_at_a_chosen_speed_and_cancel_between_pages(served: Served,
     rejected = set(poison(api, "pace", "pace-dlq", {KEY_ERROR: ({"pace": 1}, 8)})[KEY_ERROR])
     page = watched.page
     sign_in(page, served.url, api.token)
-    page.goto(f"{served.url}/console#/dlq/pace-dlq")
+    open_dead_letters(page, served.url, "pace-dlq")
     # Where these dead letters come from, linked.
     expect(page.locator("#feeders")).to_have_text("Dead letter queue of pace.")
     assert page.locator("#feeders a").get_attribute("href") == "#/queue/pace"
@@ -102,8 +102,7 @@ def test_redrive_by_fingerprint_and_dead_lettered_time(served: Served,
                for m in history)
     page = watched.page
     sign_in(page, served.url, api.token)
-    page.goto(f"{served.url}/console#/dlq/stamp-dlq")
-    page.wait_for_selector("section.group")
+    open_dead_letters(page, served.url, "stamp-dlq")
 
     # After the last of them: nothing matches.
     page.get_by_role("button", name="Redrive by filter…").click()
@@ -285,11 +284,14 @@ SUMMARY_WATCH = """
 window.summariesSeen = [];
 new MutationObserver(() => {
   const summary = document.querySelector("#summary");
-  if (summary) {
+  const groups = document.querySelector("#groups");
+  if (summary && groups) {
     window.summariesSeen.push(
-      [summary.innerText, document.querySelectorAll("section.group").length]);
+      [summary.innerText, document.querySelectorAll("section.group").length,
+       groups.getAttribute("aria-busy")]);
   }
-}).observe(document, {subtree: true, childList: true, characterData: true});
+}).observe(document, {subtree: true, childList: true, characterData: true,
+                      attributes: true, attributeFilter: ["aria-busy"]});
 """
 
 
@@ -311,7 +313,10 @@ def test_ten_thousand_dead_letters_in_five_hundred_groups_stay_fast(
     all_loaded = time.perf_counter() - started
     # The first groups showed from the first pages on, before the rest had come.
     seen = page.evaluate("window.summariesSeen")
-    assert any(text.startswith("Loading: ") and 0 < groups < 500 for text, groups in seen), seen
+    assert any(text.startswith("Loading: ") and 0 < groups < 500 for text, groups, _ in seen), seen
+    # Busy while it loads, and not once it has all: what open_dead_letters waits for.
+    assert all(busy == "true" for text, _, busy in seen if text.startswith("Loading: ")), seen
+    assert seen[-1] == ["10000 messages in 500 groups", 500, "false"], seen[-1]
     # Drawn up front: the group headers and the first group's first 20; not 10,000 messages.
     assert page.locator("section.group").count() == 500
     assert page.locator("li.message").count() == 20

@@ -104,7 +104,9 @@ export function renderDeadLetters(root, { api }, name) {
   const summary = h("p.summary", { id: "summary", "aria-live": "polite" });
   const feeders = h("p.feeders", { id: "feeders" });
   const progress = h("div.progress", { id: "progress", hidden: true });
-  const list = h("div", { id: "groups" }, h("p.empty", { text: "Loading dead letters…" }));
+  // aria-busy: the groups are still being completed page by page (screen
+  // readers wait for the whole; so can anything that reads the page).
+  const list = h("div", { id: "groups", "aria-busy": "true" }, h("p.empty", { text: "Loading dead letters…" }));
   const note = h("p.note", { id: "redrive-note", hidden: true });
   const btn = (label, kind, onClick, id) => h(`button.${kind}`, { type: "button", id, text: label, on: { click: onClick } });
   const redriveSel = btn("Redrive selected…", "primary", () => redriveIds([...selected], "the selected messages"), "redrive-selected");
@@ -252,15 +254,20 @@ export function renderDeadLetters(root, { api }, name) {
     updateButtons();
   }
 
+  function setLoading(now) {
+    loading = now;
+    list.setAttribute("aria-busy", String(now));
+  }
+
   async function load() {
-    loading = true;
+    setLoading(true);
     // Never drawn yet: the first page draws at once, however young the page
     // (performance.now() counts from the document's start, often under a second).
     let drawn = -Infinity;
     const described = [];
     try {
       // Groups show from the first page on and are redrawn as pages come
-      // (at most once a second): the first screen does not wait for 10,000.
+      // (at most every REDRAW_MS): the first screen does not wait for 10,000.
       const answer = await api.pages(`${q(name)}/messages`,
         { include_history: true, include_claimed: true, echo: true, limit: 20 }, "messages", MAX_MESSAGES,
         (so_far) => {
@@ -272,14 +279,14 @@ export function renderDeadLetters(root, { api }, name) {
           drawn = performance.now();
         });
       if (stopped) return;
-      loading = false;
+      setLoading(false);
       items = described.slice(0, answer.items.length);
       truncated = answer.truncated;
       const present = new Set(items.map((i) => i.id));
       for (const id of [...selected]) if (!present.has(id)) selected.delete(id);
       draw();
     } catch (err) {
-      loading = false;
+      setLoading(false);
       if (stopped) return;
       replace(list, h("p.error", { role: "alert", text: `Could not read ${name}: ${err.description || err.message}` }));
       updateButtons();
