@@ -442,7 +442,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[Settings, list[str], int]
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.amqp_load",
         description="loadgen's workloads against a local RabbitMQ's quorum queues.",
-        epilog=__doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog="examples:\n"
+               "  python -m benchmarks.amqp_load --url amqp://guest:guest@127.0.0.1:5672/ "
+               "--workload post\n"
+               "  python -m benchmarks.amqp_load --workload claim-delete --duration 10\n\n"
+               + __doc__.split("\n\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default=DEFAULT_URL,
                         help="broker on a loopback address (default: %(default)s)")
     parser.add_argument("--workload", action="append", choices=[*WORKLOAD_NAMES, "all"],

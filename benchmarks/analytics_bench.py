@@ -161,15 +161,27 @@ def megabytes(value: float | None) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=1_000_000, dest="count")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python benchmarks/analytics_bench.py --events 1000000 --dir /tmp/exs --skip-job\n"
+               "  python benchmarks/analytics_bench.py --events 10000000 --dir /tmp/bench10m "
+               "--driver-memory 8g",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000, dest="count",
+                        help="synthetic events exported (default: %(default)s)")
     parser.add_argument("--dir", help="dataset directory (default: a temporary one)")
-    parser.add_argument("--batch-size", type=int, default=100_000)
-    parser.add_argument("--skip-export", action="store_true")
-    parser.add_argument("--skip-job", action="store_true")
+    parser.add_argument("--batch-size", type=int, default=100_000,
+                        help="events per export batch (default: %(default)s)")
+    parser.add_argument("--skip-export", action="store_true",
+                        help="reuse the dataset already in --dir instead of exporting")
+    parser.add_argument("--skip-job", action="store_true",
+                        help="time the export only, not the Spark job")
     parser.add_argument("--keep", action="store_true", help="keep the temporary dataset")
-    parser.add_argument("--master", default=None)
-    parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--master", default=None,
+                        help="Spark master URL passed to the job (default: the job's own, local)")
+    parser.add_argument("--driver-memory", default="4g",
+                        help="spark.driver.memory of the job (default: %(default)s)")
     parser.add_argument("--json-out", metavar="FILE",
                         help="write the job's output (every table, JSON) to FILE, to compare runs")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",

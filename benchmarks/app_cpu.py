@@ -236,16 +236,27 @@ def _run(tree: Path, workload: str, backend: str, requests: int,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", type=Path, help="an older zq source tree")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.app_cpu --baseline /tmp/zq-base --backend redis "
+               "--requests 1500 --repeat 3\n"
+               "  python -m benchmarks.app_cpu --profile /tmp/p.pstats --backend redis "
+               "--workload post --requests 1000",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", type=Path, metavar="TREE",
+                        help="an older zq source tree, run alternating with this one")
     parser.add_argument("--workload", choices=WORKLOADS, action="append",
                         help="repeatable (default: all)")
     parser.add_argument("--backend", choices=BACKENDS, action="append",
                         help="repeatable (default: redis)")
     parser.add_argument("--uri", choices=BACKENDS, help=argparse.SUPPRESS)  # older spelling
-    parser.add_argument("--requests", type=int, default=3000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--baseline-without-hiredis", action="store_true")
+    parser.add_argument("--requests", type=int, default=3000,
+                        help="timed requests per run (default: %(default)s)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds per workload and backend (default: %(default)s)")
+    parser.add_argument("--baseline-without-hiredis", action="store_true",
+                        help="hide the hiredis package from the baseline's process")
     parser.add_argument("--profile", type=Path, metavar="FILE",
                         help="with one --workload and --backend and no --baseline: run once "
                              "under cProfile and write its stats to FILE (pstats)")

@@ -77,16 +77,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--baseline", type=Path, required=True, help="checkout to compare with")
     parser.add_argument("--candidate", type=Path, default=ROOT,
                         help="checkout measured against it (default: this one)")
-    parser.add_argument("--storage", choices=("redis", "sqlite"), default="redis")
+    parser.add_argument("--storage", choices=("redis", "sqlite"), default="redis",
+                        help="a fresh Redis key prefix (db 11) or SQLite file for each "
+                             "(default: %(default)s)")
     parser.add_argument("--workload", action="append",
                         help="repeatable (default: ping, post, claim-delete)")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--duration", type=float, default=8.0)
-    parser.add_argument("--requests", type=int, default=20000)
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--batch", type=int, default=10)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each workload on each checkout, alternating "
+                             "(default: %(default)s)")
+    parser.add_argument("--duration", type=float, default=8.0,
+                        help="at most this many seconds per run (default: %(default)s)")
+    parser.add_argument("--requests", type=int, default=20000,
+                        help="at most this many requests per run (default: %(default)s)")
+    parser.add_argument("--concurrency", type=int, default=8,
+                        help="loadgen's requests in flight (default: %(default)s)")
+    parser.add_argument("--batch", type=int, default=10,
+                        help="messages per post and per claim (default: %(default)s)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="zq serve worker processes (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=4,
+                        help="threads per worker (default: %(default)s)")
     return parser.parse_args(argv)
 
 

@@ -300,12 +300,21 @@ def run_case(storage: Storage, clock: ShiftedClock, name: str, free: int, held: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               '  python -m benchmarks.claim_scaling "redis://127.0.0.1:6379/11" --claims 200 '
+               "--sizes 1k,1m\n"
+               "  python -m benchmarks.claim_scaling postgresql://postgres@127.0.0.1:5432 "
+               "--claims 50 --sizes 1k,1m",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("uri", help="postgresql://server (no database), redis://host:port/db, "
                                     "a MariaDB or SQLite URI")
-    parser.add_argument("--claims", type=int, default=200, help="timed claims per case")
+    parser.add_argument("--claims", type=int, default=200,
+                        help="timed claims per case (default: %(default)s)")
     parser.add_argument("--sizes", default="1k,100k",
-                        help="comma list of queue sizes among " + ",".join(SIZES))
+                        help="comma list of queue sizes among " + ",".join(SIZES)
+                        + " (default: %(default)s)")
     parser.add_argument("--case", action="append",
                         help="repeatable (a size, held10k, expired10k); default: all")
     parser.add_argument("--policy", choices=("none", "dlq", "backoff"), default="none",

@@ -89,10 +89,20 @@ def run_round(storage: Storage, log: ConsumerLog, total: int) -> dict[str, float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("uri", nargs="?")
-    parser.add_argument("-n", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.consumer_log_cost\n"
+               "  python -m benchmarks.consumer_log_cost redis://127.0.0.1:6379/11?prefix=logcost "
+               "-n 5000 --rounds 5",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("uri", nargs="?",
+                        help="storage URI, a scratch store (default: a temporary SQLite file)")
+    parser.add_argument("-n", type=int, default=2000,
+                        help="messages claimed and deleted per mode and round "
+                             "(default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds, alternating which mode goes first (default: %(default)s)")
     args = parser.parse_args()
     uri = args.uri or f"sqlite:///{tempfile.mkdtemp()}/bench.sqlite3"
     storage = open_storage(uri)

@@ -73,11 +73,20 @@ def cipher_alone(cipher: BodyCipher, body: str, repeat: int = 20000) -> dict[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.encryption_cost\n"
+               "  python -m benchmarks.encryption_cost redis://127.0.0.1:6379/11?prefix=enc "
+               "-n 5000 --rounds 5 --body-bytes 1024",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("uri", nargs="?", help="storage URI (default: temporary SQLite)")
-    parser.add_argument("-n", type=int, default=2000, help="messages per phase and round")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--body-bytes", type=int, default=100)
+    parser.add_argument("-n", type=int, default=2000,
+                        help="messages per phase and round (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds, alternating which queue goes first (default: %(default)s)")
+    parser.add_argument("--body-bytes", type=int, default=100,
+                        help="bytes of each message's payload (default: %(default)s)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         uri = args.uri or f"sqlite:///{scratch}/bench.sqlite3"

@@ -92,10 +92,21 @@ def bench(uri: str, rounds: int, posts: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--posts", type=int, default=400)
-    parser.add_argument("--storage", nargs="*", default=None)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python benchmarks/event_bodies_cost.py --rounds 5 --posts 300\n"
+               "  python benchmarks/event_bodies_cost.py --storage "
+               "redis://127.0.0.1:6379/11?prefix=evb",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="rounds of alternating blocks (default: %(default)s)")
+    parser.add_argument("--posts", type=int, default=400,
+                        help="posts of 10 messages per side and round, in blocks of 20 "
+                             "(default: %(default)s)")
+    parser.add_argument("--storage", nargs="*", default=None, metavar="URI",
+                        help="storage URIs, one run each (default: a temporary SQLite file "
+                             "and redis://127.0.0.1:6379/11)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         uris = args.storage or [f"sqlite:///{directory}/bench.sqlite3",

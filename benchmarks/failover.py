@@ -149,13 +149,20 @@ def cost(only: str | None, seconds: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.failover --rounds 3 --before 10 --after 5\n"
+               "  python -m benchmarks.failover --only redis --no-failover --cost-seconds 20",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="failovers per backend (default: %(default)s)")
     parser.add_argument("--before", type=float, default=10.0,
                         help="seconds of load before the kill")
     parser.add_argument("--after", type=float, default=5.0,
                         help="seconds of load after the first acknowledged post")
-    parser.add_argument("--only", choices=("postgresql", "redis"))
+    parser.add_argument("--only", choices=("postgresql", "redis"),
+                        help="measure this backend only (default: both)")
     parser.add_argument("--lag", type=float, default=0.0,
                         help="seconds before the kill the replica stops receiving (0: none)")
     parser.add_argument("--cost-seconds", type=float, default=10.0,

@@ -54,9 +54,16 @@ def measure(events: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--tree", help="another zq source tree to measure instead")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.first_notification\n"
+               "  python -m benchmarks.first_notification --events 100000 --tree /tmp/zq-main",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=100_000,
+                        help="events in the log before the subscription (default: %(default)s)")
+    parser.add_argument("--tree", metavar="DIR",
+                        help="another zq source tree to measure instead")
     args = parser.parse_args()
     if args.tree:
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -166,14 +166,22 @@ def explain(storage: Storage) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.fresh_database\n"
+               "  python -m benchmarks.fresh_database --explain   # the plans",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432",
-                        help="PostgreSQL server URI without a database")
-    parser.add_argument("--backlog", type=int, default=30000)
-    parser.add_argument("--consumers", type=int, default=16)
+                        help="PostgreSQL server URI without a database (default: %(default)s)")
+    parser.add_argument("--backlog", type=int, default=30000,
+                        help="messages posted before the consumers start (default: %(default)s)")
+    parser.add_argument("--consumers", type=int, default=16,
+                        help="consumer threads claiming and deleting (default: %(default)s)")
     parser.add_argument("--messages", type=int, default=10000,
-                        help="stop after this many are deleted")
-    parser.add_argument("--explain", action="store_true")
+                        help="stop after this many are deleted (default: %(default)s)")
+    parser.add_argument("--explain", action="store_true",
+                        help="also print the claim's and delete's query plans")
     args = parser.parse_args()
     name = f"zq_fresh_{uuid.uuid4().hex[:8]}"
     admin = sa.create_engine(args.server.replace("postgresql://", "postgresql+psycopg://", 1)

@@ -50,18 +50,26 @@ from benchmarks.zaqar_side_by_side import (
 def add_run_arguments(parser: argparse.ArgumentParser, *, duration: float) -> None:
     """The options of an off/on run (benchmarks/redis_coalesce_ab.py's too): the
     servers' workers and threads, the load generator's bounds, the repeats."""
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--duration", type=float, default=duration)
-    parser.add_argument("--requests", type=int, default=20000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2,
+                        help="zq serve worker processes (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=4,
+                        help="threads per worker (default: %(default)s)")
+    parser.add_argument("--concurrency", type=int, default=16,
+                        help="loadgen's requests in flight (default: %(default)s)")
+    parser.add_argument("--duration", type=float, default=duration,
+                        help="at most this many seconds per run (default: %(default)s)")
+    parser.add_argument("--requests", type=int, default=20000,
+                        help="at most this many requests per run (default: %(default)s)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each case on each side, alternating which goes first "
+                             "(default: %(default)s)")
 
 
 def add_cases_argument(parser: argparse.ArgumentParser) -> None:
     """``--cases``: which of CASES to run (read back with ``chosen_cases``)."""
     parser.add_argument("--cases", type=lambda text: set(text.split(",")), default=None,
-                        help="comma list of workload:batch, e.g. post:10,claim-delete:10")
+                        help="comma list of workload:batch, e.g. post:10,claim-delete:10 "
+                             "(default: every case)")
 
 
 def chosen_cases(args: argparse.Namespace) -> list[tuple[str, int]]:
@@ -99,11 +107,18 @@ def measure(target: Target, database: str | None, workload: str, batch: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.group_commit_ab --repeat 3 --duration 6 "
+               "--cases post:1,post:10,claim-delete:10\n"
+               "  python -m benchmarks.group_commit_ab --backend mariadb --repeat 2",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(parser, duration=8.0)
     add_cases_argument(parser)
     parser.add_argument("--backend", choices=("postgresql", "mariadb", "sqlite"),
-                        default="postgresql")
+                        default="postgresql",
+                        help="the fresh database both servers share (default: %(default)s)")
     args = parser.parse_args(argv)
     cases = chosen_cases(args)
     scratch = Path(tempfile.mkdtemp(prefix="zq-group-commit-"))

@@ -72,12 +72,24 @@ def one_run(checkout: Path, requests: int, concurrency: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", type=Path, required=True)
-    parser.add_argument("--candidate", type=Path, default=ROOT)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=20000)
-    parser.add_argument("--concurrency", type=int, default=8)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.handoff_ab --baseline /tmp/zq-main --repeat 3 "
+               "--concurrency 8\n"
+               "  python -m benchmarks.handoff_ab --baseline /tmp/zq-main-rsgi --repeat 4 "
+               "--concurrency 8",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", type=Path, required=True,
+                        help="checkout to compare with")
+    parser.add_argument("--candidate", type=Path, default=ROOT,
+                        help="checkout measured against it (default: this one)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each checkout, alternating (default: %(default)s)")
+    parser.add_argument("--requests", type=int, default=20000,
+                        help="requests per run (default: %(default)s)")
+    parser.add_argument("--concurrency", type=int, default=8,
+                        help="requests in flight on the event loop (default: %(default)s)")
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:

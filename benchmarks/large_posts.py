@@ -51,10 +51,18 @@ def best_post(storage: Storage, size: int, rounds: int, threshold: int) -> float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("uri")
-    parser.add_argument("--sizes", default="50,101,500,1000,3000")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.large_posts postgresql://postgres@127.0.0.1:5432/bench\n"
+               "  python -m benchmarks.large_posts postgresql://postgres@127.0.0.1:5432/bench "
+               "--sizes 101,1000 --rounds 5",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("uri", help="PostgreSQL URI of a scratch database")
+    parser.add_argument("--sizes", default="50,101,500,1000,3000",
+                        help="messages per post, comma list (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="posts per size and way, the best counts (default: %(default)s)")
     args = parser.parse_args()
     storage = open_storage(args.uri)
     dialect = storage.engine.dialect.name  # type: ignore[attr-defined]

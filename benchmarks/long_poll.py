@@ -376,31 +376,50 @@ def throughput(url: str, wait: float, args: argparse.Namespace) -> dict:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:\n"
+               "  python benchmarks/long_poll.py redis://127.0.0.1:16399/0\n"
+               "  python benchmarks/long_poll.py postgresql://postgres@127.0.0.1:5432/test "
+               "--skip idle --skip throughput",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("uri", help="storage URI: redis://..., postgresql://..., sqlite:///...")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2,
+                        help="zq serve worker processes (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=4,
+                        help="threads per worker (default: %(default)s)")
     parser.add_argument("--wait", type=float, default=20.0,
                         help="seconds each waiting claim asks (default: %(default)s)")
-    parser.add_argument("--waiters", type=int, default=50)
-    parser.add_argument("--rate", type=float, default=20.0, help="posts per second")
-    parser.add_argument("--seconds", type=float, default=30.0, help="of posts per latency run")
-    parser.add_argument("--idle", type=int, default=2000, help="idle waiting consumers")
-    parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--waiters", type=int, default=50,
+                        help="consumers in each latency run, waiting or polling "
+                             "(default: %(default)s)")
+    parser.add_argument("--rate", type=float, default=20.0,
+                        help="posts per second (default: %(default)s)")
+    parser.add_argument("--seconds", type=float, default=30.0,
+                        help="seconds of posts per latency run (default: %(default)s)")
+    parser.add_argument("--idle", type=int, default=2000,
+                        help="idle waiting consumers (default: %(default)s)")
+    parser.add_argument("--idle-seconds", type=float, default=60.0,
+                        help="seconds measured with the idle consumers waiting "
+                             "(default: %(default)s)")
     parser.add_argument("--baseline-seconds", type=float, default=15.0,
                         help="seconds measured with nobody waiting, before the idle "
-                             "consumers start")
+                             "consumers start (default: %(default)s)")
     parser.add_argument("--settle", type=float, default=5.0,
                         help="seconds between the last idle consumer's start and the "
-                             "measurement")
+                             "measurement (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=3,
-                        help="latency runs per mode, throughput runs per side")
-    parser.add_argument("--concurrency", type=int, default=8, help="claim-delete consumers")
-    parser.add_argument("--throughput-seconds", type=float, default=6.0)
+                        help="latency runs per mode, throughput runs per side "
+                             "(default: %(default)s)")
+    parser.add_argument("--concurrency", type=int, default=8,
+                        help="claim-delete consumers (default: %(default)s)")
+    parser.add_argument("--throughput-seconds", type=float, default=6.0,
+                        help="seconds of each claim-delete run (default: %(default)s)")
     parser.add_argument("--throughput-rounds", type=int, default=6,
                         help="claim-delete runs per side, alternating (default: %(default)s)")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=("latency", "idle", "throughput"))
+                        choices=("latency", "idle", "throughput"),
+                        help="leave out this part (repeatable; default: run all three)")
     parser.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
                         help="extra environment of zq serve (e.g. ZQ_LIMITS_MAX_CLAIM_WAIT=20)")
     args = parser.parse_args(argv)

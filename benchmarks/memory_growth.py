@@ -296,14 +296,24 @@ def storage_uri(backend: str, scratch: Path) -> Iterator[str]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=("redis", "postgresql", "sqlite"), required=True)
-    parser.add_argument("--minutes", type=float, default=10.0)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.memory_growth --backend redis --minutes 10\n"
+               "  python -m benchmarks.memory_growth --backend postgresql --minutes 10",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=("redis", "postgresql", "sqlite"), required=True,
+                        help="storage of the zq serve under load")
+    parser.add_argument("--minutes", type=float, default=10.0,
+                        help="minutes of load (default: %(default)s)")
     parser.add_argument("--rate", type=float, default=40.0,
                         help="operations started per second (default: %(default)s)")
-    parser.add_argument("--sample", type=float, default=5.0, help="seconds between samples")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--sample", type=float, default=5.0,
+                        help="seconds between RSS samples (default: %(default)s)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="zq serve worker processes (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=4,
+                        help="threads per worker (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.minutes <= 0 or args.rate <= 0 or args.sample <= 0 or args.workers < 1 \
             or args.threads < 1:

@@ -38,10 +38,19 @@ def load(url: str, workload: str, duration: float) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--duration", type=float, default=8.0)
-    parser.add_argument("--storage", default="redis://127.0.0.1:6379/11")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.metrics_overhead --rounds 3 --duration 8\n"
+               "  python -m benchmarks.metrics_overhead --storage redis://127.0.0.1:6379/12",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of each workload on each server, alternating "
+                             "(default: %(default)s)")
+    parser.add_argument("--duration", type=float, default=8.0,
+                        help="seconds of each run (default: %(default)s)")
+    parser.add_argument("--storage", default="redis://127.0.0.1:6379/11",
+                        help="storage URI of both servers (default: %(default)s)")
     args = parser.parse_args()
     envs = {"on": {"ZQ_METRICS_ENABLED": "true"}, "off": {"ZQ_METRICS_ENABLED": "false"}}
     with servers(args.storage, envs, scrape="on") as urls:

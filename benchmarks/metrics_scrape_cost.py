@@ -26,9 +26,17 @@ from zq.metrics.tail import SETTLE
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--queues", type=int, default=1000)
-    parser.add_argument("--storage", default="")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:\n"
+               "  python benchmarks/metrics_scrape_cost.py\n"
+               "  python benchmarks/metrics_scrape_cost.py --queues 5000 "
+               "--storage redis://127.0.0.1:6379/11",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queues", type=int, default=1000,
+                        help="queues created before the scrapes (default: %(default)s)")
+    parser.add_argument("--storage", default="",
+                        help="storage URI (default: a temporary SQLite file)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         storage = args.storage or f"sqlite:///{tmp}/zq.sqlite3"

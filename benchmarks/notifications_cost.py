@@ -116,10 +116,19 @@ def fill(url: str, queue: str, messages: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--duration", type=float, default=8.0)
-    parser.add_argument("--storage", default="redis://127.0.0.1:6379/11")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.notifications_cost --rounds 3 --duration 8\n"
+               "  python -m benchmarks.notifications_cost --storage redis://127.0.0.1:6379/12",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of each workload on each server, alternating "
+                             "(default: %(default)s)")
+    parser.add_argument("--duration", type=float, default=8.0,
+                        help="seconds of each run (default: %(default)s)")
+    parser.add_argument("--storage", default="redis://127.0.0.1:6379/11",
+                        help="storage URI of both servers (default: %(default)s)")
     args = parser.parse_args()
     print(f"load average before: {Path('/proc/loadavg').read_text().strip()}", flush=True)
     hook = Receiver()

@@ -492,10 +492,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  PYTHONPATH=$PWD python benchmarks/outage.py sqlite:///tmp/o.sqlite3")
+        epilog="examples:\n"
+               "  PYTHONPATH=$PWD python benchmarks/outage.py sqlite:////tmp/outage/bench.sqlite3\n"
+               '  PYTHONPATH=$PWD python benchmarks/outage.py '
+               '"redis://127.0.0.1:6379/0?prefix=outagebench"')
     parser.add_argument("uri", help="storage URI (SQL databases are migrated first)")
-    parser.add_argument("--messages", type=int, default=2000)
-    parser.add_argument("--consumers", type=int, default=8)
+    parser.add_argument("--messages", type=int, default=2000,
+                        help="messages posted per mode (default: %(default)s)")
+    parser.add_argument("--consumers", type=int, default=8,
+                        help="consumer processes of the fleet (default: %(default)s)")
     parser.add_argument("--batch", type=int, default=1, help="messages per claim (1)")
     parser.add_argument("--post-seconds", type=float, default=100.0,
                         help="seconds over which the messages are posted (100)")
@@ -509,7 +514,9 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=300.0,
                         help="end a mode after this long whatever is left (300)")
     parser.add_argument("--modes", default="off,on", help="which modes, in order (off,on)")
-    parser.add_argument("--seed", type=int, default=27)
+    parser.add_argument("--seed", type=int, default=27,
+                        help="seed of the run's random choices, such as which consumer is "
+                             "killed (default: %(default)s)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="zq-outage-") as tmp, \
             run_storage(args.uri) as uri:

@@ -55,7 +55,12 @@ def per_claim(service: QueueService, counts: Counter[str], queue: str, claims: i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  PYTHONPATH=$PWD python benchmarks/pooling_reads_per_claim.py\n"
+               "  PYTHONPATH=$PWD python benchmarks/pooling_reads_per_claim.py --claims 500",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--claims", type=int, default=200, help="claims per queue (200)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -436,19 +436,27 @@ def table(phases: list[Phase]) -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], epilog=__doc__.split("Example")[1].strip(": \n"),
+        description=__doc__.split("\n\n")[0],
+        epilog="example" + __doc__.split("Example")[1].rstrip(),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--redis", action="append", default=None, metavar="URI",
                         help="use this Redis (give it twice) instead of starting 2 "
                              "redis-server; never the machine's own on 6379")
     parser.add_argument("--queues", type=int, default=300, help="queues per phase (300)")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--duration", type=float, default=8.0, help="seconds per workload")
-    parser.add_argument("--requests", type=int, default=20000, help="requests per workload")
-    parser.add_argument("--batch", type=int, default=10)
-    parser.add_argument("--body-size", type=int, default=256)
+    parser.add_argument("--workers", type=int, default=2,
+                        help="zq serve worker processes (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=4,
+                        help="threads per worker (default: %(default)s)")
+    parser.add_argument("--concurrency", type=int, default=8,
+                        help="loadgen's requests in flight (default: %(default)s)")
+    parser.add_argument("--duration", type=float, default=8.0,
+                        help="seconds per workload (default: %(default)s)")
+    parser.add_argument("--requests", type=int, default=20000,
+                        help="requests per workload (default: %(default)s)")
+    parser.add_argument("--batch", type=int, default=10,
+                        help="messages per post and per claim (default: %(default)s)")
+    parser.add_argument("--body-size", type=int, default=256,
+                        help="bytes of each message body as JSON (default: %(default)s)")
     parser.add_argument("--workloads", type=lambda t: t.split(","), default=["post", "cycle",
                         "poison"], help="comma list of post, cycle, poison (all)")
     parser.add_argument("--out", type=Path, default=None, help="also write the report here")

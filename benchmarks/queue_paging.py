@@ -82,11 +82,18 @@ def measure(storage: Storage, names: list[str], pages: int) -> dict[str, object]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.queue_paging --pages 100\n"
+               "  python -m benchmarks.queue_paging --backends sqlite,redis --queues 20000",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backends", default=",".join(BACKENDS),
-                        help="comma list of %(default)s")
-    parser.add_argument("--queues", type=int, default=10000)
-    parser.add_argument("--pages", type=int, default=200, help="timed listings per position")
+                        help="comma list of %(default)s (default: all of them)")
+    parser.add_argument("--queues", type=int, default=10000,
+                        help="queues created in the project (default: %(default)s)")
+    parser.add_argument("--pages", type=int, default=200,
+                        help="timed listings per position (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.queues <= PAGE or args.pages < 1:
         parser.error(f"--queues must be more than {PAGE} and --pages positive")

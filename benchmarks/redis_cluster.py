@@ -119,11 +119,21 @@ def failover_round() -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--messages", type=int, default=3000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--reshard-rounds", type=int, default=4)
-    parser.add_argument("--failover", action="store_true")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.redis_cluster\n"
+               "  python -m benchmarks.redis_cluster --messages 3000 --rounds 2 --failover",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=3000,
+                        help="messages of each conservation workload (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds, each on a fresh 6-node cluster (default: %(default)s)")
+    parser.add_argument("--reshard-rounds", type=int, default=4,
+                        help="slot moves there and back under load per round "
+                             "(default: %(default)s)")
+    parser.add_argument("--failover", action="store_true",
+                        help="also kill the master of the project's slot under HTTP load")
     args = parser.parse_args()
     ok = True
     for n in range(args.rounds):

@@ -157,7 +157,14 @@ def measure(target: Target, port: int, pid: int, workload: str, batch: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.redis_coalesce_ab --repeat 3 --duration 6 "
+               "--cases post:1,post:10,claim-delete:10,poison:10 --strace\n"
+               "  python -m benchmarks.redis_coalesce_ab --repeat 3 --duration 4 "
+               "--concurrency 1 --cases post:10,claim-delete:10",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(parser, duration=6.0)
     parser.add_argument("--strace", action="store_true",
                         help="one more run per case and target under strace -c (not in CPU)")

@@ -286,7 +286,12 @@ def table(rows: list[dict], baseline: dict[tuple[int, str], dict]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.redis_queue_size --spawn-redis\n"
+               "  python -m benchmarks.redis_queue_size --url redis://127.0.0.1:6390/0",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--url", help="a Redis to use (keys under a fresh prefix, removed after)")
     where.add_argument("--spawn-redis", action="store_true",

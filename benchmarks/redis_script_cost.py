@@ -83,10 +83,18 @@ def one_round(client: redis.Redis, n: int, breaker: bool) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.redis_script_cost redis://127.0.0.1:6391/0 --rounds 1\n"
+               "  python -m benchmarks.redis_script_cost redis://127.0.0.1:6391/0 --rounds 1 "
+               "--breaker",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("url", help="a Redis of its own, e.g. redis://127.0.0.1:6391/0")
-    parser.add_argument("-n", type=int, default=2000, help="messages per round")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("-n", type=int, default=2000,
+                        help="messages per round (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="rounds (default: %(default)s)")
     parser.add_argument("--breaker", action="store_true",
                         help="rules with a breaker and blame split")
     args = parser.parse_args()

@@ -97,10 +97,17 @@ def measure(backend: str, count: int) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:\n"
+               "  python benchmarks/redrive_rate.py --count 2000\n"
+               "  python benchmarks/redrive_rate.py --count 100000 --backends sqlite",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=100_000,
                         help="messages per dead letter queue (default 100000)")
-    parser.add_argument("--backends", default="sqlite,postgresql,redis")
+    parser.add_argument("--backends", default="sqlite,postgresql,redis",
+                        help="comma list of backends, one scratch store each "
+                             "(default: %(default)s)")
     args = parser.parse_args()
     for backend in args.backends.split(","):
         print(json.dumps(measure(backend.strip(), args.count)), flush=True)

@@ -60,9 +60,15 @@ def timed(tree: Path, argv: list[str]) -> tuple[float, int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python benchmarks/stats_answer_time.py --no-spark\n"
+               "  python benchmarks/stats_answer_time.py --baseline /tmp/zq-old",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", type=Path, help="an older zq source tree to compare with")
-    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--events", type=int, default=20_000,
+                        help="events in the small synthetic dataset (default: %(default)s)")
     parser.add_argument("--no-spark", dest="spark", action="store_false",
                         help="leave out the --engine spark case (minutes on a loaded machine)")
     options = parser.parse_args()

@@ -96,7 +96,14 @@ def timed(phase: Phase, storage: Storage, project: str, queue: str, total: int,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.storage_throughput "
+               "postgresql://postgres@127.0.0.1:5432/DB -n 5000 --threads 4\n"
+               "  python -m benchmarks.storage_throughput "
+               "postgresql://postgres@127.0.0.1:5432/DB -n 5000 --threads 4 --backlog 50000",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("uri", help="storage URI, e.g. redis://127.0.0.1:6379/0?prefix=bench")
     parser.add_argument("-n", type=int, default=2000, help="messages per phase")
     parser.add_argument("--backlog", type=int, default=0,

@@ -274,13 +274,23 @@ def across_servers(backend: str, uri: str, rounds: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("backend", choices=("redis", "postgresql", "sqlite", "mariadb"))
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.wake_latency redis --posts 300 --seconds 4\n"
+               "  python -m benchmarks.wake_latency sqlite --servers --rounds 20",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("backend", choices=("redis", "postgresql", "sqlite", "mariadb"),
+                        help="a scratch backend (sqlite and mariadb: with --servers only)")
     parser.add_argument("--servers", action="store_true",
                         help="two zq serve, a claim waiting on one, posts through the other")
-    parser.add_argument("--posts", type=int, default=300)
-    parser.add_argument("--listeners", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--posts", type=int, default=300,
+                        help="delivery: posts timed, one every 20 ms (default: %(default)s)")
+    parser.add_argument("--listeners", type=int, default=8,
+                        help="cost: listeners subscribed from another process "
+                             "(default: %(default)s)")
+    parser.add_argument("--seconds", type=float, default=5.0,
+                        help="cost: seconds of posts per run (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="cost: runs of each variant; --servers: posts (default 20)")
     args = parser.parse_args(argv)

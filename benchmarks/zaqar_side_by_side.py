@@ -624,22 +624,42 @@ def remove_redis_keys(db: int, keys: set[bytes]) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--venv", type=Path, default=Path("/tmp/zaqar-venv"))
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--concurrency", type=int, default=8)
-    parser.add_argument("--duration", type=float, default=10.0)
-    parser.add_argument("--requests", type=int, default=20000)
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--zq-db", type=int, default=11, help="Redis db of zq's keys")
-    parser.add_argument("--zaqar-db", type=int, default=12, help="Redis db of Zaqar's keys")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="examples:\n"
+               "  python -m benchmarks.zaqar_side_by_side --repeat 3 --duration 10 "
+               "--out side-by-side.md\n"
+               "  python -m benchmarks.zaqar_side_by_side --skip-zaqar --skip-scaling",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--venv", type=Path, default=Path("/tmp/zaqar-venv"),
+                        help="Zaqar's virtualenv, installed there if missing "
+                             "(default: %(default)s)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="worker processes of each server (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=4,
+                        help="threads per worker (default: %(default)s)")
+    parser.add_argument("--concurrency", type=int, default=8,
+                        help="the generator's requests in flight (default: %(default)s)")
+    parser.add_argument("--duration", type=float, default=10.0,
+                        help="at most this many seconds per run (default: %(default)s)")
+    parser.add_argument("--requests", type=int, default=20000,
+                        help="at most this many requests per run (default: %(default)s)")
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="runs of each case on each target, alternating the order "
+                             "(default: %(default)s)")
+    parser.add_argument("--zq-db", type=int, default=11,
+                        help="Redis db of zq's keys (default: %(default)s)")
+    parser.add_argument("--zaqar-db", type=int, default=12,
+                        help="Redis db of Zaqar's keys (default: %(default)s)")
     parser.add_argument("--metadata-cache", type=float, default=0.0, metavar="SECONDS",
                         help="also run zq on PostgreSQL with [server] metadata_cache = "
                              "SECONDS (target zq-postgresql-cache); the Redis driver "
-                             "versions metadata and needs no cache setting")
-    parser.add_argument("--skip-zaqar", action="store_true")
-    parser.add_argument("--skip-postgres", action="store_true")
+                             "versions metadata and needs no cache setting (default: 0, "
+                             "no such run)")
+    parser.add_argument("--skip-zaqar", action="store_true",
+                        help="leave out Zaqar (neither installed nor started)")
+    parser.add_argument("--skip-postgres", action="store_true",
+                        help="leave out zq on PostgreSQL")
     parser.add_argument("--skip-rabbitmq", action="store_true",
                         help="leave out RabbitMQ (benchmarks/amqp_load.py)")
     parser.add_argument("--rabbitmq-url", default=RABBITMQ_URL,
