@@ -308,7 +308,7 @@ def test_ten_thousand_dead_letters_in_five_hundred_groups_stay_fast(
     page.goto(f"{served.url}/console#/dlq/bulk-dlq")
     page.locator("section.group").first.wait_for()
     first_render = time.perf_counter() - started
-    expect(page.locator("#summary")).to_have_text("10000 messages in 500 groups",
+    expect(page.locator("#summary")).to_have_text("10,000 messages in 500 groups",
                                                    timeout=90_000)
     all_loaded = time.perf_counter() - started
     # The first groups showed from the first pages on, before the rest had come.
@@ -316,7 +316,7 @@ def test_ten_thousand_dead_letters_in_five_hundred_groups_stay_fast(
     assert any(text.startswith("Loading: ") and 0 < groups < 500 for text, groups, _ in seen), seen
     # Busy while it loads, and not once it has all: what open_dead_letters waits for.
     assert all(busy == "true" for text, _, busy in seen if text.startswith("Loading: ")), seen
-    assert seen[-1] == ["10000 messages in 500 groups", 500, "false"], seen[-1]
+    assert seen[-1] == ["10,000 messages in 500 groups", 500, "false"], seen[-1]
     # Drawn up front: the group headers and the first group's first 20; not 10,000 messages.
     assert page.locator("section.group").count() == 500
     assert page.locator("li.message").count() == 20

@@ -248,7 +248,7 @@ export function renderDeadLetters(root, { api }, name) {
       const groups = groupMessages(items, grouping);
       summary.textContent = loading ? `Loading: ${plural(items.length, "message")} so far, in ${plural(groups.length, "group")}…`
         : `${plural(items.length, "message")} in ${plural(groups.length, "group")}` +
-          (truncated ? ` (the first ${MAX_MESSAGES}; redrive by filter reaches the rest)` : "");
+          (truncated ? ` (the first ${MAX_MESSAGES.toLocaleString("en-US")}; redrive by filter reaches the rest)` : "");
       replace(list, groups.map(groupView));
     }
     updateButtons();

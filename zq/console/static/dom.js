@@ -88,8 +88,9 @@ export function pretty(body) {
   return JSON.stringify(body, null, 2);
 }
 
+// "10,000 messages": a count an operator reads at a glance, whatever the browser's locale.
 export function plural(n, one, many = one + "s") {
-  return `${n} ${n === 1 ? one : many}`;
+  return `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
 }
 
 let statusTimer = null;
