@@ -78,6 +78,11 @@ class Outage:
         return cls(queue=queue, fingerprint=description_fingerprint(description),
                    since=start - window, until=closed_at, max_generation=max_generation)
 
+    @property
+    def sends_back(self) -> bool:
+        """Whether anything can be sent back: its description known, redrives allowed."""
+        return self.fingerprint is not None and self.max_generation > 0
+
     def through(self, now: float) -> Outage:
         """The same outage, its dead letters sought up to ``now`` (the redrive's time)."""
         return replace(self, until=max(self.until, now))
@@ -94,7 +99,7 @@ def _is_auto_redrive(entry: Mapping[str, Any]) -> bool:
 
 def selected(record: MessageRecord, outage: Outage) -> bool:
     """Whether the outage sends this dead letter back (the rules above)."""
-    if outage.fingerprint is None or outage.max_generation <= 0:
+    if not outage.sends_back:
         return False
     entry = redrive.dead_letter_entry(record)
     if entry is None or entry.get(moves.QUEUE) != outage.queue:
@@ -125,7 +130,7 @@ def exhausted(records: Sequence[MessageRecord], outage: Outage,
     limit: the dead letter queue would have it, and the redrive send it
     back, had a claim reached it before the close.
     """
-    if outage.fingerprint is None or outage.max_generation <= 0:
+    if not outage.sends_back:
         return []
     return [record.id for record in records
             if record.claim_id is None
