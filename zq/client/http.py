@@ -175,10 +175,8 @@ class Client:
     def list_messages(self, queue: str, *, limit: int | None = None, echo: bool = True,
                       include_claimed: bool = False, include_history: bool = False,
                       marker: str | None = None) -> list[Message]:
-        params: dict[str, Any] = {"echo": str(echo).lower(),
-                                  "include_claimed": str(include_claimed).lower()}
-        if include_history:
-            params["include_history"] = "true"
+        params = _history({"echo": str(echo).lower(),
+                           "include_claimed": str(include_claimed).lower()}, include_history)
         if limit is not None:
             params["limit"] = limit
         if marker is not None:
@@ -190,16 +188,14 @@ class Client:
 
     def get_message(self, queue: str, message_id: str, *,
                     include_history: bool = False) -> Message:
-        params = {"include_history": "true"} if include_history else None
+        params = _history({}, include_history)
         return Message.from_json(
             self._call("GET", f"/queues/{queue}/messages/{message_id}", params=params).json())
 
     def get_messages(self, queue: str, message_ids: Sequence[str], *,
                      include_history: bool = False) -> list[Message]:
         """Those of ``message_ids`` that are in ``queue``; [] when none is."""
-        params = {"ids": ",".join(message_ids)}
-        if include_history:
-            params["include_history"] = "true"
+        params = _history({"ids": ",".join(message_ids)}, include_history)
         try:
             doc = self._call("GET", f"/queues/{queue}/messages", params=params).json()
         except NotFound:  # the API's answer when none of them exists
@@ -218,9 +214,7 @@ class Client:
     def pop(self, queue: str, count: int = 1, *,
             include_history: bool = False) -> list[Message]:
         """Take and delete up to ``count`` free messages; [] when none is free."""
-        params: dict[str, Any] = {"pop": count}
-        if include_history:
-            params["include_history"] = "true"
+        params = _history({"pop": count}, include_history)
         doc = self._call("DELETE", f"/queues/{queue}/messages", params=params).json()
         return [Message.from_json(m) for m in doc.get("messages", [])]
 
@@ -261,9 +255,7 @@ class Client:
                      include_history: bool = False, wait: float = 0) -> ClaimAnswer:
         """As ``claim``, with what the answer says about ``wait``: whether the
         server honoured it (its ``X-Zq-Wait`` header) and how long it took."""
-        params: dict[str, Any] = {"limit": limit}
-        if include_history:
-            params["include_history"] = "true"
+        params = _history({"limit": limit}, include_history)
         if wait > 0:
             params["wait"] = f"{wait:g}"
         started = time.monotonic()
@@ -286,7 +278,7 @@ class Client:
 
     def get_claim(self, queue: str, claim_id: str, *,
                   include_history: bool = False) -> Claim:
-        params = {"include_history": "true"} if include_history else None
+        params = _history({}, include_history)
         doc = self._call("GET", f"/queues/{queue}/claims/{claim_id}", params=params).json()
         return Claim(id=claim_id, queue=queue,
                      messages=[Message.from_json(m) for m in doc.get("messages", [])])
@@ -370,6 +362,14 @@ class Client:
                 return RedriveResult(matched=matched, moved=moved, to=totals, next=None,
                                      created=tuple(created), unreadable=tuple(unreadable))
             marker = page.next
+
+
+def _history(params: dict[str, Any], include_history: bool) -> dict[str, Any]:
+    """``params``, asking for each message's history when ``include_history``
+    (zq; a Zaqar server ignores the parameter)."""
+    if include_history:
+        params["include_history"] = "true"
+    return params
 
 
 def _seconds(text: str) -> float:
