@@ -5,7 +5,7 @@
 // delete and purge, each confirmed and reported.
 
 import { q } from "./api.js";
-import { h, replace, when, pretty, plural, notify, dialog, confirmAction } from "./dom.js";
+import { h, replace, when, pretty, count, plural, notify, dialog, confirmAction } from "./dom.js";
 import { fingerprint } from "./sha256.js";
 
 const MAX_MESSAGES = 10000;
@@ -248,7 +248,7 @@ export function renderDeadLetters(root, { api }, name) {
       const groups = groupMessages(items, grouping);
       summary.textContent = loading ? `Loading: ${plural(items.length, "message")} so far, in ${plural(groups.length, "group")}…`
         : `${plural(items.length, "message")} in ${plural(groups.length, "group")}` +
-          (truncated ? ` (the first ${MAX_MESSAGES.toLocaleString("en-US")}; redrive by filter reaches the rest)` : "");
+          (truncated ? ` (the first ${count(MAX_MESSAGES)}; redrive by filter reaches the rest)` : "");
       replace(list, groups.map(groupView));
     }
     updateButtons();

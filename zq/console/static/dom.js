@@ -88,9 +88,13 @@ export function pretty(body) {
   return JSON.stringify(body, null, 2);
 }
 
-// "10,000 messages": a count an operator reads at a glance, whatever the browser's locale.
+// "10,000": a count an operator reads at a glance, whatever the browser's locale.
+export function count(n) {
+  return n.toLocaleString("en-US");
+}
+
 export function plural(n, one, many = one + "s") {
-  return `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
+  return `${count(n)} ${n === 1 ? one : many}`;
 }
 
 let statusTimer = null;
