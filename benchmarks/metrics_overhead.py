@@ -15,12 +15,11 @@ and the medians are there to make the two sides see the same noise.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 
-from benchmarks.on_off import ROOT, alternate, servers
+from benchmarks.on_off import ROOT, alternate, parse_args, servers
 
 WORKLOADS = ("post", "claim-delete")
 # Bounds each run with the duration; claim-delete posts its backlog (requests / 2
@@ -38,20 +37,7 @@ def load(url: str, workload: str, duration: float) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="examples:\n"
-               "  python -m benchmarks.metrics_overhead --rounds 3 --duration 8\n"
-               "  python -m benchmarks.metrics_overhead --storage redis://127.0.0.1:6379/12",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="rounds of each workload on each server, alternating "
-                             "(default: %(default)s)")
-    parser.add_argument("--duration", type=float, default=8.0,
-                        help="seconds of each run (default: %(default)s)")
-    parser.add_argument("--storage", default="redis://127.0.0.1:6379/11",
-                        help="storage URI of both servers (default: %(default)s)")
-    args = parser.parse_args()
+    args = parse_args(__doc__, "benchmarks.metrics_overhead")
     envs = {"on": {"ZQ_METRICS_ENABLED": "true"}, "off": {"ZQ_METRICS_ENABLED": "false"}}
     with servers(args.storage, envs, scrape="on") as urls:
         alternate(args.rounds, WORKLOADS,

@@ -16,7 +16,6 @@ receiver got, and the load average (the machine may be shared).
 
 from __future__ import annotations
 
-import argparse
 import threading
 import time
 import uuid
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.on_off import alternate, servers
+from benchmarks.on_off import alternate, parse_args, servers
 
 THREADS = 8
 BATCH = 10
@@ -116,20 +115,7 @@ def fill(url: str, queue: str, messages: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="examples:\n"
-               "  python -m benchmarks.notifications_cost --rounds 3 --duration 8\n"
-               "  python -m benchmarks.notifications_cost --storage redis://127.0.0.1:6379/12",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="rounds of each workload on each server, alternating "
-                             "(default: %(default)s)")
-    parser.add_argument("--duration", type=float, default=8.0,
-                        help="seconds of each run (default: %(default)s)")
-    parser.add_argument("--storage", default="redis://127.0.0.1:6379/11",
-                        help="storage URI of both servers (default: %(default)s)")
-    args = parser.parse_args()
+    args = parse_args(__doc__, "benchmarks.notifications_cost")
     print(f"load average before: {Path('/proc/loadavg').read_text().strip()}", flush=True)
     hook = Receiver()
     envs = {side: {"ZQ_METRICS_ENABLED": flag, "ZQ_NOTIFICATIONS_ENABLED": flag,

@@ -10,6 +10,7 @@ remove the servers and their Redis keys at the end.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -28,6 +29,25 @@ from benchmarks.zaqar_side_by_side import free_port
 ROOT = Path(__file__).resolve().parent.parent
 SCRAPE_EVERY = 5.0
 SIDES = ("on", "off")
+
+
+def parse_args(doc: str, module: str) -> argparse.Namespace:
+    """The options both on/off benchmarks take; ``doc`` (the script's docstring)
+    gives the description, ``module`` the examples' ``python -m`` name."""
+    parser = argparse.ArgumentParser(
+        description=doc.split("\n\n")[0],
+        epilog="examples:\n"
+               f"  python -m {module} --rounds 3 --duration 8\n"
+               f"  python -m {module} --storage redis://127.0.0.1:6379/12",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of each workload on each server, alternating "
+                             "(default: %(default)s)")
+    parser.add_argument("--duration", type=float, default=8.0,
+                        help="seconds of each run (default: %(default)s)")
+    parser.add_argument("--storage", default="redis://127.0.0.1:6379/11",
+                        help="storage URI of both servers (default: %(default)s)")
+    return parser.parse_args()
 
 
 def start(storage: str, env: Mapping[str, str], label: str) -> tuple[subprocess.Popen, str]:
